@@ -1,0 +1,38 @@
+# kubectl-nodestate. `make help` lists the targets.
+GO      ?= go
+BIN     ?= bin/kubectl-nodestate
+PKG     := github.com/kubectl-nodestate/kubectl-nodestate
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
+COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+LDFLAGS := -s -w -X $(PKG)/pkg/version.version=$(VERSION) -X $(PKG)/pkg/version.commit=$(COMMIT) -X $(PKG)/pkg/version.date=$(DATE)
+
+.PHONY: help build test demo fuzz bench e2e e2e-scale dist krew-test ci
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+
+build: ## build bin/kubectl-nodestate
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/kubectl-nodestate
+
+test: ## the fast test suite (no cluster): unit, conformance against the kubelet vectors, fuzz seeds
+	$(GO) test ./...
+
+demo: build ## verify and show the bundled example kubelet dir (no cluster needed)
+	./$(BIN) verify --from-dir examples/kubelet-root
+	./$(BIN) cpus --from-dir examples/kubelet-root
+
+fuzz: ## run every decoder fuzz target for FUZZTIME (default 20s each)
+	hack/fuzz.sh
+
+bench: ## decoder benchmarks, ours beside the kubelet's own algorithm in one run
+	$(GO) test -run '^$$' -bench . -benchmem ./pkg/decode/
+
+e2e: ## live commands end to end on a real kube-apiserver + etcd + kwok (builds/caches the binaries)
+	hack/e2e.sh
+
+dist: ## cross-built release archives + sha256 sums + krew manifest under dist/
+	VERSION=$(VERSION) COMMIT=$(COMMIT) DATE=$(DATE) hack/dist.sh
+
+krew-test: ## validate the krew manifest and install through the real krew + kubectl, offline
+	hack/krew-test.sh

@@ -1,0 +1,243 @@
+package decode
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// The conformance suite: every file of the kubelet vectors (written by the real kubelet code of
+// each release, see testdata/kubelet/MANIFEST.json) must be judged as the real readers judged
+// it, its hashed text reproduced byte for byte, and its content decoded as the writer decoded it.
+
+const vectorsDir = "../../testdata/kubelet"
+
+type manifestEntry struct {
+	File            string          `json:"file"`
+	Component       string          `json:"component"`
+	Writer          string          `json:"writer"`
+	Format          string          `json:"format"`
+	Case            string          `json:"case"`
+	Mutation        *string         `json:"mutation"`
+	ExpectedVerdict Verdict         `json:"expectedVerdict"`
+	ExpectedError   *string         `json:"expectedError"`
+	ExpectedDecoded json.RawMessage `json:"expectedDecoded"`
+	HashedText      *string         `json:"hashedText"`
+	DataHashedText  *string         `json:"dataHashedText"`
+	Reads           map[string]struct {
+		Verdict Verdict `json:"verdict"`
+		Error   *string `json:"error"`
+	} `json:"reads"`
+}
+
+func loadManifest(t testing.TB) []manifestEntry {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(vectorsDir, "MANIFEST.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		Entries []manifestEntry `json:"entries"`
+	}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Entries) < 500 {
+		t.Fatalf("MANIFEST has %d entries; the vectors look incomplete", len(m.Entries))
+	}
+	return m.Entries
+}
+
+// writerReader is the reader the MANIFEST's expected* fields come from.
+func (e manifestEntry) writerReader() string {
+	if e.Writer == "synthetic" || e.Writer == "" {
+		return "v1.35.8" // synthetic files are judged by the v1.35.8 reader (see the spec)
+	}
+	return e.Writer
+}
+
+func (e manifestEntry) raw(t *testing.T) []byte {
+	b, err := os.ReadFile(filepath.Join(vectorsDir, e.File))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestConformanceReadsMatrix(t *testing.T) {
+	for _, e := range loadManifest(t) {
+		raw := e.raw(t)
+		kind := Kind(e.Component)
+		t.Run(e.File, func(t *testing.T) {
+			for label, want := range e.Reads {
+				k, err := ParseKubelet(label, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rep := Decode(kind, raw, Options{Kubelet: &k})
+				if rep.Verdict != want.Verdict {
+					t.Errorf("reader %s: verdict %s, want %s (error %q, want %q)", label, rep.Verdict, want.Verdict, rep.Error, deref(want.Error))
+					continue
+				}
+				if want.Error != nil && rep.Error != *want.Error {
+					t.Errorf("reader %s: error\n got %q\nwant %q", label, rep.Error, *want.Error)
+				}
+			}
+		})
+	}
+}
+
+func TestConformanceWriterVerdict(t *testing.T) {
+	for _, e := range loadManifest(t) {
+		raw := e.raw(t)
+		t.Run(e.File, func(t *testing.T) {
+			k, err := ParseKubelet(e.writerReader(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep := Decode(Kind(e.Component), raw, Options{Kubelet: &k})
+			if rep.Verdict != e.ExpectedVerdict {
+				t.Fatalf("verdict %s, want %s (error %q)", rep.Verdict, e.ExpectedVerdict, rep.Error)
+			}
+			if e.ExpectedError != nil && rep.Error != *e.ExpectedError {
+				t.Errorf("error\n got %q\nwant %q", rep.Error, *e.ExpectedError)
+			}
+			if e.ExpectedVerdict == Valid {
+				got := kubeletView(t, Kind(e.Component), rep.Decoded)
+				var want any
+				if err := json.Unmarshal(e.ExpectedDecoded, &want); err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(normalize(got), normalize(want)) {
+					gj, _ := json.Marshal(normalize(got))
+					wj, _ := json.Marshal(normalize(want))
+					t.Errorf("decoded\n got %s\nwant %s", gj, wj)
+				}
+			}
+		})
+	}
+}
+
+// Without --kubelet-version a file is judged by the last release writing its detected format.
+func TestConformanceDefaultVerdict(t *testing.T) {
+	for _, e := range loadManifest(t) {
+		raw := e.raw(t)
+		t.Run(e.File, func(t *testing.T) {
+			rep := Decode(Kind(e.Component), raw, Options{})
+			if rep.Reader == "" {
+				// Not JSON: no format to pick a kubelet by, and every kubelet refuses it.
+				if rep.Verdict != Unreadable || e.ExpectedVerdict != Unreadable {
+					t.Fatalf("no format detected: verdict %s (%s), writer's verdict %s", rep.Verdict, rep.Error, e.ExpectedVerdict)
+				}
+				return
+			}
+			want, ok := e.Reads[rep.Reader]
+			if !ok {
+				t.Fatalf("format %s judged by %q, which the vectors do not cover", rep.Format, rep.Reader)
+			}
+			if rep.Verdict != want.Verdict {
+				t.Errorf("format %s by %s: verdict %s, want %s", rep.Format, rep.Reader, rep.Verdict, want.Verdict)
+			}
+			// The detected format is the writer's own whenever the writer accepted the file; a zeroed
+			// checksum erases the only thing telling layouts of the same JSON shape apart.
+			zeroed := e.Mutation != nil && *e.Mutation == "checksum-zero"
+			if e.ExpectedVerdict == Valid && !zeroed && !sameFormat(rep.Format, e.Format) {
+				t.Errorf("format %s, want %s", rep.Format, formatID(e.Format))
+			}
+		})
+	}
+}
+
+func TestConformanceHashedText(t *testing.T) {
+	n := 0
+	for _, e := range loadManifest(t) {
+		if e.HashedText == nil && e.DataHashedText == nil {
+			continue
+		}
+		n++
+		raw := e.raw(t)
+		t.Run(e.File, func(t *testing.T) {
+			texts := HashedText(Kind(e.Component), raw)
+			if e.DataHashedText != nil {
+				if got := texts["dataChecksum"]; got != *e.DataHashedText {
+					t.Errorf("data hashed text\n got %q\nwant %q", got, *e.DataHashedText)
+				}
+			}
+			if e.HashedText != nil && !hasValue(texts, *e.HashedText) {
+				t.Errorf("hashed text\n got %q\nwant %q", texts, *e.HashedText)
+			}
+		})
+	}
+	if n < 200 {
+		t.Fatalf("only %d vectors carry a hashed text", n)
+	}
+}
+
+func hasValue(m map[string]string, want string) bool {
+	for k, v := range m {
+		if k != "dataChecksum" && v == want {
+			return true
+		}
+	}
+	return false
+}
+
+func formatID(manifestFormat string) string {
+	id, _, _ := strings.Cut(manifestFormat, ":")
+	return id
+}
+
+// sameFormat compares format IDs; files with no entries are byte-identical across the device
+// V1/V2 eras, so either name is right for them.
+func sameFormat(got, manifestFormat string) bool {
+	want := formatID(manifestFormat)
+	return got == want || (strings.HasPrefix(got, "dev-") && strings.HasPrefix(want, "dev-"))
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
+}
+
+// normalize drops empty maps, empty lists and nulls, which the writers' decoded values differ
+// on only by pre-initialisation, and round-trips through JSON so numbers compare alike.
+func normalize(v any) any {
+	b, _ := json.Marshal(v)
+	var out any
+	_ = json.Unmarshal(b, &out)
+	return prune(out)
+}
+
+func prune(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := map[string]any{}
+		for k, val := range x {
+			if p := prune(val); p != nil {
+				out[k] = p
+			}
+		}
+		if len(out) == 0 {
+			return nil
+		}
+		return out
+	case []any:
+		if len(x) == 0 {
+			return nil
+		}
+		out := make([]any, len(x))
+		for i, val := range x {
+			out[i] = prune(val)
+			if out[i] == nil {
+				out[i] = map[string]any{}
+			}
+		}
+		return out
+	}
+	return v
+}

@@ -1,0 +1,174 @@
+// Package decode recognises the kubelet's checkpoint files, verifies their checksums with the
+// exact rule of the kubelet era that wrote them, predicts what any kubelet version would make of
+// them, and decodes them into version-neutral models. It is a pure library: bytes in, report out;
+// it knows nothing of clusters, files on disk or flags.
+package decode
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// MaxFileSize caps what Decode reads: real checkpoints are kilobytes, a hostile one must not
+// make the plugin eat memory.
+const MaxFileSize = 64 << 20
+
+// DefaultRootDir is the kubelet's default --root-dir, used in the kubelet's error texts.
+const DefaultRootDir = "/var/lib/kubelet"
+
+// Options tune Decode.
+type Options struct {
+	// Kubelet, when set, is the reader to judge for ("would this kubelet accept the file?").
+	// Unset, each file is judged by the last kubelet release that writes its format.
+	Kubelet *Kubelet
+	// RootDir is the kubelet root dir shown in error texts (default /var/lib/kubelet).
+	RootDir string
+}
+
+// Decode judges one checkpoint file of the given kind.
+func Decode(kind Kind, raw []byte, opts Options) *Report {
+	rep := &Report{File: PathOf(kind), Kind: kind}
+	if opts.RootDir == "" {
+		opts.RootDir = DefaultRootDir
+	}
+	if len(raw) > MaxFileSize {
+		rep.Verdict = Unreadable
+		rep.Error = fmt.Sprintf("file is %d bytes, over the %d MiB cap; not decoded", len(raw), MaxFileSize>>20)
+		return rep
+	}
+	if _, ok := ParseKind(string(kind)); !ok {
+		rep.Verdict = UnknownFormat
+		rep.Error = fmt.Sprintf("%q is not a checkpoint file nodestate knows", kind)
+		return rep
+	}
+	if h, ok := handlers[kind]; ok {
+		return h(rep, raw, opts)
+	}
+	return decodeChecksummed(rep, raw, opts)
+}
+
+// handlers decode kinds that do not go through the format table (files without checksums).
+var handlers = map[Kind]func(rep *Report, raw []byte, opts Options) *Report{}
+
+func decodeChecksummed(rep *Report, raw []byte, opts Options) *Report {
+	top, perr := parseObject(raw)
+	var f *format
+	if perr == nil {
+		f = detectFormat(rep.Kind, raw, top)
+	}
+	reader := opts.Kubelet
+	switch {
+	case f != nil:
+		rep.Format = f.ID
+		if reader == nil {
+			home := MustParseKubelet(f.Home)
+			reader = &home
+		}
+	case reader == nil:
+		rep.Verdict, rep.Error = Unreadable, "not JSON: "+errText(perr)
+		if perr == nil || isTypeError(perr) {
+			rep.Verdict, rep.Error = UnknownFormat, "JSON, but not a "+string(rep.Kind)+" checkpoint of any known kubelet version"
+		}
+		return rep
+	}
+	rep.Reader = reader.String()
+
+	out := simulate(rep.Kind, raw, *reader, opts.RootDir)
+	rep.Verdict, rep.Error = out.verdict, out.err
+	if out.verdict == Valid {
+		rep.Rule = out.result.rule.ID
+		if out.result.zeroAccepted {
+			rep.Rule += " (stored checksum 0, accepted unverified)"
+		}
+		rep.Decoded = out.result.layoutModel()
+		if f != nil && out.result.layout != f.Layout {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("kubelet %s reads this %s file through an older layout (%s): fields that layout lacks are dropped", reader, f.ID, out.result.rule.ID))
+		}
+		if out.result.layout == cpuV1Layout && reader.Version.AtLeast(MustParseKubelet("1.18.0").Version) {
+			rep.Notes = append(rep.Notes, "V1 entries are keyed by container ID: the kubelet migrates them through the runtime's containers and fails on an unknown one")
+		}
+	}
+	if f != nil {
+		rep.Checksums = checksumResults(f, raw, *reader)
+		if rep.Decoded == nil {
+			rep.Decoded = bestEffortModel(f, raw)
+		}
+		for _, c := range rep.Checksums {
+			if !c.Match && !c.ZeroAccepted && len(rep.Checksums) > 1 {
+				rep.Notes = append(rep.Notes, fmt.Sprintf("%s does not match: %s would reject this file", c.Field, c.Readers))
+			}
+		}
+	}
+	return rep
+}
+
+// checksumResults recomputes every checksum the format carries.
+func checksumResults(f *format, raw []byte, reader Kubelet) []ChecksumResult {
+	v := f.Layout.New()
+	if json.Unmarshal(raw, v) != nil {
+		return nil
+	}
+	out := make([]ChecksumResult, 0, len(f.Checksums))
+	for _, c := range f.Checksums {
+		stored, computed := fieldUint(v, c.Rule.Field), c.Rule.compute(v)
+		out = append(out, ChecksumResult{
+			Field: c.JSONField, Rule: c.Rule.ID, Algorithm: string(c.Rule.Algorithm),
+			Stored: stored, Computed: computed, Match: stored == computed,
+			ZeroAccepted: stored == 0 && stored != computed && c.Rule.ZeroOK != nil && c.Rule.ZeroOK.contains(reader.Version),
+			Readers:      c.Readers,
+		})
+	}
+	return out
+}
+
+// bestEffortModel decodes a file that was not accepted, so an operator can still see what it
+// says (render marks it as not valid).
+func bestEffortModel(f *format, raw []byte) any {
+	v := f.Layout.New()
+	if json.Unmarshal(raw, v) != nil {
+		return nil
+	}
+	var payload any
+	if f.Layout.Payload != nil {
+		p, err := f.Layout.Payload(v)
+		if err != nil {
+			return nil
+		}
+		payload = p
+	}
+	return f.Layout.Model(v, payload)
+}
+
+// HashedText returns the exact text the kubelet feeds to the checksum for each checksum of the
+// file's detected format (for debugging a mismatch by eye). Keys are JSON field names.
+func HashedText(kind Kind, raw []byte) map[string]string {
+	top, err := parseObject(raw)
+	if err != nil {
+		return nil
+	}
+	f := detectFormat(kind, raw, top)
+	if f == nil {
+		return nil
+	}
+	v := f.Layout.New()
+	if json.Unmarshal(raw, v) != nil {
+		return nil
+	}
+	out := map[string]string{}
+	for _, c := range f.Checksums {
+		out[c.JSONField] = c.Rule.text(v)
+	}
+	return out
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+func isTypeError(err error) bool {
+	_, ok := err.(*json.UnmarshalTypeError)
+	return ok
+}

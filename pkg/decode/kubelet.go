@@ -1,0 +1,127 @@
+package decode
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/version"
+)
+
+// Feature gates that change how a kubelet reads checkpoints.
+const (
+	GatePodLevelResourceManagers = "PodLevelResourceManagers"
+	// GateInPlacePodVerticalScalingExclusiveCPUs only adds content (baselines); readers ignore it.
+	GateInPlacePodVerticalScalingExclusiveCPUs = "InPlacePodVerticalScalingExclusiveCPUs"
+)
+
+// gateDefaults are the defaults in every release that has the gate (both are alpha).
+var gateDefaults = map[string]bool{
+	GatePodLevelResourceManagers:               false,
+	GateInPlacePodVerticalScalingExclusiveCPUs: false,
+}
+
+// Kubelet identifies a reader: a kubelet version and the feature gates it runs with.
+type Kubelet struct {
+	Version *version.Version
+	Gates   map[string]bool
+}
+
+// ParseKubelet parses a kubelet version such as "v1.36.4", "1.36" or a node's
+// status.nodeInfo.kubeletVersion ("v1.30.2-eks-1234", "v1.29.3+k3s1"). A suffix of known gate
+// names ("v1.36.4+PodLevelResourceManagers") turns those gates on, as in the vectors' labels.
+func ParseKubelet(s string, gates map[string]bool) (Kubelet, error) {
+	k := Kubelet{Gates: map[string]bool{}}
+	for name, on := range gates {
+		k.Gates[name] = on
+	}
+	base := strings.TrimSpace(s)
+	if parts := strings.Split(base, "+"); len(parts) > 1 && allKnownGates(parts[1:]) {
+		base = parts[0]
+		for _, g := range parts[1:] {
+			k.Gates[g] = true
+		}
+	}
+	v, err := version.ParseGeneric(base)
+	if err != nil {
+		return Kubelet{}, fmt.Errorf("invalid kubelet version %q: want vMAJOR.MINOR[.PATCH], e.g. v1.36.4", s)
+	}
+	// ParseGeneric drops pre-releases; keep "1.38.0-alpha.0" ordered before 1.38.0 when given.
+	if sv, serr := version.ParseSemantic(strings.TrimPrefix(base, "v")); serr == nil && sv.PreRelease() != "" {
+		v = sv.WithBuildMetadata("")
+	}
+	k.Version = v
+	return k, nil
+}
+
+// MustParseKubelet is ParseKubelet for literals in tables.
+func MustParseKubelet(s string) Kubelet {
+	k, err := ParseKubelet(s, nil)
+	if err != nil {
+		panic(err)
+	}
+	return k
+}
+
+func allKnownGates(names []string) bool {
+	for _, n := range names {
+		if _, ok := gateDefaults[n]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// Gate reports whether a feature gate is on for this kubelet.
+func (k Kubelet) Gate(name string) bool {
+	if on, ok := k.Gates[name]; ok {
+		return on
+	}
+	return gateDefaults[name]
+}
+
+// String renders the kubelet like the vectors' reader labels: "v1.36.4+PodLevelResourceManagers".
+func (k Kubelet) String() string {
+	if k.Version == nil {
+		return ""
+	}
+	s := "v" + k.Version.String()
+	var on []string
+	for name, enabled := range k.Gates {
+		if enabled && name != GateInPlacePodVerticalScalingExclusiveCPUs {
+			on = append(on, name)
+		}
+	}
+	sort.Strings(on)
+	for _, g := range on {
+		s += "+" + g
+	}
+	return s
+}
+
+// versionRange is [Since, Until) over kubelet versions; an empty bound is open.
+type versionRange struct {
+	Since, Until string
+}
+
+func (r versionRange) contains(v *version.Version) bool {
+	if r.Since != "" && v.LessThan(version.MustParseGeneric(r.Since)) {
+		return false
+	}
+	if r.Until != "" && !v.LessThan(version.MustParseGeneric(r.Until)) {
+		return false
+	}
+	return true
+}
+
+func (r versionRange) String() string {
+	switch {
+	case r.Since == "" && r.Until == "":
+		return "every kubelet"
+	case r.Until == "":
+		return "kubelet " + r.Since + "+"
+	case r.Since == "":
+		return "kubelet before " + r.Until
+	}
+	return "kubelet " + r.Since + " to before " + r.Until
+}

@@ -1,0 +1,72 @@
+package decode
+
+// How each kubelet release restores each checkpoint file: the attempts in order, which error it
+// reports and how it words it. Versions not covered by a row do not read the file ("not-read").
+// This is the table the --kubelet-version prediction replays; the vectors' "reads" matrix is its
+// test.
+
+const (
+	wrapCPU117 = "could not restore state from checkpoint: %[1]s\nPlease drain this node and delete the CPU manager checkpoint file %[2]q before restarting Kubelet."
+	wrapCPU    = "could not restore state from checkpoint: %[1]s, please drain this node and delete the CPU manager checkpoint file %[2]q before restarting Kubelet"
+	wrapMemory = "could not restore state from checkpoint: %[1]s, please drain this node and delete the memory manager checkpoint file %[2]q before restarting Kubelet"
+	wrapNone   = "%[1]s"
+)
+
+var (
+	cpuV1Attempt = attempt{Layout: cpuV1Layout, Rules: []*checksumRule{ruleCPUV1}}
+	cpuV2Attempt = attempt{Layout: cpuV2Layout, Rules: []*checksumRule{ruleCPUV2}}
+	// 1.36+ with PodLevelResourceManagers off: the un-renamed name first, then the real one.
+	cpuV2AttemptGateOff = attempt{Layout: cpuV2Layout, Rules: []*checksumRule{ruleCPUV2Unrenamed, ruleCPUV2}}
+	cpuV4Attempt        = attempt{Layout: cpuV4Layout, Rules: []*checksumRule{ruleCPUV4Data},
+		Authoritative: &authority{Prefix: "could not load v4 checkpoint: ", Applies: hasDataFields}}
+
+	memV1Attempt        = attempt{Layout: memV1Layout, Rules: []*checksumRule{ruleMemV1}}
+	memV1AttemptGateOff = attempt{Layout: memV1Layout, Rules: []*checksumRule{ruleMemV1Unrenamed, ruleMemV1}}
+	memV2Attempt        = attempt{Layout: memV2Layout, Rules: []*checksumRule{ruleMemV2}}
+	memV3Attempt        = attempt{Layout: memV3Layout, Rules: []*checksumRule{ruleMemV3Data},
+		Authoritative: &authority{Prefix: "could not load v3 checkpoint: ", Applies: hasDataFields}}
+
+	devV1Attempt = attempt{Layout: devV1Layout, Rules: []*checksumRule{ruleDevV1}}
+	devV2Attempt = attempt{Layout: devV2Layout, Rules: []*checksumRule{ruleDevV2}}
+)
+
+var readers = []readerRow{
+	// cpu_manager_state
+	{Kind: KindCPU, Versions: versionRange{"1.12.0", "1.18.0"}, Attempts: []attempt{cpuV1Attempt},
+		StructNames: map[string]string{"CPUManagerCheckpointV1": "CPUManagerCheckpoint"}, Wrap: wrapCPU117},
+	{Kind: KindCPU, Versions: versionRange{"1.18.0", "1.36.0"}, Attempts: []attempt{cpuV1Attempt, cpuV2Attempt},
+		StructNames: map[string]string{"CPUManagerCheckpointV2": "CPUManagerCheckpoint"}, Wrap: wrapCPU},
+	{Kind: KindCPU, Versions: versionRange{"1.36.0", "1.37.0"}, Gate: "!" + GatePodLevelResourceManagers,
+		Attempts: []attempt{cpuV2AttemptGateOff, cpuV1Attempt}, Wrap: wrapCPU},
+	{Kind: KindCPU, Versions: versionRange{"1.36.0", "1.37.0"}, Gate: GatePodLevelResourceManagers,
+		Attempts:    []attempt{{Layout: cpuV3Layout, Rules: []*checksumRule{ruleCPUV3}}, cpuV2Attempt, cpuV1Attempt},
+		StructNames: map[string]string{"CPUManagerCheckpointV3": "CPUManagerCheckpoint"}, Wrap: wrapCPU, MigratesIntoFirst: true},
+	{Kind: KindCPU, Versions: versionRange{Since: "1.37.0"}, Gate: "!" + GatePodLevelResourceManagers,
+		Attempts: []attempt{cpuV4Attempt, {Layout: cpuV3Layout, Rules: []*checksumRule{ruleCPUV3Unrenamed, ruleCPUV3}}, cpuV2AttemptGateOff},
+		Wrap:     wrapCPU},
+	{Kind: KindCPU, Versions: versionRange{Since: "1.37.0"}, Gate: GatePodLevelResourceManagers,
+		Attempts: []attempt{cpuV4Attempt, {Layout: cpuV3Layout, Rules: []*checksumRule{ruleCPUV3Unrenamed, ruleCPUV3}}, cpuV2Attempt},
+		Wrap:     wrapCPU},
+
+	// memory_manager_state
+	{Kind: KindMemory, Versions: versionRange{"1.21.0", "1.36.0"}, Attempts: []attempt{memV1Attempt},
+		StructNames: map[string]string{"MemoryManagerCheckpointV1": "MemoryManagerCheckpoint"}, Wrap: wrapMemory},
+	{Kind: KindMemory, Versions: versionRange{"1.36.0", "1.37.0"}, Gate: "!" + GatePodLevelResourceManagers,
+		Attempts: []attempt{memV1AttemptGateOff}, Wrap: wrapMemory},
+	{Kind: KindMemory, Versions: versionRange{"1.36.0", "1.37.0"}, Gate: GatePodLevelResourceManagers,
+		Attempts: []attempt{memV2Attempt, memV1Attempt}, Wrap: wrapMemory, MigratesIntoFirst: true},
+	{Kind: KindMemory, Versions: versionRange{Since: "1.37.0"}, Attempts: []attempt{memV3Attempt, memV2Attempt, memV1Attempt},
+		Wrap: wrapMemory},
+
+	// device-plugins/kubelet_internal_checkpoint: V1 until 1.19; V2 from 1.20; the V1 fallback was
+	// backported to 1.20.14, 1.21.8 and 1.22.5 and removed in 1.31. The V2 error is reported.
+	{Kind: KindDevices, Versions: versionRange{"1.11.0", "1.20.0"}, Attempts: []attempt{devV1Attempt},
+		StructNames: map[string]string{"PodDevicesEntryV1": "PodDevicesEntry"}, Wrap: wrapNone},
+	{Kind: KindDevices, Versions: versionRange{"1.20.0", "1.20.14"}, Attempts: []attempt{devV2Attempt}, Wrap: wrapNone},
+	{Kind: KindDevices, Versions: versionRange{"1.20.14", "1.21.0"}, Attempts: []attempt{devV2Attempt, devV1Attempt}, FirstError: true, Wrap: wrapNone},
+	{Kind: KindDevices, Versions: versionRange{"1.21.0", "1.21.8"}, Attempts: []attempt{devV2Attempt}, Wrap: wrapNone},
+	{Kind: KindDevices, Versions: versionRange{"1.21.8", "1.22.0"}, Attempts: []attempt{devV2Attempt, devV1Attempt}, FirstError: true, Wrap: wrapNone},
+	{Kind: KindDevices, Versions: versionRange{"1.22.0", "1.22.5"}, Attempts: []attempt{devV2Attempt}, Wrap: wrapNone},
+	{Kind: KindDevices, Versions: versionRange{"1.22.5", "1.31.0"}, Attempts: []attempt{devV2Attempt, devV1Attempt}, FirstError: true, Wrap: wrapNone},
+	{Kind: KindDevices, Versions: versionRange{Since: "1.31.0"}, Attempts: []attempt{devV2Attempt}, Wrap: wrapNone},
+}

@@ -1,0 +1,54 @@
+package decode
+
+// Verdict is what a kubelet (or the file's own format rules) makes of a file.
+type Verdict string
+
+// The verdicts, as in the kubelet vectors' MANIFEST.
+const (
+	Valid         Verdict = "valid"          // the reader accepts the file
+	Corrupt       Verdict = "corrupt"        // it parses, but a checksum does not match
+	Unreadable    Verdict = "unreadable"     // not the JSON that reader expects (or its data payload is not)
+	UnknownFormat Verdict = "unknown-format" // not a checkpoint nodestate recognises
+	NotRead       Verdict = "not-read"       // that kubelet version never reads this file
+)
+
+// Report is the judgement of one file.
+type Report struct {
+	// File is the path as given (or relative to the kubelet root dir).
+	File string `json:"file"`
+	Kind Kind   `json:"kind"`
+	// Format is the layout era detected from the content, e.g. "cpu-v4".
+	Format string `json:"format"`
+	// Verdict is the judged reader's verdict.
+	Verdict Verdict `json:"verdict"`
+	// Reader is the kubelet the verdict is for: the one asked about, or the last release writing
+	// the detected format.
+	Reader string `json:"reader"`
+	// Rule is the checksum rule that accepted the file (empty when none did).
+	Rule string `json:"rule,omitempty"`
+	// Error is the error the judged kubelet reports, word for word where known.
+	Error string `json:"error,omitempty"`
+	// Checksums holds one result per checksum the format carries (two for dual-checksum files).
+	Checksums []ChecksumResult `json:"checksums,omitempty"`
+	// Notes are facts an operator should know (e.g. which other kubelets would reject it).
+	Notes []string `json:"notes,omitempty"`
+	// Decoded is the version-neutral content (*CPUState, *MemoryState, ...) when it parsed.
+	Decoded any `json:"decoded,omitempty"`
+}
+
+// ChecksumResult is one stored checksum recomputed with one rule.
+type ChecksumResult struct {
+	Field     string `json:"field"`
+	Rule      string `json:"rule"`
+	Algorithm string `json:"algorithm"`
+	Stored    uint64 `json:"stored"`
+	Computed  uint64 `json:"computed"`
+	Match     bool   `json:"match"`
+	// ZeroAccepted: the stored value is 0 and the readers of this format accept it unverified.
+	ZeroAccepted bool `json:"zeroAccepted,omitempty"`
+	// Readers says which kubelets check this checksum.
+	Readers string `json:"readers,omitempty"`
+}
+
+// OK reports whether the verdict is valid.
+func (r *Report) OK() bool { return r.Verdict == Valid }

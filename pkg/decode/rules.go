@@ -1,0 +1,52 @@
+package decode
+
+// The checksum rules, era by era, as ../shared/docs/checkpoint-formats.md establishes them by
+// running the real kubelet code. Each row is one way a kubelet computes one stored checksum.
+// Adding an era is one row here, one layout (mirror types) and the reader rows that use it.
+
+var (
+	everyReader = &versionRange{}
+	since136    = &versionRange{Since: "1.36.0"}
+)
+
+func renamed(from, to string) []rewrite { return []rewrite{{From: from, To: to}} }
+
+var (
+	// cpu_manager_state. The stored checksum is zeroed, the pointer is hashed, and a stored 0 is
+	// accepted unverified by every V1/V2 reader (a leftover of the checksum-less 1.11 backend).
+	ruleCPUV1 = &checksumRule{ID: "cpu-v1", Algorithm: algSpewFNV, Field: "Checksum", Zeroed: "Checksum",
+		Rewrites: renamed("CPUManagerCheckpointV1", "CPUManagerCheckpoint"), ZeroOK: everyReader}
+	ruleCPUV2 = &checksumRule{ID: "cpu-v2", Algorithm: algSpewFNV, Field: "Checksum", Zeroed: "Checksum",
+		Rewrites: renamed("CPUManagerCheckpointV2", "CPUManagerCheckpoint"), ZeroOK: everyReader}
+	// 1.36+ with PodLevelResourceManagers off first tries the name no release ever wrote.
+	ruleCPUV2Unrenamed = &checksumRule{ID: "cpu-v2-unrenamed", Algorithm: algSpewFNV, Field: "Checksum",
+		Zeroed: "Checksum", ZeroOK: everyReader}
+	// V3 hashes the pod-level entries (an internal cpuset.CPUSet) and has no zero shortcut.
+	ruleCPUV3 = &checksumRule{ID: "cpu-v3", Algorithm: algSpewFNV, Field: "Checksum", Zeroed: "Checksum",
+		Rewrites: renamed("CPUManagerCheckpointV3", "CPUManagerCheckpoint")}
+	ruleCPUV3Unrenamed = &checksumRule{ID: "cpu-v3-unrenamed", Algorithm: algSpewFNV, Field: "Checksum", Zeroed: "Checksum"}
+	// V4 (1.37+): dataChecksum over the data document decides; the outer checksum is the V2 rule
+	// over the V2 fields, kept for older kubelets, and 1.37+ never checks it.
+	ruleCPUV4Data  = &checksumRule{ID: "cpu-v4-data", Algorithm: algStringFNV, Field: "DataChecksum", Hashed: "Data"}
+	ruleCPUV4Outer = &checksumRule{ID: "cpu-v2", Algorithm: algSpewFNV, Field: "Checksum", Zeroed: "Checksum",
+		Hashed: "CPUManagerCheckpointV2", HashedPointer: true,
+		Rewrites: renamed("CPUManagerCheckpointV2", "CPUManagerCheckpoint"), ZeroOK: everyReader}
+
+	// memory_manager_state. No zero shortcut until 1.36.
+	ruleMemV1 = &checksumRule{ID: "mem-v1", Algorithm: algSpewFNV, Field: "Checksum", Zeroed: "Checksum",
+		Rewrites: renamed("MemoryManagerCheckpointV1", "MemoryManagerCheckpoint"), ZeroOK: since136}
+	ruleMemV1Unrenamed = &checksumRule{ID: "mem-v1-unrenamed", Algorithm: algSpewFNV, Field: "Checksum",
+		Zeroed: "Checksum", ZeroOK: since136}
+	ruleMemV2 = &checksumRule{ID: "mem-v2", Algorithm: algSpewFNV, Field: "Checksum", Zeroed: "Checksum",
+		Rewrites: renamed("MemoryManagerCheckpointV2", "MemoryManagerCheckpoint")}
+	ruleMemV3Data  = &checksumRule{ID: "mem-v3-data", Algorithm: algStringFNV, Field: "DataChecksum", Hashed: "Data"}
+	ruleMemV3Outer = &checksumRule{ID: "mem-v1", Algorithm: algSpewFNV, Field: "Checksum", Zeroed: "Checksum",
+		Hashed: "MemoryManagerCheckpointV1", HashedPointer: true,
+		Rewrites: renamed("MemoryManagerCheckpointV1", "MemoryManagerCheckpoint"), ZeroOK: since136}
+
+	// device-plugins/kubelet_internal_checkpoint: the VALUE of Data is hashed (its unexported type
+	// name is in the text), the checksum is outside it, and 0 is never accepted.
+	ruleDevV2 = &checksumRule{ID: "dev-v2", Algorithm: algSpewFNV, Field: "Checksum", Hashed: "Data"}
+	ruleDevV1 = &checksumRule{ID: "dev-v1", Algorithm: algSpewFNV, Field: "Checksum", Hashed: "Data",
+		Rewrites: []rewrite{{From: "checkpointDataV1", To: "checkpointData"}, {From: "PodDevicesEntryV1", To: "PodDevicesEntry", All: true}}}
+)

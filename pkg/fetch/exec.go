@@ -1,0 +1,191 @@
+package fetch
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/httpstream"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/remotecommand"
+)
+
+// ExecFunc runs command in a container without stdin or a TTY and streams its output. It is
+// a seam: fake clientsets cannot exec, so unit tests substitute their own.
+type ExecFunc func(ctx context.Context, namespace, pod, container string, command []string, stdout, stderr io.Writer) error
+
+// RemoteExec execs through the API server as kubectl does: WebSocket first, falling back to
+// SPDY when the server (or a proxy) cannot upgrade to WebSocket.
+func RemoteExec(client kubernetes.Interface, config *rest.Config) ExecFunc {
+	return func(ctx context.Context, namespace, pod, container string, command []string, stdout, stderr io.Writer) error {
+		u := client.CoreV1().RESTClient().Post().
+			Resource("pods").Namespace(namespace).Name(pod).SubResource("exec").
+			VersionedParams(&corev1.PodExecOptions{
+				Container: container,
+				Command:   command,
+				Stdout:    true,
+				Stderr:    true,
+			}, scheme.ParameterCodec).URL()
+		exec, err := newExecutor(config, u)
+		if err != nil {
+			return err
+		}
+		return exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: stdout, Stderr: stderr})
+	}
+}
+
+// newExecutor mirrors kubectl's createExecutor (pkg/cmd/exec).
+func newExecutor(config *rest.Config, u *url.URL) (remotecommand.Executor, error) {
+	spdy, err := remotecommand.NewSPDYExecutor(config, "POST", u)
+	if err != nil {
+		return nil, err
+	}
+	// WebSocket must be GET (RFC 6455 4.1).
+	ws, err := remotecommand.NewWebSocketExecutor(config, "GET", u.String())
+	if err != nil {
+		return nil, err
+	}
+	return remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
+		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
+	})
+}
+
+// collectScript keeps only the arguments that are regular files, then tars them to stdout.
+// It always exits 0 and never reads stdin: under kwok (and some runtimes) a non-zero exit
+// loses its code and stdin EOF never arrives. With no file present it sends nothing, which
+// ReadTar takes as an empty archive (busybox tar refuses to create an empty one). tar's stderr
+// is kept: a file that exists but cannot be read is reported there.
+//
+// The loop is the POSIX idiom for filtering "$@" in place: the word list is expanded once, each
+// pass shifts one original argument off the front and re-appends it if it passes the test.
+const collectScript = `for f in "$@"; do shift; [ -f "$f" ] && set -- "$@" "$f"; done; [ $# -eq 0 ] || tar -cf - "$@"; exit 0`
+
+// CollectCommand is the exec command that streams a tar of paths (relative to the working
+// directory). Each path gets a "./" prefix so none can be read as an option by test or tar.
+func CollectCommand(paths []string) []string {
+	cmd := []string{"sh", "-c", collectScript, "sh"}
+	for _, p := range paths {
+		cmd = append(cmd, "./"+p)
+	}
+	return cmd
+}
+
+// maxTrailer bounds what is drained after the end of the archive: tar pads its last record
+// (GNU tar: to 10 KiB), anything much longer is not tar padding.
+const maxTrailer = 1 << 20
+
+// maxStderr bounds the stderr kept from the exec.
+const maxStderr = 16 << 10
+
+var errStopReading = errors.New("stopped reading the exec output")
+
+// collect runs the collect command in the debug pod and parses its tar as it streams in, so
+// the archive is never held twice in memory. It returns the files, the missing paths and tar's
+// stderr lines.
+func (f *Fetcher) collect(parent context.Context, pod *corev1.Pod, opts Options) (map[string][]byte, []string, []string, error) {
+	ctx, cancel := context.WithTimeout(parent, opts.ExecTimeout)
+	defer cancel()
+
+	pr, pw := io.Pipe()
+	stderr := &cappedBuffer{max: maxStderr}
+	execDone := make(chan error, 1)
+	go func() {
+		err := f.exec()(ctx, pod.Namespace, pod.Name, ContainerName, CollectCommand(f.Paths), pw, stderr)
+		pw.CloseWithError(err) // nil: the reader sees EOF after the last byte
+		execDone <- err
+	}()
+
+	files, missing, tarErr := ReadTar(pr, f.Paths, opts.Limits)
+	if tarErr == nil {
+		if n, _ := io.Copy(io.Discard, io.LimitReader(pr, maxTrailer+1)); n > maxTrailer {
+			tarErr = &ArchiveError{Problem: "unexpected data after the end of the archive"}
+		}
+	}
+	refused := refusedArchive(tarErr)
+	if refused {
+		cancel() // stop the exec rather than wait for a stream we will not read
+	}
+	pr.CloseWithError(errStopReading) // a writer still going gets an error, not a hang
+	execErr := <-execDone
+
+	switch {
+	case parent.Err() != nil:
+		return nil, nil, nil, parent.Err()
+	case refused:
+		// What the node sent is the cause, not the exec we then cut short.
+		return nil, nil, nil, badArchive(tarErr)
+	case ctx.Err() != nil:
+		return nil, nil, nil, &Error{Reason: ReasonTimeout, Short: "timeout",
+			Message: fmt.Sprintf("reading the files took longer than the exec timeout (%s)", opts.ExecTimeout), Err: execErr}
+	case execErr != nil:
+		return nil, nil, nil, execError(pod, execErr, stderr.String())
+	case tarErr != nil:
+		return nil, nil, nil, badArchive(tarErr)
+	}
+	return files, missing, stderrLines(stderr.String()), nil
+}
+
+// refusedArchive tells ReadTar refusing the content (a bad entry, a size cap) from the stream
+// itself failing, which surfaces as the exec's error.
+func refusedArchive(err error) bool {
+	var ae *ArchiveError
+	return errors.As(err, &ae) && (ae.Err == nil || errors.Is(ae.Err, ErrTooLarge))
+}
+
+func badArchive(err error) *Error {
+	return &Error{Reason: ReasonBadArchive, Short: "bad archive", Message: err.Error(), Err: err}
+}
+
+func execError(pod *corev1.Pod, err error, stderr string) error {
+	explained := ExplainError(err, pod.Namespace)
+	var fe *Error
+	if errors.As(explained, &fe) && fe.Reason != ReasonAPI {
+		return explained
+	}
+	msg := "exec into debug pod " + pod.Namespace + "/" + pod.Name + " failed: " + oneLine(err.Error())
+	if s := oneLine(stderr); s != "" {
+		msg += " (stderr: " + s + ")"
+	}
+	return &Error{Reason: ReasonExec, Short: "exec failed", Message: msg, Err: err}
+}
+
+func stderrLines(s string) []string {
+	var lines []string
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	return lines
+}
+
+// cappedBuffer keeps the first max bytes written and drops the rest without failing the
+// writer: a chatty stderr must not break the exec stream.
+type cappedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+	max int
+}
+
+func (b *cappedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if room := b.max - b.buf.Len(); room > 0 {
+		b.buf.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+func (b *cappedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

@@ -1,0 +1,153 @@
+package fetch
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+)
+
+// deleteTimeout bounds the deletion of a debug pod. Deletion runs on a fresh context so that it
+// still happens after Ctrl-C or a timeout has cancelled the caller's.
+const deleteTimeout = 10 * time.Second
+
+// Fetcher reads files from nodes through debug pods. Set Client, Config (or Exec), Options
+// and Paths; a Fetcher is safe for concurrent use once set.
+type Fetcher struct {
+	Client  kubernetes.Interface
+	Config  *rest.Config // for exec; unused when Exec is set
+	Options Options
+	Paths   []string // relative to Options.KubeletRootDir, e.g. "cpu_manager_state"
+
+	// Exec replaces the remote exec, for tests. Nil means RemoteExec(Client, Config).
+	Exec ExecFunc
+}
+
+// NodeFiles is what Fetch read from one node.
+type NodeFiles struct {
+	Node           string
+	KubeletVersion string            // status.nodeInfo.kubeletVersion: picks the format rules
+	Files          map[string][]byte // requested path -> content
+	Missing        []string          // requested paths that are not regular files on the node
+	Pods           *PodIndex         // the node's pods, to name pod UIDs and container IDs
+	Warnings       []string          // non-fatal: tar's stderr, a failed pod index or deletion
+}
+
+// Validate checks the options and paths, for the command layer's Validate step; Fetch checks
+// them again.
+func (f *Fetcher) Validate() error {
+	if err := f.Options.Validate(); err != nil {
+		return err
+	}
+	if err := ValidatePaths(f.Paths); err != nil {
+		return err
+	}
+	if f.Client == nil || (f.Config == nil && f.Exec == nil) {
+		return invalid("fetch: Client and Config are required")
+	}
+	return nil
+}
+
+func (f *Fetcher) exec() ExecFunc {
+	if f.Exec != nil {
+		return f.Exec
+	}
+	return RemoteExec(f.Client, f.Config)
+}
+
+// Fetch reads f.Paths from nodeName: it checks the node, creates the debug pod, waits for it
+// to run, execs one tar, parses it, indexes the node's pods, and deletes the pod on every way
+// out (success, error, timeout, ctx cancelled). Every error is an *Error for nodeName.
+func (f *Fetcher) Fetch(ctx context.Context, nodeName string) (nf *NodeFiles, err error) {
+	opts := f.Options.WithDefaults()
+	defer func() { err = withNode(err, nodeName, opts.Namespace) }()
+	if err := f.Validate(); err != nil {
+		return nil, err
+	}
+
+	node, err := f.Client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	if err := checkNode(node); err != nil {
+		return nil, err
+	}
+
+	pods := f.Client.CoreV1().Pods(opts.Namespace)
+	want := GenerateDebugPod(node, opts)
+	created, err := pods.Create(ctx, want, metav1.CreateOptions{})
+	if err != nil {
+		// A create cut short (cancel, timeout, lost connection) may still have created the
+		// pod: delete it by name. AlreadyExists would mean someone else's pod: leave it.
+		if !apierrors.IsAlreadyExists(err) && !isAPIRejection(err) {
+			_ = deletePod(ctx, pods, want.Name)
+		}
+		return nil, err
+	}
+	defer func() {
+		if derr := deletePod(ctx, pods, created.Name); derr != nil {
+			derr = ExplainError(derr, opts.Namespace)
+			err = withNode(err, nodeName, opts.Namespace)
+			var fe *Error
+			switch {
+			case errors.As(err, &fe):
+				fe.Cleanup = derr
+			case err == nil:
+				nf.Warnings = append(nf.Warnings, "debug pod "+created.Namespace+"/"+created.Name+
+					" could not be deleted: "+derr.Error()+"; run `kubectl nodestate cleanup`")
+			}
+		}
+	}()
+
+	if err := waitRunning(ctx, pods, created, opts.Image, opts.PodRunningTimeout); err != nil {
+		return nil, err
+	}
+	files, missing, warnings, err := f.collect(ctx, created, opts)
+	if err != nil {
+		return nil, err
+	}
+	nf = &NodeFiles{
+		Node:           nodeName,
+		KubeletVersion: node.Status.NodeInfo.KubeletVersion,
+		Files:          files,
+		Missing:        missing,
+		Warnings:       warnings,
+	}
+	// After the read, so every pod named in the files that still exists is in the index. A
+	// failure here loses names, not data: warn and go on.
+	if nf.Pods, err = IndexNodePods(ctx, f.Client, nodeName); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		nf.Warnings = append(nf.Warnings, "pods not indexed, IDs stay unnamed: "+err.Error())
+	}
+	return nf, nil
+}
+
+// isAPIRejection reports an answer from the API server that means the object was not stored
+// (as opposed to no answer at all, or a server-side timeout that may have stored it).
+func isAPIRejection(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return false
+	}
+	return !apierrors.IsServerTimeout(err) && !apierrors.IsTimeout(err) && !apierrors.IsInternalError(err)
+}
+
+// deletePod deletes now (grace 0: nothing in the pod needs to shut down) on a context that
+// survives the caller's cancellation. NotFound counts as done, so it is idempotent.
+func deletePod(ctx context.Context, pods corev1client.PodInterface, name string) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deleteTimeout)
+	defer cancel()
+	err := pods.Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}

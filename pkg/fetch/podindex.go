@@ -1,0 +1,104 @@
+package fetch
+
+import (
+	"context"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/kubernetes"
+)
+
+// configMirrorAnnotation is on a static pod's mirror pod and holds the UID the kubelet knows
+// the static pod by, the one its checkpoints use (kubetypes.ConfigMirrorAnnotationKey).
+const configMirrorAnnotation = "kubernetes.io/config.mirror"
+
+// PodRef names a pod.
+type PodRef struct {
+	Namespace, Name string
+}
+
+func (r PodRef) String() string { return r.Namespace + "/" + r.Name }
+
+// ContainerRef names a container of a pod.
+type ContainerRef struct {
+	Namespace, Pod, Container string
+}
+
+func (r ContainerRef) String() string { return r.Namespace + "/" + r.Pod + "/" + r.Container }
+
+// PodIndex names the IDs that checkpoints hold: pod UIDs, and container IDs (CPU manager state
+// v1 keys containers by ID). The zero value and nil are empty indexes.
+type PodIndex struct {
+	Pods       map[string]PodRef       // pod UID -> pod
+	Containers map[string]ContainerRef // container ID without its runtime scheme -> container
+}
+
+// Pod names a pod UID.
+func (ix *PodIndex) Pod(uid string) (PodRef, bool) {
+	if ix == nil {
+		return PodRef{}, false
+	}
+	r, ok := ix.Pods[uid]
+	return r, ok
+}
+
+// Container names a container ID, with or without its scheme ("containerd://...").
+func (ix *PodIndex) Container(id string) (ContainerRef, bool) {
+	if ix == nil {
+		return ContainerRef{}, false
+	}
+	r, ok := ix.Containers[stripScheme(id)]
+	return r, ok
+}
+
+// IndexNodePods indexes the pods bound to node with ONE field-selected list (served from the
+// API server's watch cache), instead of a request per ID.
+func IndexNodePods(ctx context.Context, client kubernetes.Interface, node string) (*PodIndex, error) {
+	list, err := client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node).String(),
+	})
+	if err != nil {
+		return nil, ExplainError(err, "")
+	}
+	// Filter again: cheap, and fake clientsets ignore field selectors.
+	pods := list.Items[:0]
+	for _, p := range list.Items {
+		if p.Spec.NodeName == node {
+			pods = append(pods, p)
+		}
+	}
+	return NewPodIndex(pods), nil
+}
+
+// NewPodIndex indexes pods, e.g. from one cluster-wide list when reading many nodes.
+func NewPodIndex(pods []corev1.Pod) *PodIndex {
+	ix := &PodIndex{Pods: map[string]PodRef{}, Containers: map[string]ContainerRef{}}
+	for i := range pods {
+		p := &pods[i]
+		ref := PodRef{Namespace: p.Namespace, Name: p.Name}
+		ix.Pods[string(p.UID)] = ref
+		if uid := p.Annotations[configMirrorAnnotation]; uid != "" {
+			ix.Pods[uid] = ref
+		}
+		for _, statuses := range [][]corev1.ContainerStatus{
+			p.Status.InitContainerStatuses, p.Status.ContainerStatuses, p.Status.EphemeralContainerStatuses,
+		} {
+			for _, cs := range statuses {
+				if id := stripScheme(cs.ContainerID); id != "" {
+					ix.Containers[id] = ContainerRef{Namespace: p.Namespace, Pod: p.Name, Container: cs.Name}
+				}
+			}
+		}
+	}
+	return ix
+}
+
+// stripScheme turns "containerd://abc" into "abc"; the checkpoints store bare IDs.
+func stripScheme(id string) string {
+	if _, bare, ok := strings.Cut(id, "://"); ok {
+		return bare
+	}
+	return id
+}
