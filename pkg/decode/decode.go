@@ -7,6 +7,7 @@ package decode
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 )
 
 // MaxFileSize caps what Decode reads: real checkpoints are kilobytes, a hostile one must not
@@ -51,10 +52,11 @@ func Decode(kind Kind, raw []byte, opts Options) *Report {
 var handlers = map[Kind]func(rep *Report, raw []byte, opts Options) *Report{}
 
 func decodeChecksummed(rep *Report, raw []byte, opts Options) *Report {
+	in := newInput(raw)
 	top, perr := parseObject(raw)
 	var f *format
 	if perr == nil {
-		f = detectFormat(rep.Kind, raw, top)
+		f = detectFormat(rep.Kind, in, top)
 	}
 	reader := opts.Kubelet
 	switch {
@@ -73,15 +75,17 @@ func decodeChecksummed(rep *Report, raw []byte, opts Options) *Report {
 	}
 	rep.Reader = reader.String()
 
-	out := simulate(rep.Kind, raw, *reader, opts.RootDir)
-	rep.Verdict, rep.Error = out.verdict, out.err
+	out := simulate(rep.Kind, in, *reader, opts.RootDir)
+	rep.Verdict, rep.Error, rep.Cause = out.verdict, out.err, out.cause
 	if out.verdict == Valid {
 		rep.Rule = out.result.rule.ID
 		if out.result.zeroAccepted {
 			rep.Rule += " (stored checksum 0, accepted unverified)"
 		}
 		rep.Decoded = out.result.layoutModel()
-		if f != nil && out.result.layout != f.Layout {
+		// Only when that layout really loses something: newer kubelets read older files through
+		// newer layouts that keep everything (DRA, pod allocation files).
+		if f != nil && out.result.layout != f.Layout && !reflect.DeepEqual(rep.Decoded, bestEffortModel(f, in)) {
 			rep.Notes = append(rep.Notes, fmt.Sprintf("kubelet %s reads this %s file through an older layout (%s): fields that layout lacks are dropped", reader, f.ID, out.result.rule.ID))
 		}
 		if out.result.layout == cpuV1Layout && reader.Version.AtLeast(MustParseKubelet("1.18.0").Version) {
@@ -89,9 +93,9 @@ func decodeChecksummed(rep *Report, raw []byte, opts Options) *Report {
 		}
 	}
 	if f != nil {
-		rep.Checksums = checksumResults(f, raw, *reader)
+		rep.Checksums = checksumResults(f, in, *reader)
 		if rep.Decoded == nil {
-			rep.Decoded = bestEffortModel(f, raw)
+			rep.Decoded = bestEffortModel(f, in)
 		}
 		for _, c := range rep.Checksums {
 			if !c.Match && !c.ZeroAccepted && len(rep.Checksums) > 1 {
@@ -103,14 +107,14 @@ func decodeChecksummed(rep *Report, raw []byte, opts Options) *Report {
 }
 
 // checksumResults recomputes every checksum the format carries.
-func checksumResults(f *format, raw []byte, reader Kubelet) []ChecksumResult {
-	v := f.Layout.New()
-	if json.Unmarshal(raw, v) != nil {
+func checksumResults(f *format, in *input, reader Kubelet) []ChecksumResult {
+	v, err := in.decode(f.Layout)
+	if err != nil {
 		return nil
 	}
 	out := make([]ChecksumResult, 0, len(f.Checksums))
 	for _, c := range f.Checksums {
-		stored, computed := fieldUint(v, c.Rule.Field), c.Rule.compute(v)
+		stored, computed := fieldUint(v, c.Rule.Field), in.checksum(f.Layout, c.Rule)
 		out = append(out, ChecksumResult{
 			Field: c.JSONField, Rule: c.Rule.ID, Algorithm: string(c.Rule.Algorithm),
 			Stored: stored, Computed: computed, Match: stored == computed,
@@ -123,9 +127,9 @@ func checksumResults(f *format, raw []byte, reader Kubelet) []ChecksumResult {
 
 // bestEffortModel decodes a file that was not accepted, so an operator can still see what it
 // says (render marks it as not valid).
-func bestEffortModel(f *format, raw []byte) any {
-	v := f.Layout.New()
-	if json.Unmarshal(raw, v) != nil {
+func bestEffortModel(f *format, in *input) any {
+	v, err := in.decode(f.Layout)
+	if err != nil {
 		return nil
 	}
 	var payload any
@@ -146,12 +150,13 @@ func HashedText(kind Kind, raw []byte) map[string]string {
 	if err != nil {
 		return nil
 	}
-	f := detectFormat(kind, raw, top)
+	in := newInput(raw)
+	f := detectFormat(kind, in, top)
 	if f == nil {
 		return nil
 	}
-	v := f.Layout.New()
-	if json.Unmarshal(raw, v) != nil {
+	v, err := in.decode(f.Layout)
+	if err != nil {
 		return nil
 	}
 	out := map[string]string{}

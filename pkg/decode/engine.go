@@ -32,7 +32,10 @@ type checksumRule struct {
 	// HashedPointer hashes a pointer to the Hashed field (an embedded older layout).
 	HashedPointer bool
 	// Zeroed is the Go field set to zero while hashing (the stored checksum itself).
-	Zeroed   string
+	Zeroed string
+	// Convert, when set, hashes the value it derives from the decoded one instead (1.28-1.30
+	// re-hash a DRA checkpoint rebuilt as the 1.27 layout, without its resource handles).
+	Convert  func(v any) any
 	Rewrites []rewrite
 	// ZeroOK lists the readers that accept a stored 0 without verifying (nil: none).
 	ZeroOK *versionRange
@@ -77,14 +80,16 @@ type attemptResult struct {
 	rule           *checksumRule
 	zeroAccepted   bool
 	err            error
+	in             *input
 	// keptFrom is the failed first attempt whose decoded fields the kubelet keeps (see
 	// readerRow.MigratesIntoFirst).
 	keptFrom *attemptResult
 }
 
-func (a *attempt) run(raw []byte, k Kubelet, names map[string]string) attemptResult {
-	res := attemptResult{layout: a.Layout, value: a.Layout.New()}
-	if err := json.Unmarshal(raw, res.value); err != nil {
+func (a *attempt) run(in *input, k Kubelet, names map[string]string) attemptResult {
+	res := attemptResult{layout: a.Layout, in: in}
+	var err error
+	if res.value, err = in.decode(a.Layout); err != nil {
 		res.err = renameJSONError(err, names)
 		return res
 	}
@@ -121,7 +126,7 @@ func (r *attemptResult) verify(rules []*checksumRule, k Kubelet) error {
 			r.rule, r.zeroAccepted = rule, true
 			return nil
 		}
-		if rule.compute(r.value) == stored {
+		if r.in.checksum(r.layout, rule) == stored {
 			r.rule = rule
 			return nil
 		}
@@ -168,7 +173,9 @@ func (r *checksumRule) writeText(buf *bytes.Buffer, v any) {
 		defer f.SetUint(saved)
 	}
 	target := v
-	if r.Hashed != "" {
+	if r.Convert != nil {
+		target = r.Convert(v)
+	} else if r.Hashed != "" {
 		f := reflect.ValueOf(v).Elem().FieldByName(r.Hashed)
 		if r.HashedPointer {
 			f = f.Addr()
@@ -193,10 +200,57 @@ func renameJSONError(err error, names map[string]string) error {
 	var ute *json.UnmarshalTypeError
 	if errors.As(err, &ute) {
 		if to, ok := names[ute.Struct]; ok {
-			ute.Struct = to
+			renamed := *ute
+			renamed.Struct = to
+			return &renamed
 		}
 	}
 	return err
+}
+
+// input is one file being judged. Detection, every reader attempt and the checksum report look
+// at the same layouts, so each layout is decoded, and each checksum computed, at most once.
+type input struct {
+	raw       []byte
+	decoded   map[*layout]decodedLayout
+	checksums map[ruleOnLayout]uint64
+}
+
+type decodedLayout struct {
+	v   any
+	err error
+}
+
+type ruleOnLayout struct {
+	l *layout
+	r *checksumRule
+}
+
+func newInput(raw []byte) *input {
+	return &input{raw: raw, decoded: map[*layout]decodedLayout{}, checksums: map[ruleOnLayout]uint64{}}
+}
+
+// decode returns the file decoded into l, as the kubelet's reader would decode it.
+func (in *input) decode(l *layout) (any, error) {
+	d, ok := in.decoded[l]
+	if !ok {
+		d.v = l.New()
+		d.err = json.Unmarshal(in.raw, d.v)
+		in.decoded[l] = d
+	}
+	return d.v, d.err
+}
+
+// checksum recomputes rule over the file decoded into l.
+func (in *input) checksum(l *layout, r *checksumRule) uint64 {
+	key := ruleOnLayout{l, r}
+	sum, ok := in.checksums[key]
+	if !ok {
+		v, _ := in.decode(l)
+		sum = r.compute(v)
+		in.checksums[key] = sum
+	}
+	return sum
 }
 
 func (r attemptResult) layoutModel() any {

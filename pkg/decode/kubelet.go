@@ -46,12 +46,24 @@ func ParseKubelet(s string, gates map[string]bool) (Kubelet, error) {
 	if err != nil {
 		return Kubelet{}, fmt.Errorf("invalid kubelet version %q: want vMAJOR.MINOR[.PATCH], e.g. v1.36.4", s)
 	}
-	// ParseGeneric drops pre-releases; keep "1.38.0-alpha.0" ordered before 1.38.0 when given.
-	if sv, serr := version.ParseSemantic(strings.TrimPrefix(base, "v")); serr == nil && sv.PreRelease() != "" {
+	// ParseGeneric drops pre-releases; keep "1.38.0-alpha.0" ordered before 1.38.0, but not
+	// vendor suffixes such as "-eks-1234", which are the release itself.
+	if sv, serr := version.ParseSemantic(strings.TrimPrefix(base, "v")); serr == nil && isUpstreamPreRelease(sv.PreRelease()) {
 		v = sv.WithBuildMetadata("")
+	} else {
+		v = version.MajorMinor(v.Major(), v.Minor()).WithPatch(v.Patch())
 	}
 	k.Version = v
 	return k, nil
+}
+
+func isUpstreamPreRelease(pre string) bool {
+	for _, p := range []string{"alpha.", "beta.", "rc."} {
+		if strings.HasPrefix(pre, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // MustParseKubelet is ParseKubelet for literals in tables.
@@ -85,7 +97,10 @@ func (k Kubelet) String() string {
 	if k.Version == nil {
 		return ""
 	}
-	s := "v" + k.Version.String()
+	s := fmt.Sprintf("v%d.%d.%d", k.Version.Major(), k.Version.Minor(), k.Version.Patch())
+	if pre := k.Version.PreRelease(); pre != "" {
+		s += "-" + pre
+	}
 	var on []string
 	for name, enabled := range k.Gates {
 		if enabled && name != GateInPlacePodVerticalScalingExclusiveCPUs {

@@ -28,6 +28,8 @@ type Report struct {
 	Rule string `json:"rule,omitempty"`
 	// Error is the error the judged kubelet reports, word for word where known.
 	Error string `json:"error,omitempty"`
+	// Cause is the innermost reason, without the kubelet's wrapping.
+	Cause string `json:"cause,omitempty"`
 	// Checksums holds one result per checksum the format carries (two for dual-checksum files).
 	Checksums []ChecksumResult `json:"checksums,omitempty"`
 	// Notes are facts an operator should know (e.g. which other kubelets would reject it).

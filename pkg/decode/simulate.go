@@ -55,6 +55,7 @@ func findReader(kind Kind, k Kubelet) *readerRow {
 type readOutcome struct {
 	verdict Verdict
 	err     string
+	cause   string
 	result  attemptResult // the accepting attempt, when valid
 	row     *readerRow
 }
@@ -62,7 +63,7 @@ type readOutcome struct {
 const notReadError = "this kubelet version does not read this file"
 
 // simulate replays kubelet k's restore path for the file.
-func simulate(kind Kind, raw []byte, k Kubelet, rootDir string) readOutcome {
+func simulate(kind Kind, in *input, k Kubelet, rootDir string) readOutcome {
 	row := findReader(kind, k)
 	if row == nil {
 		return readOutcome{verdict: NotRead, err: notReadError}
@@ -72,7 +73,7 @@ func simulate(kind Kind, raw []byte, k Kubelet, rootDir string) readOutcome {
 	var stop error
 	for i := range row.Attempts {
 		a := &row.Attempts[i]
-		res := a.run(raw, k, row.StructNames)
+		res := a.run(in, k, row.StructNames)
 		if i == 0 {
 			first = res
 		}
@@ -103,7 +104,7 @@ func simulate(kind Kind, raw []byte, k Kubelet, rootDir string) readOutcome {
 	if errors.Is(cause, errCorrupted) {
 		verdict = Corrupt
 	}
-	return readOutcome{verdict: verdict, err: fmt.Sprintf(wrap, cause.Error(), path.Join(rootDir, PathOf(kind))), row: row}
+	return readOutcome{verdict: verdict, err: fmt.Sprintf(wrap, cause.Error(), path.Join(rootDir, PathOf(kind))), cause: innermost(cause).Error(), row: row}
 }
 
 // prefixed is an error with a prefix that keeps errors.Is working.
@@ -120,3 +121,14 @@ type payloadError struct{ err error }
 
 func (p *payloadError) Error() string { return p.err.Error() }
 func (p *payloadError) Unwrap() error { return p.err }
+
+// innermost unwraps prefixes down to the root cause.
+func innermost(err error) error {
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err
+		}
+		err = next
+	}
+}

@@ -1,0 +1,172 @@
+// Package show holds the commands that show what a checkpoint holds: cpus, memory, devices,
+// claims and pods. They share one Options; each command is a view: which files it reads and how
+// it prints their models.
+package show
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmdutil"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/render"
+)
+
+// A view is one show command: the files it shows and how it prints them.
+type view struct {
+	Use, Short, Long, Example string
+	Kinds                     []decode.Kind
+	// Print prints the decoded models (one per node and file).
+	Print func(w io.Writer, o render.Options, items []item) error
+}
+
+// item is one decoded file of one node.
+type item struct {
+	render.Source
+	Kind  decode.Kind
+	Model any
+}
+
+// Options is a show command's state.
+type Options struct {
+	Source cmdutil.SourceOptions
+	Live   cmdutil.LiveOptions
+	Nodes  []string
+	view   *view
+
+	genericiooptions.IOStreams
+}
+
+// NewCmds returns the show commands.
+func NewCmds(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) []*cobra.Command {
+	var cmds []*cobra.Command
+	for _, v := range views {
+		cmds = append(cmds, newCmd(v, flags, streams))
+	}
+	return cmds
+}
+
+func newCmd(v *view, flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &Options{IOStreams: streams, view: v, Live: cmdutil.LiveOptions{ConfigFlags: flags}}
+	cmd := &cobra.Command{
+		Use:               v.Use + " NODE... | --all-nodes | --from-dir DIR | --from-file FILE",
+		Short:             v.Short,
+		Long:              cmdutil.LongDesc(v.Long),
+		Example:           cmdutil.Examples(v.Example),
+		ValidArgsFunction: cmdutil.CompleteNodeNames(flags),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(args); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	o.Source.AddFlags(cmd)
+	o.Live.AddFlags(cmd)
+	return cmd
+}
+
+// Complete fills in what the flags imply.
+func (o *Options) Complete(args []string) error {
+	o.Nodes = args
+	return o.Source.Complete()
+}
+
+// Validate checks the flags.
+func (o *Options) Validate() error {
+	if err := o.Source.Validate(o.Nodes, o.Live.AllNodes); err != nil {
+		return err
+	}
+	if o.Source.Kind != "" && !o.wants(decode.Kind(o.Source.Kind)) {
+		return fmt.Errorf("%s shows %v, not %s", o.view.Use, o.view.Kinds, o.Source.Kind)
+	}
+	return o.Live.Validate(o.Nodes)
+}
+
+func (o *Options) wants(k decode.Kind) bool {
+	for _, want := range o.view.Kinds {
+		if want == k {
+			return true
+		}
+	}
+	return false
+}
+
+// Run reads the files, warns about the ones that are not valid, and prints the rest.
+func (o *Options) Run(ctx context.Context) error {
+	var items []item
+	worst := cmdutil.ExitOK
+	err := cmdutil.EachSnapshot(ctx, &o.Source, &o.Live, o.Nodes, o.ErrOut, func(s *cmdutil.Snapshot) error {
+		where := cmdutil.Where(s, &o.Source)
+		if s.Err != nil {
+			fmt.Fprintf(o.ErrOut, "error: %s: %v\n", where, s.Err)
+			worst = max(worst, cmdutil.ExitUnreadable)
+			return nil
+		}
+		results, err := o.Source.Decode(s)
+		if err != nil {
+			return err
+		}
+		found := false
+		for _, r := range results {
+			if !o.wants(r.Kind) {
+				continue
+			}
+			found = true
+			if r.Verdict != decode.Valid {
+				worst = max(worst, cmdutil.ExitNotValid)
+				fmt.Fprintf(o.ErrOut, "warning: %s: %s is %s (%s)%s\n", where, r.File, r.Verdict, r.Cause, shownAnyway(r.Decoded))
+			}
+			if r.Decoded != nil {
+				items = append(items, item{Source: render.Source{Node: s.Node, Names: s.Names}, Kind: r.Kind, Model: r.Decoded})
+			}
+		}
+		if !found {
+			fmt.Fprintf(o.ErrOut, "%s: no %v file\n", where, o.view.Kinds)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	ro := render.Options{Format: o.Source.Format, NoHeader: o.Source.NoHeaders, ShowNode: !o.Source.Offline()}
+	if err := o.view.Print(o.Out, ro, items); err != nil {
+		return err
+	}
+	return cmdutil.Exit(worst)
+}
+
+func shownAnyway(decoded any) string {
+	if decoded == nil {
+		return "; nothing to show"
+	}
+	return "; showing what it holds, but the kubelet would not accept it"
+}
+
+// modelsOf picks the items' models of type T and pairs them with their sources.
+func modelsOf[T any](items []item) []struct {
+	render.Source
+	State T
+} {
+	var out []struct {
+		render.Source
+		State T
+	}
+	for _, it := range items {
+		if m, ok := it.Model.(T); ok {
+			out = append(out, struct {
+				render.Source
+				State T
+			}{it.Source, m})
+		}
+	}
+	return out
+}

@@ -1,0 +1,65 @@
+package show
+
+import (
+	"io"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/render"
+)
+
+var views = []*view{
+	{
+		Use:   "cpus",
+		Short: "Show which container holds which CPUs (cpu_manager_state)",
+		Long: `
+			Show the CPU manager's exclusive CPU assignments: container -> CPUs, pod-level
+			assignments, and the shared pool, with pod UIDs resolved to namespace/name on live nodes.`,
+		Example: `
+			kubectl nodestate cpus worker-1
+			kubectl nodestate cpus --from-dir ./var-lib-kubelet -o wide`,
+		Kinds: []decode.Kind{decode.KindCPU},
+		Print: func(w io.Writer, o render.Options, items []item) error {
+			var in []render.CPUs
+			for _, m := range modelsOf[*decode.CPUState](items) {
+				in = append(in, render.CPUs{Source: m.Source, State: m.State})
+			}
+			return render.PrintCPUs(w, o, in)
+		},
+	},
+	{
+		Use:   "memory",
+		Short: "Show memory per NUMA node and who holds it (memory_manager_state)",
+		Long: `
+			Show the memory manager's state: each NUMA node's memory and hugepages (total,
+			reserved, free), then the blocks each container holds and on which NUMA nodes.`,
+		Example: `
+			kubectl nodestate memory worker-1
+			kubectl nodestate memory --from-file ./memory_manager_state -o yaml`,
+		Kinds: []decode.Kind{decode.KindMemory},
+		Print: func(w io.Writer, o render.Options, items []item) error {
+			var in []render.Memory
+			for _, m := range modelsOf[*decode.MemoryState](items) {
+				in = append(in, render.Memory{Source: m.Source, State: m.State})
+			}
+			return render.PrintMemory(w, o, in)
+		},
+	},
+	{
+		Use:   "devices",
+		Short: "Show which container holds which devices, per NUMA node (kubelet_internal_checkpoint)",
+		Long: `
+			Show the device manager's allocations: for each container and resource, the device IDs
+			it holds on each NUMA node ("none" for devices without topology).`,
+		Example: `
+			kubectl nodestate devices gpu-node-3
+			kubectl nodestate devices --from-dir ./var-lib-kubelet -o json`,
+		Kinds: []decode.Kind{decode.KindDevices},
+		Print: func(w io.Writer, o render.Options, items []item) error {
+			var in []render.Devices
+			for _, m := range modelsOf[*decode.DeviceState](items) {
+				in = append(in, render.Devices{Source: m.Source, State: m.State})
+			}
+			return render.PrintDevices(w, o, in)
+		},
+	},
+}

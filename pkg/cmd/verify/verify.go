@@ -1,0 +1,117 @@
+// Package verify is `kubectl nodestate verify`: judge every checkpoint file of nodes (or of
+// copied files) and exit non-zero when one is not valid.
+package verify
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmdutil"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/render"
+)
+
+var example = cmdutil.Examples(`
+	# Verify every checkpoint of a node
+	kubectl nodestate verify worker-1
+
+	# Verify every node labelled as a GPU node, 50 at a time
+	kubectl nodestate verify --all-nodes -l node-role.kubernetes.io/gpu --concurrency 50
+
+	# Verify files copied off a node whose kubelet no longer starts
+	kubectl nodestate verify --from-dir ./var-lib-kubelet
+
+	# Would a kubelet v1.36.4 accept this file after an upgrade?
+	kubectl nodestate verify --from-file ./cpu_manager_state --kubelet-version v1.36.4 -o json`)
+
+// Options is the verify command's state.
+type Options struct {
+	Source cmdutil.SourceOptions
+	Live   cmdutil.LiveOptions
+	Nodes  []string
+
+	genericiooptions.IOStreams
+}
+
+// NewCmdVerify returns the verify command.
+func NewCmdVerify(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &Options{IOStreams: streams, Live: cmdutil.LiveOptions{ConfigFlags: flags}}
+	cmd := &cobra.Command{
+		Use:   "verify [NODE...] [--all-nodes] | --from-dir DIR | --from-file FILE",
+		Short: "Verify the checksum and format of every checkpoint file",
+		Long: cmdutil.LongDesc(`
+			Verify recognises each checkpoint file's format and version, recomputes every checksum
+			with the exact rule of the kubelet that wrote it, and says which rule matched. With
+			--kubelet-version it predicts what that kubelet would make of the file on restart.
+
+			Exit status: 0 when every file is valid, 1 when a file is not, 2 when a node or file
+			could not be read at all.`),
+		Example:           example,
+		ValidArgsFunction: cmdutil.CompleteNodeNames(flags),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(args); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	o.Source.AddFlags(cmd)
+	o.Live.AddFlags(cmd)
+	return cmd
+}
+
+// Complete fills in what the flags imply.
+func (o *Options) Complete(args []string) error {
+	o.Nodes = args
+	return o.Source.Complete()
+}
+
+// Validate checks the flags.
+func (o *Options) Validate() error {
+	if err := o.Source.Validate(o.Nodes, o.Live.AllNodes); err != nil {
+		return err
+	}
+	return o.Live.Validate(o.Nodes)
+}
+
+// Run reads, judges and prints.
+func (o *Options) Run(ctx context.Context) error {
+	var results []render.FileResult
+	worst := cmdutil.ExitOK
+	err := cmdutil.EachSnapshot(ctx, &o.Source, &o.Live, o.Nodes, o.ErrOut, func(s *cmdutil.Snapshot) error {
+		if s.Err != nil {
+			worst = max(worst, cmdutil.ExitUnreadable)
+			results = append(results, render.FileResult{Node: s.Node, Report: &decode.Report{File: "-", Verdict: decode.Unreadable, Error: s.Err.Error(), Cause: s.Err.Error()}})
+			return nil
+		}
+		rs, err := o.Source.Decode(s)
+		if err != nil {
+			return err
+		}
+		if len(rs) == 0 {
+			fmt.Fprintf(o.ErrOut, "%s: no checkpoint files found\n", cmdutil.Where(s, &o.Source))
+		}
+		for _, r := range rs {
+			if r.Verdict != decode.Valid && r.Verdict != decode.NotRead {
+				worst = max(worst, cmdutil.ExitNotValid)
+			}
+		}
+		results = append(results, rs...)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	ro := render.Options{Format: o.Source.Format, NoHeader: o.Source.NoHeaders, ShowNode: !o.Source.Offline()}
+	if err := render.Verify(o.Out, ro, results); err != nil {
+		return err
+	}
+	return cmdutil.Exit(worst)
+}

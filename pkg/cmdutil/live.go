@@ -1,0 +1,87 @@
+package cmdutil
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+)
+
+// LiveOptions are the flags for reading live nodes through a debug pod.
+type LiveOptions struct {
+	ConfigFlags *genericclioptions.ConfigFlags
+
+	AllNodes        bool
+	Selector        string
+	Concurrency     int
+	Image           string
+	ImagePullSecret string
+	Timeout         time.Duration
+}
+
+// Defaults for live reading.
+const (
+	DefaultConcurrency = 20
+	DefaultImage       = "busybox:1.37"
+	DefaultTimeout     = 2 * time.Minute
+)
+
+// AddFlags registers the live-reading flags.
+func (o *LiveOptions) AddFlags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.BoolVar(&o.AllNodes, "all-nodes", false, "Read every node (with -l, every matching node)")
+	f.StringVarP(&o.Selector, "selector", "l", "", "Label selector of the nodes to read with --all-nodes")
+	f.IntVar(&o.Concurrency, "concurrency", DefaultConcurrency, "How many nodes to read at once")
+	f.StringVar(&o.Image, "image", DefaultImage, "Image of the debug pod; it needs sh and tar (use a mirror in air-gapped clusters)")
+	f.StringVar(&o.ImagePullSecret, "image-pull-secret", "", "Name of a pull secret for --image in the debug pod's namespace")
+	f.DurationVar(&o.Timeout, "timeout", DefaultTimeout, "How long to wait for one node's debug pod and copy")
+}
+
+// Validate checks the live flags.
+func (o *LiveOptions) Validate(nodes []string) error {
+	switch {
+	case o.AllNodes && len(nodes) > 0:
+		return fmt.Errorf("name nodes or use --all-nodes, not both")
+	case o.Selector != "" && !o.AllNodes:
+		return fmt.Errorf("-l/--selector selects nodes for --all-nodes; add --all-nodes")
+	case o.Concurrency < 1:
+		return fmt.Errorf("--concurrency must be at least 1")
+	case o.Timeout <= 0:
+		return fmt.Errorf("--timeout must be positive")
+	}
+	return nil
+}
+
+// EachSnapshot reads every source (the offline files, or each live node as it completes) and
+// hands it to fn.
+func EachSnapshot(ctx context.Context, src *SourceOptions, live *LiveOptions, nodes []string, errOut io.Writer, fn func(*Snapshot) error) error {
+	if src.Offline() {
+		s, err := src.LoadOffline()
+		if err != nil {
+			return &ExitError{Code: ExitUnreadable, Message: err.Error()}
+		}
+		return fn(s)
+	}
+	return eachLiveSnapshot(ctx, src, live, nodes, errOut, fn)
+}
+
+// Where names a snapshot's origin in messages.
+func Where(s *Snapshot, src *SourceOptions) string {
+	switch {
+	case s.Node != "":
+		return "node " + s.Node
+	case src.FromDir != "":
+		return src.FromDir
+	}
+	return src.FromFile
+}
+
+// CompleteNodeNames completes node names for NODE arguments.
+func CompleteNodeNames(flags *genericclioptions.ConfigFlags) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		return completeNodes(cmd.Context(), flags, toComplete), cobra.ShellCompDirectiveNoFileComp
+	}
+}

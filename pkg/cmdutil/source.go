@@ -1,0 +1,217 @@
+package cmdutil
+
+import (
+	"fmt"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch/local"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/render"
+)
+
+// SourceOptions are the flags every reading command shares: where the files come from and which
+// kubelet to judge them for.
+type SourceOptions struct {
+	FromDir        string
+	FromFile       string
+	Kind           string
+	KubeletVersion string
+	FeatureGates   string
+	KubeletRootDir string
+	Output         string
+	NoHeaders      bool
+
+	// Set by Complete.
+	Kubelet *decode.Kubelet
+	Format  render.Format
+}
+
+// AddFlags registers the shared flags.
+func (o *SourceOptions) AddFlags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&o.FromDir, "from-dir", "", "Read files copied off a node: a directory laid out like the kubelet root dir, or a tar/tar.gz of one")
+	f.StringVar(&o.FromFile, "from-file", "", "Read one checkpoint file (its kind is taken from its name unless --kind is given)")
+	f.StringVar(&o.Kind, "kind", "", "Kind of the --from-file file: "+strings.Join(kindNames(), ", "))
+	f.StringVar(&o.KubeletVersion, "kubelet-version", "", "Judge the files as this kubelet version would on restart (e.g. v1.36.4); default: the node's version, or offline the last release writing each file's format")
+	f.StringVar(&o.FeatureGates, "feature-gates", "", "Feature gates of that kubelet, e.g. PodLevelResourceManagers=true")
+	f.StringVar(&o.KubeletRootDir, "kubelet-root-dir", decode.DefaultRootDir, "The kubelet's --root-dir on the node")
+	f.StringVarP(&o.Output, "output", "o", "", "Output format: one of "+strings.Join(render.Formats, "|"))
+	f.BoolVar(&o.NoHeaders, "no-headers", false, "Don't print headers")
+	_ = cmd.RegisterFlagCompletionFunc("kind", cobra.FixedCompletions(kindNames(), cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(render.Formats, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.MarkFlagDirname("from-dir")
+}
+
+func kindNames() []string {
+	var out []string
+	for _, f := range decode.Files {
+		out = append(out, string(f.Kind))
+	}
+	return out
+}
+
+// Complete parses the flags into a reader and an output format.
+func (o *SourceOptions) Complete() error {
+	format, err := render.ParseFormat(o.Output)
+	if err != nil {
+		return err
+	}
+	o.Format = format
+	gates, err := ParseFeatureGates(o.FeatureGates)
+	if err != nil {
+		return err
+	}
+	if o.KubeletVersion != "" {
+		k, err := decode.ParseKubelet(o.KubeletVersion, gates)
+		if err != nil {
+			return err
+		}
+		o.Kubelet = &k
+	}
+	return nil
+}
+
+// Validate checks that the source flags make sense together.
+func (o *SourceOptions) Validate(nodes []string, allNodes bool) error {
+	offline := o.FromDir != "" || o.FromFile != ""
+	switch {
+	case o.FromDir != "" && o.FromFile != "":
+		return fmt.Errorf("--from-dir and --from-file cannot be used together")
+	case offline && (len(nodes) > 0 || allNodes):
+		return fmt.Errorf("node names and --all-nodes read live nodes; they cannot be combined with --from-dir or --from-file")
+	case !offline && len(nodes) == 0 && !allNodes:
+		return fmt.Errorf("you must name a node (or use --all-nodes), or read copied files with --from-dir or --from-file")
+	case o.Kind != "" && o.FromFile == "":
+		return fmt.Errorf("--kind only applies to --from-file")
+	case o.FeatureGates != "" && o.KubeletVersion == "":
+		return fmt.Errorf("--feature-gates needs --kubelet-version: gates only matter for the kubelet they belong to")
+	}
+	if o.Kind != "" {
+		if _, ok := decode.ParseKind(o.Kind); !ok {
+			return fmt.Errorf("unknown --kind %q: want one of %s", o.Kind, strings.Join(kindNames(), ", "))
+		}
+	}
+	return nil
+}
+
+// Offline reports whether the files come from disk.
+func (o *SourceOptions) Offline() bool { return o.FromDir != "" || o.FromFile != "" }
+
+// ParseFeatureGates parses "A=true,B=false".
+func ParseFeatureGates(s string) (map[string]bool, error) {
+	gates := map[string]bool{}
+	for _, kv := range strings.Split(s, ",") {
+		if kv = strings.TrimSpace(kv); kv == "" {
+			continue
+		}
+		name, val, ok := strings.Cut(kv, "=")
+		on, err := strconv.ParseBool(val)
+		if !ok || err != nil {
+			return nil, fmt.Errorf("invalid --feature-gates entry %q: want Name=true|false", kv)
+		}
+		gates[strings.TrimSpace(name)] = on
+	}
+	return gates, nil
+}
+
+// Snapshot is the checkpoint files of one node (or one copied directory).
+type Snapshot struct {
+	Node string
+	// KubeletVersion is the node's status.nodeInfo.kubeletVersion (live nodes only).
+	KubeletVersion string
+	// Files maps a path relative to the kubelet root dir (or a --from-file path) to its bytes.
+	Files map[string][]byte
+	// Kinds maps --from-file paths to their kind (root-relative paths are known by name).
+	Kinds     map[string]decode.Kind
+	TempFiles []string
+	Oversized []string
+	Names     render.PodNames
+	// Err is why the node could not be read at all.
+	Err error
+}
+
+// LoadOffline reads --from-dir or --from-file.
+func (o *SourceOptions) LoadOffline() (*Snapshot, error) {
+	if o.FromFile != "" {
+		kindName := o.Kind
+		if kindName == "" {
+			kindName = path.Base(o.FromFile)
+		}
+		kind, ok := decode.ParseKind(kindName)
+		if !ok {
+			return nil, fmt.Errorf("cannot tell which checkpoint %s is: give the file its name on the node (e.g. cpu_manager_state) or pass --kind", o.FromFile)
+		}
+		b, err := local.ReadFile(o.FromFile, local.DefaultLimits)
+		if err != nil {
+			return nil, err
+		}
+		return &Snapshot{Files: map[string][]byte{o.FromFile: b}, Kinds: map[string]decode.Kind{o.FromFile: kind}}, nil
+	}
+	snap, err := local.Read(o.FromDir, decode.Paths(), local.DefaultLimits)
+	if err != nil {
+		return nil, err
+	}
+	return &Snapshot{Files: snap.Files, TempFiles: snap.TempFiles, Oversized: snap.Oversized}, nil
+}
+
+// Decode judges every file of the snapshot, in the kubelet's file order, plus a row for each
+// leftover temp file and each file over the size cap.
+func (o *SourceOptions) Decode(s *Snapshot) ([]render.FileResult, error) {
+	reader := o.Kubelet
+	if reader == nil && s.KubeletVersion != "" {
+		k, err := decode.ParseKubelet(s.KubeletVersion, nil)
+		if err != nil {
+			return nil, fmt.Errorf("node %s: %w", s.Node, err)
+		}
+		reader = &k
+	}
+	opts := decode.Options{Kubelet: reader, RootDir: o.KubeletRootDir}
+	var out []render.FileResult
+	for _, p := range sortedPaths(s) {
+		kind, ok := s.Kinds[p]
+		if !ok {
+			kind, _ = decode.ParseKind(p)
+		}
+		rep := decode.Decode(kind, s.Files[p], opts)
+		rep.File = p
+		out = append(out, render.FileResult{Node: s.Node, Report: rep})
+	}
+	for _, p := range s.Oversized {
+		out = append(out, render.FileResult{Node: s.Node, Report: &decode.Report{File: p, Verdict: decode.Unreadable,
+			Error: fmt.Sprintf("larger than the %d MiB cap for a checkpoint; not read", decode.MaxFileSize>>20)}})
+	}
+	for _, p := range s.TempFiles {
+		out = append(out, render.FileResult{Node: s.Node, Report: &decode.Report{File: p, Verdict: decode.NotRead,
+			Error: "leftover temp file of an interrupted kubelet write; the kubelet ignores it and it is safe to delete"}})
+	}
+	return out, nil
+}
+
+// sortedPaths orders files as decode.Files lists them, then any --from-file path.
+func sortedPaths(s *Snapshot) []string {
+	rank := map[string]int{}
+	for i, f := range decode.Files {
+		rank[f.Path] = i
+	}
+	paths := make([]string, 0, len(s.Files))
+	for p := range s.Files {
+		paths = append(paths, p)
+	}
+	sort.Slice(paths, func(i, j int) bool {
+		ri, iok := rank[paths[i]]
+		rj, jok := rank[paths[j]]
+		if iok != jok {
+			return iok
+		}
+		if ri != rj {
+			return ri < rj
+		}
+		return paths[i] < paths[j]
+	})
+	return paths
+}

@@ -1,0 +1,132 @@
+package decode
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var cpuAndMemory = []Kind{KindCPU, KindMemory}
+
+var knownVerdicts = map[Verdict]bool{Valid: true, Corrupt: true, Unreadable: true, UnknownFormat: true, NotRead: true}
+
+// checkReport asserts what must hold for any input: a known verdict, a reason when not valid,
+// content when valid, and a report that serialises.
+func checkReport(t *testing.T, rep *Report) {
+	t.Helper()
+	if !knownVerdicts[rep.Verdict] {
+		t.Fatalf("unknown verdict %q", rep.Verdict)
+	}
+	if rep.Verdict != Valid && rep.Error == "" {
+		t.Fatalf("verdict %s without an error", rep.Verdict)
+	}
+	if rep.Verdict == Valid && rep.Decoded == nil {
+		t.Fatalf("valid without decoded content")
+	}
+	if _, err := json.Marshal(rep); err != nil {
+		t.Fatalf("report does not serialise: %v", err)
+	}
+}
+
+func TestHostileInputs(t *testing.T) {
+	deep := strings.Repeat("[", 200000) + strings.Repeat("]", 200000)
+	deepObj := `{"policyName":` + strings.Repeat(`{"a":`, 20000) + "1" + strings.Repeat("}", 20000) + `}`
+	cases := []struct {
+		name  string
+		raw   []byte
+		want  Verdict
+		kinds []Kind // default: every checksummed kind
+	}{
+		{"empty", nil, Unreadable, nil},
+		{"binary junk", []byte{0x00, 0xff, 0x13, 0x37, 0x89, 'P', 'N', 'G'}, Unreadable, nil},
+		{"deep array nesting", []byte(deep), Unreadable, nil},
+		{"deep object nesting", []byte(deepObj), Unreadable, nil},
+		{"json array", []byte(`[1,2,3]`), UnknownFormat, nil},
+		{"json string", []byte(`"cpu_manager_state"`), UnknownFormat, nil},
+		{"unrelated object", []byte(`{"apiVersion":"v1","kind":"Pod"}`), UnknownFormat, nil},
+		{"checksum not a number", []byte(`{"policyName":"none","defaultCpuSet":"","checksum":"x"}`), Unreadable, cpuAndMemory},
+		{"negative checksum", []byte(`{"policyName":"none","defaultCpuSet":"","checksum":-1}`), Unreadable, cpuAndMemory},
+		{"checksum overflows uint64", []byte(`{"policyName":"none","defaultCpuSet":"","checksum":184467440737095516150}`), Unreadable, cpuAndMemory},
+	}
+	for _, tc := range cases {
+		kinds := tc.kinds
+		if kinds == nil {
+			kinds = []Kind{KindCPU, KindMemory, KindDevices}
+		}
+		for _, kind := range kinds {
+			t.Run(tc.name+"/"+string(kind), func(t *testing.T) {
+				rep := Decode(kind, tc.raw, Options{})
+				checkReport(t, rep)
+				if rep.Verdict != tc.want {
+					t.Errorf("verdict %s (%s), want %s", rep.Verdict, rep.Error, tc.want)
+				}
+			})
+		}
+	}
+}
+
+func TestSizeCap(t *testing.T) {
+	big := bytes.Repeat([]byte(" "), MaxFileSize+1)
+	rep := Decode(KindCPU, big, Options{})
+	if rep.Verdict != Unreadable || !strings.Contains(rep.Error, "cap") {
+		t.Fatalf("over-cap file: %s %q", rep.Verdict, rep.Error)
+	}
+}
+
+func TestUnknownKind(t *testing.T) {
+	rep := Decode(Kind("kubeadm-flags.env"), []byte("{}"), Options{})
+	if rep.Verdict != UnknownFormat {
+		t.Fatalf("unknown kind: %s", rep.Verdict)
+	}
+}
+
+func TestKubeletVersionNotReading(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(vectorsDir, "memory_manager_state/v1.21.14/none-empty.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := MustParseKubelet("v1.20.15")
+	rep := Decode(KindMemory, raw, Options{Kubelet: &k})
+	if rep.Verdict != NotRead || rep.Error != notReadError {
+		t.Fatalf("1.20 reading memory_manager_state: %s %q", rep.Verdict, rep.Error)
+	}
+}
+
+func TestParseKubelet(t *testing.T) {
+	for in, want := range map[string]string{
+		"v1.36.4":                          "v1.36.4",
+		"1.36":                             "v1.36.0",
+		"v1.30.2-eks-1234":                 "v1.30.2",
+		"v1.29.3+k3s1":                     "v1.29.3",
+		"v1.38.0-alpha.0":                  "v1.38.0-alpha.0",
+		"v1.36.4+PodLevelResourceManagers": "v1.36.4+PodLevelResourceManagers",
+	} {
+		k, err := ParseKubelet(in, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		if k.String() != want {
+			t.Errorf("%s: got %s, want %s", in, k, want)
+		}
+	}
+	if _, err := ParseKubelet("latest", nil); err == nil {
+		t.Error("ParseKubelet(latest) succeeded")
+	}
+	if !MustParseKubelet("v1.38.0-alpha.0").Version.AtLeast(MustParseKubelet("v1.37.0").Version) {
+		t.Error("1.38.0-alpha.0 must order after 1.37.0")
+	}
+}
+
+// spew prints a string as "(string)" followed by the raw bytes: the fast string rule relies on it.
+func TestStringPrefixMatchesSpew(t *testing.T) {
+	for _, s := range []string{"", "{}", `{"a":"b\n"}`, "\x00\xff\u2028 <&>"} {
+		var buf bytes.Buffer
+		spewText(&buf, s)
+		if buf.String() != string(stringPrefix)+s {
+			t.Errorf("spew of %q is %q", s, buf.String())
+		}
+	}
+}

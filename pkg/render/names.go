@@ -1,0 +1,26 @@
+package render
+
+// PodNames resolves the pod UIDs and container IDs in checkpoints to names. A nil PodNames (or
+// one that does not know an ID) leaves the raw IDs in place.
+type PodNames interface {
+	// Pod returns namespace/name of the pod with this UID.
+	Pod(uid string) (namespace, name string, ok bool)
+	// Container returns the pod and container holding this container ID (V1 CPU files).
+	Container(id string) (namespace, pod, container string, ok bool)
+}
+
+// podRef is how a pod is shown: namespace/name when known, else its UID.
+func podRef(names PodNames, uid string) (ref, namespace, name string) {
+	if names != nil {
+		if ns, n, ok := names.Pod(uid); ok {
+			return ns + "/" + n, ns, n
+		}
+	}
+	return uid, "", ""
+}
+
+// Source is one node's (or one directory's) decoded files with the names to show them by.
+type Source struct {
+	Node  string
+	Names PodNames
+}
