@@ -25,8 +25,8 @@ demo: build ## verify and show the bundled example kubelet dir (no cluster neede
 fuzz: ## run every decoder fuzz target for FUZZTIME (default 20s each)
 	hack/fuzz.sh
 
-bench: ## decoder benchmarks, ours beside the kubelet's own algorithm in one run
-	$(GO) test -run '^$$' -bench . -benchmem ./pkg/decode/
+bench: ## decoder benchmarks beside the kubelet's own algorithm, in one run, with ratios (COUNT=5)
+	hack/bench.sh
 
 e2e: ## live commands end to end on a real kube-apiserver + etcd + kwok (builds/caches the binaries)
 	hack/e2e.sh

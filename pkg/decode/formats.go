@@ -100,6 +100,8 @@ var knownKeys = map[Kind][]string{
 	KindPodStatus: {"allocationentries", "resizestatusentries", "checksum", "data"},
 	KindAllocated: {"data", "checksum"},
 	KindActuated:  {"data", "checksum"},
+	// dra_health_state has no checksummed layout (a handler judges it): no format matches.
+	KindDRAHealth: {},
 }
 
 // jsonObject is a top-level JSON object with lower-cased keys (encoding/json matches keys
@@ -107,6 +109,9 @@ var knownKeys = map[Kind][]string{
 type jsonObject map[string]json.RawMessage
 
 func parseObject(raw []byte) (jsonObject, error) {
+	if top, ok := scanObject(raw); ok {
+		return top, nil
+	}
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &top); err != nil {
 		return nil, err
@@ -132,14 +137,8 @@ func hasAnyKey(keys ...string) func(jsonObject) bool {
 // valuesAreStrings: the object under key maps to strings (CPU V1's containerID -> cpuset).
 func valuesAreStrings(key string) func(jsonObject) bool {
 	return func(top jsonObject) bool {
-		var m map[string]json.RawMessage
-		if json.Unmarshal(top[key], &m) != nil {
-			return false
-		}
-		for _, v := range m {
-			return len(v) > 0 && v[0] == '"'
-		}
-		return false
+		v := firstMemberValue(top[key])
+		return len(v) > 0 && v[0] == '"'
 	}
 }
 

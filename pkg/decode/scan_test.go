@@ -1,0 +1,64 @@
+package decode
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// scanObject must agree with encoding/json on every object it accepts.
+func TestScanObjectAgreesWithEncodingJSON(t *testing.T) {
+	for _, in := range []string{
+		`{}`, ` { "a" : 1 , "B":"x\"}y" ,"c":[1,{"d":"]"}],"e":{"f":null}} `,
+		`{"policyName":"static","entries":{"u":{"c":"1-2"}},"checksum":12}`,
+		`{"a":true,"b":false,"c":null,"d":-1.5e3}`,
+	} {
+		got, ok := scanObject([]byte(in))
+		if !ok {
+			t.Fatalf("%s: not scanned", in)
+		}
+		var want map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(in), &want); err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d members, want %d", in, len(got), len(want))
+		}
+		for k, v := range want {
+			if string(got[strings.ToLower(k)]) != string(v) {
+				t.Errorf("%s: member %s = %s, want %s", in, k, got[strings.ToLower(k)], v)
+			}
+		}
+	}
+	for _, in := range []string{`[]`, `"x"`, `{"a":1} x`, `{"a\u0062":1}`, `{"a":"unterminated}`, `{`} {
+		if _, ok := scanObject([]byte(in)); ok {
+			t.Errorf("%s: scanned, want fallback", in)
+		}
+	}
+}
+
+func FuzzScanObject(f *testing.F) {
+	f.Add([]byte(`{"a":{"b":[1,"]"]},"c":"\\\"","d": 2 }`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		got, ok := scanObject(raw)
+		var want map[string]json.RawMessage
+		if !ok || json.Unmarshal(raw, &want) != nil {
+			return // not scanned (encoding/json takes over) or not JSON (the layout decode says so)
+		}
+		folded := map[string]json.RawMessage{}
+		for k, v := range want {
+			if _, dup := folded[strings.ToLower(k)]; dup {
+				return // keys differing only in case: both parsers keep one, not necessarily the same
+			}
+			folded[strings.ToLower(k)] = v
+		}
+		if len(folded) != len(got) {
+			t.Fatalf("%d members, want %d", len(got), len(folded))
+		}
+		for k, v := range folded {
+			if string(got[k]) != string(v) {
+				t.Fatalf("member %s: %q, want %q", k, got[k], v)
+			}
+		}
+	})
+}
