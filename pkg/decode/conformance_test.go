@@ -191,10 +191,23 @@ func formatID(manifestFormat string) string {
 }
 
 // sameFormat compares format IDs; files with no entries are byte-identical across the device
-// V1/V2 eras, so either name is right for them.
+// V1/V2 eras, so either name is right for them. Likewise a file that uses none of the fields a
+// sub-era added (dra-v2c's skipNodeOperations, an empty dra-v1b/c file) is byte-identical to the
+// older sub-era's, which names it: an older sub-era of the same format is right.
 func sameFormat(got, manifestFormat string) bool {
 	want := formatID(manifestFormat)
-	return got == want || (strings.HasPrefix(got, "dev-") && strings.HasPrefix(want, "dev-"))
+	gotBase, gotSub := subEra(got)
+	wantBase, wantSub := subEra(want)
+	return got == want || (strings.HasPrefix(got, "dev-") && strings.HasPrefix(want, "dev-")) ||
+		(gotSub != 0 && gotBase == wantBase && gotSub <= wantSub)
+}
+
+// subEra splits "dra-v2b" into "dra-v2" and 'b'; an ID without a sub-era letter gives 0.
+func subEra(id string) (string, byte) {
+	if n := len(id); n > 2 && id[n-1] >= 'a' && id[n-1] <= 'z' && id[n-2] >= '0' && id[n-2] <= '9' {
+		return id[:n-1], id[n-1]
+	}
+	return id, 0
 }
 
 func deref(s *string) string {

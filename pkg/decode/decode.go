@@ -97,6 +97,9 @@ func decodeChecksummed(rep *Report, raw []byte, opts Options) *Report {
 		if rep.Decoded == nil {
 			rep.Decoded = bestEffortModel(f, in)
 		}
+		if rep.Verdict != Valid && allMatch(rep.Checksums) {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("the file is intact (its %s checksum matches): kubelet %s refuses it because it reads the %s format differently", f.ID, reader, f.ID))
+		}
 		for _, c := range rep.Checksums {
 			if !c.Match && !c.ZeroAccepted && len(rep.Checksums) > 1 {
 				rep.Notes = append(rep.Notes, fmt.Sprintf("%s does not match: %s would reject this file", c.Field, c.Readers))
@@ -176,4 +179,13 @@ func errText(err error) string {
 func isTypeError(err error) bool {
 	_, ok := err.(*json.UnmarshalTypeError)
 	return ok
+}
+
+func allMatch(cs []ChecksumResult) bool {
+	for _, c := range cs {
+		if !c.Match {
+			return false
+		}
+	}
+	return len(cs) > 0
 }

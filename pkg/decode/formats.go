@@ -206,7 +206,7 @@ func detectFormat(kind Kind, in *input, top jsonObject) *format {
 			return f
 		}
 	}
-	if candidates[0].Shape == nil {
+	if len(candidates) > 0 && candidates[0].Shape == nil {
 		return candidates[0]
 	}
 	return nil

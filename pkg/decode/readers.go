@@ -69,4 +69,39 @@ var readers = []readerRow{
 	{Kind: KindDevices, Versions: versionRange{"1.22.0", "1.22.5"}, Attempts: []attempt{devV2Attempt}, Wrap: wrapNone},
 	{Kind: KindDevices, Versions: versionRange{"1.22.5", "1.31.0"}, Attempts: []attempt{devV2Attempt, devV1Attempt}, FirstError: true, Wrap: wrapNone},
 	{Kind: KindDevices, Versions: versionRange{Since: "1.31.0"}, Attempts: []attempt{devV2Attempt}, Wrap: wrapNone},
+
+	// dra_manager_state: v1 from 1.27 (1.28-1.30 also accept the 1.27 text); v2 from 1.31, whose
+	// data document is decoded only after the checkpoint loaded, its error returned unwrapped.
+	{Kind: KindDRA, Versions: versionRange{"1.27.0", "1.28.0"},
+		Attempts: []attempt{{Layout: draV1aLayout, Rules: []*checksumRule{ruleDRAV1a}}}, Wrap: wrapDRA},
+	{Kind: KindDRA, Versions: versionRange{"1.28.0", "1.30.0"},
+		Attempts: []attempt{{Layout: draV1bLayout, Rules: []*checksumRule{ruleDRAV1b, ruleDRAV1bLegacy}}}, Wrap: wrapDRA},
+	{Kind: KindDRA, Versions: versionRange{"1.30.0", "1.31.0"},
+		Attempts: []attempt{{Layout: draV1cLayout, Rules: []*checksumRule{ruleDRAV1c, ruleDRAV1cLegacy}}}, Wrap: wrapDRA},
+	{Kind: KindDRA, Versions: versionRange{"1.31.0", "1.35.0"},
+		Attempts: []attempt{{Layout: draV2aLayout, Rules: []*checksumRule{ruleDRAV2}}}, Wrap: wrapDRA, PayloadWrap: wrapNone},
+	{Kind: KindDRA, Versions: versionRange{"1.35.0", "1.37.0"},
+		Attempts: []attempt{{Layout: draV2bLayout, Rules: []*checksumRule{ruleDRAV2}}}, Wrap: wrapDRA, PayloadWrap: wrapNone},
+	{Kind: KindDRA, Versions: versionRange{Since: "1.37.0"},
+		Attempts: []attempt{{Layout: draV2cLayout, Rules: []*checksumRule{ruleDRAV2}}}, Wrap: wrapDRA, PayloadWrap: wrapNone},
+
+	// pod_status_manager_state: ps-v1 in 1.27-1.31, ps-v2 in 1.32; 1.33+ neither read nor delete it.
+	{Kind: KindPodStatus, Versions: versionRange{"1.27.0", "1.32.0"},
+		Attempts: []attempt{{Layout: podStatusV1Layout, Rules: []*checksumRule{rulePodStatusV1}}}, Wrap: wrapPodStatus},
+	{Kind: KindPodStatus, Versions: versionRange{"1.32.0", "1.33.0"},
+		Attempts: []attempt{{Layout: podStatusV2Layout, Rules: []*checksumRule{rulePodStatusV2}}}, Wrap: wrapPodStatus},
+
+	// allocated_pods_state / actuated_pods_state (1.33+): one envelope, the data document grows.
+	{Kind: KindAllocated, Versions: versionRange{"1.33.0", "1.35.0"},
+		Attempts: []attempt{{Layout: allocV1aLayout, Rules: []*checksumRule{ruleAlloc}}}, Wrap: wrapPodInfo},
+	{Kind: KindAllocated, Versions: versionRange{"1.35.0", "1.37.0"},
+		Attempts: []attempt{{Layout: allocV1bLayout, Rules: []*checksumRule{ruleAlloc}}}, Wrap: wrapPodInfo},
+	{Kind: KindAllocated, Versions: versionRange{Since: "1.37.0"},
+		Attempts: []attempt{{Layout: allocV1cLayout, Rules: []*checksumRule{ruleAlloc}}}, Wrap: wrapPodInfo},
+	{Kind: KindActuated, Versions: versionRange{"1.33.0", "1.35.0"},
+		Attempts: []attempt{{Layout: allocV1aLayout, Rules: []*checksumRule{ruleAlloc}}}, Wrap: wrapPodInfo},
+	{Kind: KindActuated, Versions: versionRange{"1.35.0", "1.37.0"},
+		Attempts: []attempt{{Layout: allocV1bLayout, Rules: []*checksumRule{ruleAlloc}}}, Wrap: wrapActuated},
+	{Kind: KindActuated, Versions: versionRange{Since: "1.37.0"},
+		Attempts: []attempt{{Layout: allocV1cLayout, Rules: []*checksumRule{ruleAlloc}}}, Wrap: wrapActuated},
 }

@@ -49,4 +49,26 @@ var (
 	ruleDevV2 = &checksumRule{ID: "dev-v2", Algorithm: algSpewFNV, Field: "Checksum", Hashed: "Data"}
 	ruleDevV1 = &checksumRule{ID: "dev-v1", Algorithm: algSpewFNV, Field: "Checksum", Hashed: "Data",
 		Rewrites: []rewrite{{From: "checkpointDataV1", To: "checkpointData"}, {From: "PodDevicesEntryV1", To: "PodDevicesEntry", All: true}}}
+
+	// dra_manager_state v1 (1.27-1.30): the pointer with Checksum zeroed; no zero shortcut. The
+	// handles' type (k8s.io/api v0.29 vs v0.30) makes the 1.28-1.29 and 1.30 texts differ.
+	ruleDRAV1a = &checksumRule{ID: "dra-v1a", Algorithm: algSpewFNV, Field: "Checksum", Zeroed: "Checksum"}
+	ruleDRAV1b = &checksumRule{ID: "dra-v1b", Algorithm: algSpewFNV, Field: "Checksum", Zeroed: "Checksum"}
+	ruleDRAV1c = &checksumRule{ID: "dra-v1c", Algorithm: algSpewFNV, Field: "Checksum", Zeroed: "Checksum"}
+	// 1.28-1.30 retry a failed checksum over the checkpoint rebuilt as the 1.27 layout (version
+	// forced to "v1", non-nil entries, handles dropped), its two type names rewritten once each.
+	ruleDRAV1bLegacy = &checksumRule{ID: "dra-v1a", Algorithm: algSpewFNV, Field: "Checksum", Convert: draV1bWithoutHandles,
+		Rewrites: draLegacyRewrites}
+	ruleDRAV1cLegacy = &checksumRule{ID: "dra-v1a", Algorithm: algSpewFNV, Field: "Checksum", Convert: draV1cWithoutHandles,
+		Rewrites: draLegacyRewrites}
+	draLegacyRewrites = []rewrite{{From: "DRAManagerCheckpointWithoutResourceHandles", To: "DRAManagerCheckpoint"},
+		{From: "ClaimInfoStateListWithoutResourceHandles", To: "ClaimInfoStateList"}}
+	// dra_manager_state v2 (1.31+): CRC-32 of the Data string (a uint32; 0 only verifies "").
+	ruleDRAV2 = &checksumRule{ID: "dra-v2", Algorithm: algCRC32, Field: "Checksum", Hashed: "Data"}
+
+	// pod_status_manager_state ps-v1 (1.27-1.31): the pointer, Checksum zeroed, quantities'
+	// internals in the text; ps-v2 (1.32) and the allocation files (1.33+): "(string)"+data.
+	rulePodStatusV1 = &checksumRule{ID: "podstatus-v1", Algorithm: algSpewFNV, Field: "Checksum", Zeroed: "Checksum"}
+	rulePodStatusV2 = &checksumRule{ID: "podstatus-v2", Algorithm: algStringFNV, Field: "Checksum", Hashed: "Data"}
+	ruleAlloc       = &checksumRule{ID: "alloc-v1", Algorithm: algStringFNV, Field: "Checksum", Hashed: "Data"}
 )

@@ -57,10 +57,14 @@ func checksumSummary(r *decode.Report) string {
 // detail is the short why: the rule that accepted the file, or the cause it was refused.
 func detail(r *decode.Report) string {
 	if r.Verdict == decode.Valid {
-		if len(r.Notes) > 0 {
-			return r.Rule + "; " + r.Notes[0]
+		parts := []string{}
+		if r.Rule != "" {
+			parts = append(parts, r.Rule)
 		}
-		return r.Rule
+		if len(r.Notes) > 0 {
+			parts = append(parts, r.Notes[0])
+		}
+		return strings.Join(parts, "; ")
 	}
 	if r.Cause != "" {
 		return oneLine(r.Cause)

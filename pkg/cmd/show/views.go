@@ -63,3 +63,50 @@ var views = []*view{
 		},
 	},
 }
+
+var claimsView = &view{
+	Use:   "claims",
+	Short: "Show the DRA claims prepared on a node (dra_manager_state)",
+	Long: `
+		Show the DRA manager's claims: each claim's pods, drivers, pool/device, requests and CDI
+		device IDs, with the device health the kubelet recorded in dra_health_state when present.`,
+	Example: `
+		kubectl nodestate claims gpu-node-3
+		kubectl nodestate claims --from-dir ./var-lib-kubelet -o wide`,
+	Kinds: []decode.Kind{decode.KindDRA, decode.KindDRAHealth},
+	Print: func(w io.Writer, o render.Options, items []item) error {
+		health := map[string]*decode.DRAHealthState{}
+		for _, m := range modelsOf[*decode.DRAHealthState](items) {
+			health[m.Node] = m.State
+		}
+		var in []render.Claims
+		for _, m := range modelsOf[*decode.DRAState](items) {
+			in = append(in, render.Claims{Source: m.Source, State: m.State, Health: health[m.Node]})
+		}
+		return render.PrintClaims(w, o, in)
+	},
+}
+
+var podsView = &view{
+	Use:   "pods",
+	Short: "Show the resources the kubelet allocated and actuated per container (pod allocation files)",
+	Long: `
+		Show allocated_pods_state and actuated_pods_state (kubelet 1.33+), or
+		pod_status_manager_state (1.27-1.32): the resources the kubelet admitted each container
+		with, and those it last applied, which differ while an in-place resize is in progress.`,
+	Example: `
+		kubectl nodestate pods worker-1
+		kubectl nodestate pods --from-dir ./var-lib-kubelet -o yaml`,
+	Kinds: []decode.Kind{decode.KindAllocated, decode.KindActuated, decode.KindPodStatus},
+	Print: func(w io.Writer, o render.Options, items []item) error {
+		var in []render.PodAllocations
+		for _, it := range items {
+			if s, ok := it.Model.(*decode.PodAllocationState); ok {
+				in = append(in, render.PodAllocations{Source: it.Source, File: it.Kind, State: s})
+			}
+		}
+		return render.PrintPods(w, o, in)
+	},
+}
+
+func init() { views = append(views, claimsView, podsView) }
