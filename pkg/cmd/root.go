@@ -3,8 +3,12 @@
 package cmd
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -13,6 +17,8 @@ import (
 	// Cloud kubeconfigs (exec, oidc, ...) must work as they do for kubectl.
 	_ "k8s.io/client-go/plugin/pkg/client/auth"
 
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmd/cleanup"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmd/collect"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmd/show"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmd/verify"
 	versioncmd "github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmd/version"
@@ -39,18 +45,29 @@ It reads live nodes through a short-lived read-only debug pod, or files copied o
 		SilenceErrors: true,
 	}
 	configFlags.AddFlags(root.PersistentFlags())
+	// Rarely needed with a plugin; still accepted, as stern does.
+	for _, name := range []string{"as", "as-group", "as-uid", "as-user-extra", "cache-dir", "certificate-authority",
+		"client-certificate", "client-key", "disable-compression", "tls-server-name", "token", "user", "username", "password"} {
+		_ = root.PersistentFlags().MarkHidden(name)
+	}
 
 	root.AddCommand(verify.NewCmdVerify(configFlags, streams))
 	for _, c := range show.NewCmds(configFlags, streams) {
 		root.AddCommand(c)
 	}
+	root.AddCommand(collect.NewCmdCollect(configFlags, streams))
+	root.AddCommand(cleanup.NewCmdCleanup(configFlags, streams))
 	root.AddCommand(versioncmd.NewCmdVersion(streams))
 	return root
 }
 
 // Execute runs the command and turns its error into a message on stderr and an exit code.
 func Execute(root *cobra.Command, streams genericiooptions.IOStreams) int {
-	err := root.Execute()
+	// Ctrl-C and SIGTERM cancel the context: fan-out stops starting nodes and every debug pod
+	// already created is deleted before the command returns.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return 0
 	}

@@ -85,3 +85,16 @@ func CompleteNodeNames(flags *genericclioptions.ConfigFlags) func(*cobra.Command
 		return completeNodes(cmd.Context(), flags, toComplete), cobra.ShellCompDirectiveNoFileComp
 	}
 }
+
+// NodeColumnWidth is the NODE column's width when rows stream in: the longest name given, or a
+// width that fits typical node names with --all-nodes.
+func NodeColumnWidth(nodes []string) int {
+	width := 4
+	for _, n := range nodes {
+		width = max(width, len(n))
+	}
+	if len(nodes) == 0 {
+		width = 30
+	}
+	return width
+}

@@ -110,11 +110,12 @@ func ParseFeatureGates(s string) (map[string]bool, error) {
 			continue
 		}
 		name, val, ok := strings.Cut(kv, "=")
-		on, err := strconv.ParseBool(val)
-		if !ok || err != nil {
+		name = strings.TrimSpace(name)
+		on, err := strconv.ParseBool(strings.TrimSpace(val))
+		if !ok || err != nil || name == "" {
 			return nil, fmt.Errorf("invalid --feature-gates entry %q: want Name=true|false", kv)
 		}
-		gates[strings.TrimSpace(name)] = on
+		gates[name] = on
 	}
 	return gates, nil
 }
@@ -131,6 +132,8 @@ type Snapshot struct {
 	TempFiles []string
 	Oversized []string
 	Names     render.PodNames
+	// Warnings are non-fatal problems reading the node.
+	Warnings []string
 	// Err is why the node could not be read at all.
 	Err error
 }
@@ -182,8 +185,11 @@ func (o *SourceOptions) Decode(s *Snapshot) ([]render.FileResult, error) {
 		out = append(out, render.FileResult{Node: s.Node, Report: rep})
 	}
 	for _, p := range s.Oversized {
-		out = append(out, render.FileResult{Node: s.Node, Report: &decode.Report{File: p, Verdict: decode.Unreadable,
-			Error: fmt.Sprintf("larger than the %d MiB cap for a checkpoint; not read", decode.MaxFileSize>>20)}})
+		// The kind lets the show commands warn about (and count) an oversized file of theirs.
+		kind, _ := decode.ParseKind(p)
+		msg := fmt.Sprintf("larger than the %d MiB cap for a checkpoint; not read", decode.MaxFileSize>>20)
+		out = append(out, render.FileResult{Node: s.Node, Report: &decode.Report{File: p, Kind: kind, Verdict: decode.Unreadable,
+			Error: msg, Cause: msg}})
 	}
 	for _, p := range s.TempFiles {
 		out = append(out, render.FileResult{Node: s.Node, Report: &decode.Report{File: p, Verdict: decode.NotRead,

@@ -29,10 +29,10 @@ func dedent(s string) string {
 		}
 	}
 	for i, l := range lines {
-		if len(l) >= indent && indent > 0 {
-			lines[i] = l[indent:]
+		if strings.TrimSpace(l) == "" {
+			lines[i] = ""
 		} else {
-			lines[i] = strings.TrimSpace(l)
+			lines[i] = l[indent:] // indent is the smallest of the non-blank lines
 		}
 	}
 	return strings.TrimSpace(strings.Join(lines, "\n"))

@@ -43,6 +43,10 @@ type Options struct {
 	NoHeader bool
 	// ShowNode adds a NODE column (more than one node, or a live node).
 	ShowNode bool
+	// Stream prints a table in blocks as nodes complete: columns get fixed widths (NodeWidth
+	// for NODE) so the blocks line up; set NoHeader after the first block.
+	Stream    bool
+	NodeWidth int
 }
 
 // List is the json/yaml envelope of every command's rows.
@@ -82,6 +86,8 @@ type table struct {
 	headers []string
 	rows    [][]string
 	o       Options
+	// widths pads columns (after NODE) when streaming; the last column is never padded.
+	widths []int
 }
 
 func newTable(w io.Writer, o Options, headers ...string) *table {
@@ -104,7 +110,33 @@ func (t *table) add(node string, cells ...string) {
 	t.rows = append(t.rows, cells)
 }
 
+// fixedWidths sets the streaming widths of the columns after NODE.
+func (t *table) fixedWidths(w ...int) *table {
+	if t.o.Stream {
+		t.widths = w
+		if t.o.ShowNode {
+			t.widths = append([]int{t.o.NodeWidth}, w...)
+		}
+	}
+	return t
+}
+
+func (t *table) pad(cells []string) []string {
+	for i := range cells {
+		if i < len(t.widths) && i < len(cells)-1 && len(cells[i]) < t.widths[i] {
+			cells[i] += strings.Repeat(" ", t.widths[i]-len(cells[i]))
+		}
+	}
+	return cells
+}
+
 func (t *table) render() {
+	if t.widths != nil {
+		t.headers = t.pad(t.headers)
+		for i := range t.rows {
+			t.rows[i] = t.pad(t.rows[i])
+		}
+	}
 	var buf bytes.Buffer
 	defer func() { writeTrimmed(t.w, buf.Bytes()) }()
 	tw := tablewriter.NewWriter(&buf)

@@ -21,13 +21,13 @@ func Verify(w io.Writer, o Options, results []FileResult) error {
 	}
 	headers := []string{"FILE", "FORMAT", "VERDICT", "CHECKSUMS", "DETAIL"}
 	if o.Format == Wide {
-		headers = append(headers, "KUBELET", "RULE", "ERROR")
+		headers = append(headers, "KUBELET", "STORED/COMPUTED", "ERROR")
 	}
-	t := newTable(w, o, headers...)
+	t := newTable(w, o, headers...).fixedWidths(42, 13, 14, 42, 60, 40, 45)
 	for _, r := range results {
 		cells := []string{r.File, r.Format, string(r.Verdict), checksumSummary(r.Report), detail(r.Report)}
 		if o.Format == Wide {
-			cells = append(cells, r.Reader, r.Rule, oneLine(r.Error))
+			cells = append(cells, r.Reader, storedComputed(r.Report), oneLine(r.Error))
 		}
 		t.add(r.Node, cells...)
 	}
@@ -42,9 +42,9 @@ func checksumSummary(r *decode.Report) string {
 		state := "ok"
 		switch {
 		case c.ZeroAccepted:
-			state = "0 (unverified)"
+			state = "0-accepted"
 		case !c.Match:
-			state = fmt.Sprintf("MISMATCH (stored %d, computed %d)", c.Stored, c.Computed)
+			state = "MISMATCH"
 		}
 		parts = append(parts, c.Field+" "+state)
 	}
@@ -73,3 +73,12 @@ func detail(r *decode.Report) string {
 }
 
 func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " ") }
+
+// storedComputed lists "stored/computed" per checksum, for -o wide.
+func storedComputed(r *decode.Report) string {
+	var parts []string
+	for _, c := range r.Checksums {
+		parts = append(parts, fmt.Sprintf("%d/%d", c.Stored, c.Computed))
+	}
+	return strings.Join(parts, ", ")
+}

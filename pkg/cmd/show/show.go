@@ -106,9 +106,14 @@ func (o *Options) Run(ctx context.Context) error {
 	worst := cmdutil.ExitOK
 	err := cmdutil.EachSnapshot(ctx, &o.Source, &o.Live, o.Nodes, o.ErrOut, func(s *cmdutil.Snapshot) error {
 		where := cmdutil.Where(s, &o.Source)
+		for _, w := range s.Warnings {
+			fmt.Fprintf(o.ErrOut, "warning: %s: %s\n", where, w)
+		}
 		if s.Err != nil {
-			fmt.Fprintf(o.ErrOut, "error: %s: %v\n", where, s.Err)
-			worst = max(worst, cmdutil.ExitUnreadable)
+			fmt.Fprintf(o.ErrOut, "error: %v\n", s.Err)
+			if !cmdutil.Skipped(s.Err) {
+				worst = max(worst, cmdutil.ExitUnreadable)
+			}
 			return nil
 		}
 		results, err := o.Source.Decode(s)
@@ -123,7 +128,11 @@ func (o *Options) Run(ctx context.Context) error {
 			found = true
 			if r.Verdict != decode.Valid {
 				worst = max(worst, cmdutil.ExitNotValid)
-				fmt.Fprintf(o.ErrOut, "warning: %s: %s is %s (%s)%s\n", where, r.File, r.Verdict, r.Cause, shownAnyway(r.Decoded))
+				why := r.Cause
+				if why == "" {
+					why = r.Error
+				}
+				fmt.Fprintf(o.ErrOut, "warning: %s: %s is %s (%s)%s\n", where, r.File, r.Verdict, why, shownAnyway(r.Decoded))
 			}
 			if r.Decoded != nil {
 				items = append(items, item{Source: render.Source{Node: s.Node, Names: s.Names}, Kind: r.Kind, Model: r.Decoded})

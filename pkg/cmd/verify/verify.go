@@ -81,27 +81,47 @@ func (o *Options) Validate() error {
 	return o.Live.Validate(o.Nodes)
 }
 
-// Run reads, judges and prints.
+// Run reads, judges and prints. Live nodes print as they complete (in table form); json and
+// yaml print once everything is read.
 func (o *Options) Run(ctx context.Context) error {
 	var results []render.FileResult
 	worst := cmdutil.ExitOK
+	ro := render.Options{Format: o.Source.Format, NoHeader: o.Source.NoHeaders, ShowNode: !o.Source.Offline()}
+	stream := !o.Source.Offline() && (ro.Format == render.Table || ro.Format == render.Wide)
+	if stream {
+		ro.Stream, ro.NodeWidth = true, cmdutil.NodeColumnWidth(o.Nodes)
+	}
 	err := cmdutil.EachSnapshot(ctx, &o.Source, &o.Live, o.Nodes, o.ErrOut, func(s *cmdutil.Snapshot) error {
+		for _, w := range s.Warnings {
+			fmt.Fprintf(o.ErrOut, "warning: node %s: %s\n", s.Node, w)
+		}
+		var rs []render.FileResult
 		if s.Err != nil {
-			worst = max(worst, cmdutil.ExitUnreadable)
-			results = append(results, render.FileResult{Node: s.Node, Report: &decode.Report{File: "-", Verdict: decode.Unreadable, Error: s.Err.Error(), Cause: s.Err.Error()}})
-			return nil
-		}
-		rs, err := o.Source.Decode(s)
-		if err != nil {
-			return err
-		}
-		if len(rs) == 0 {
-			fmt.Fprintf(o.ErrOut, "%s: no checkpoint files found\n", cmdutil.Where(s, &o.Source))
+			fmt.Fprintf(o.ErrOut, "error: %v\n", s.Err)
+			rs = []render.FileResult{failureRow(s)}
+			if !cmdutil.Skipped(s.Err) {
+				worst = max(worst, cmdutil.ExitUnreadable)
+			}
+		} else {
+			var err error
+			if rs, err = o.Source.Decode(s); err != nil {
+				return err
+			}
+			if len(rs) == 0 {
+				fmt.Fprintf(o.ErrOut, "%s: no checkpoint files found\n", cmdutil.Where(s, &o.Source))
+			}
 		}
 		for _, r := range rs {
 			if r.Verdict != decode.Valid && r.Verdict != decode.NotRead {
 				worst = max(worst, cmdutil.ExitNotValid)
 			}
+		}
+		if stream && len(rs) > 0 {
+			if err := render.Verify(o.Out, ro, rs); err != nil {
+				return err
+			}
+			ro.NoHeader = true
+			return nil
 		}
 		results = append(results, rs...)
 		return nil
@@ -109,9 +129,21 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ro := render.Options{Format: o.Source.Format, NoHeader: o.Source.NoHeaders, ShowNode: !o.Source.Offline()}
-	if err := render.Verify(o.Out, ro, results); err != nil {
-		return err
+	if !stream {
+		if err := render.Verify(o.Out, ro, results); err != nil {
+			return err
+		}
 	}
 	return cmdutil.Exit(worst)
+}
+
+// failureRow is the row of a node that could not be read: a short reason in the table, the
+// one-line explanation with its fix in -o wide and json.
+func failureRow(s *cmdutil.Snapshot) render.FileResult {
+	verdict := decode.Unreadable
+	if cmdutil.Skipped(s.Err) {
+		verdict = decode.NotRead
+	}
+	return render.FileResult{Node: s.Node, Report: &decode.Report{File: "-", Verdict: verdict,
+		Cause: cmdutil.FailureReason(s.Err), Error: s.Err.Error()}}
 }

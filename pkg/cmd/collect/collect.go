@@ -1,0 +1,150 @@
+// Package collect is `kubectl nodestate collect`: copy the raw checkpoint files of nodes into a
+// directory, with a verification summary, for support bundles.
+package collect
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmdutil"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/render"
+)
+
+// Options is the collect command's state.
+type Options struct {
+	Source cmdutil.SourceOptions
+	Live   cmdutil.LiveOptions
+	Nodes  []string
+	Dir    string
+
+	genericiooptions.IOStreams
+}
+
+// NewCmdCollect returns the collect command.
+func NewCmdCollect(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &Options{IOStreams: streams, Live: cmdutil.LiveOptions{ConfigFlags: flags}}
+	cmd := &cobra.Command{
+		Use:   "collect NODE... | --all-nodes -d DIR",
+		Short: "Copy nodes' raw checkpoint files into a directory, with a verification summary",
+		Long: cmdutil.LongDesc(`
+			Collect copies every checkpoint file of each node to DIR/<node>/<path under the kubelet
+			root dir> (mode 0600), writes DIR/<node>/verify.json, and DIR/summary.json for all
+			nodes. The copies can be read later with --from-dir DIR/<node>.`),
+		Example: cmdutil.Examples(`
+			kubectl nodestate collect worker-1 worker-2 -d ./nodestate-bundle
+			kubectl nodestate collect --all-nodes -l node-role.kubernetes.io/gpu -d ./bundle`),
+		ValidArgsFunction: cmdutil.CompleteNodeNames(flags),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(args); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	cmd.Flags().StringVarP(&o.Dir, "dir", "d", "", "Directory to write into (created if missing)")
+	cmd.Flags().StringVar(&o.Source.KubeletVersion, "kubelet-version", "", "Judge the files for this kubelet version instead of each node's")
+	cmd.Flags().StringVar(&o.Source.KubeletRootDir, "kubelet-root-dir", decode.DefaultRootDir, "The kubelet's --root-dir on the node")
+	o.Live.AddFlags(cmd)
+	return cmd
+}
+
+// Complete fills in what the flags imply.
+func (o *Options) Complete(args []string) error {
+	o.Nodes = args
+	return o.Source.Complete()
+}
+
+// Validate checks the flags.
+func (o *Options) Validate() error {
+	if o.Dir == "" {
+		return fmt.Errorf("you must give a directory to write into with -d/--dir")
+	}
+	if len(o.Nodes) == 0 && !o.Live.AllNodes {
+		return fmt.Errorf("you must name a node or use --all-nodes")
+	}
+	for _, n := range o.Nodes {
+		if strings.ContainsAny(n, `/\`) || n == ".." || n == "." {
+			return fmt.Errorf("%q is not a node name", n)
+		}
+	}
+	return o.Live.Validate(o.Nodes)
+}
+
+// nodeSummary is one node's entry in summary.json.
+type nodeSummary struct {
+	Node  string              `json:"node"`
+	Error string              `json:"error,omitempty"`
+	Files []render.FileResult `json:"files,omitempty"`
+}
+
+// Run copies, verifies and summarises.
+func (o *Options) Run(ctx context.Context) error {
+	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
+		return err
+	}
+	var summary []nodeSummary
+	var all []render.FileResult
+	worst := cmdutil.ExitOK
+	err := cmdutil.EachSnapshot(ctx, &o.Source, &o.Live, o.Nodes, o.ErrOut, func(s *cmdutil.Snapshot) error {
+		if s.Err != nil {
+			fmt.Fprintf(o.ErrOut, "error: %v\n", s.Err)
+			if !cmdutil.Skipped(s.Err) {
+				worst = max(worst, cmdutil.ExitUnreadable)
+			}
+			summary = append(summary, nodeSummary{Node: s.Node, Error: s.Err.Error()})
+			return nil
+		}
+		nodeDir := filepath.Join(o.Dir, s.Node)
+		if err := fetch.WriteFiles(nodeDir, s.Files); err != nil {
+			return err
+		}
+		results, err := o.Source.Decode(s)
+		if err != nil {
+			return err
+		}
+		for _, r := range results {
+			r.Decoded = nil // the raw files are next to it
+			if r.Verdict != decode.Valid && r.Verdict != decode.NotRead {
+				worst = max(worst, cmdutil.ExitNotValid)
+			}
+		}
+		if err := writeJSON(filepath.Join(nodeDir, "verify.json"), results); err != nil {
+			return err
+		}
+		summary = append(summary, nodeSummary{Node: s.Node, Files: results})
+		all = append(all, results...)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := writeJSON(filepath.Join(o.Dir, "summary.json"), summary); err != nil {
+		return err
+	}
+	if err := render.Verify(o.Out, render.Options{ShowNode: true}, all); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.ErrOut, "wrote %d node(s) to %s\n", len(summary), o.Dir)
+	return cmdutil.Exit(worst)
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o600)
+}
