@@ -37,7 +37,7 @@ func (o *LiveOptions) AddFlags(cmd *cobra.Command) {
 	f.IntVar(&o.Concurrency, "concurrency", DefaultConcurrency, "How many nodes to read at once")
 	f.StringVar(&o.Image, "image", DefaultImage, "Image of the debug pod; it needs sh and tar (use a mirror in air-gapped clusters)")
 	f.StringVar(&o.ImagePullSecret, "image-pull-secret", "", "Name of a pull secret for --image in the debug pod's namespace")
-	f.DurationVar(&o.Timeout, "timeout", DefaultTimeout, "How long to wait for one node's debug pod and copy")
+	f.DurationVar(&o.Timeout, "pod-running-timeout", DefaultTimeout, "How long to wait for each debug pod to run (image pull included), and for each copy")
 }
 
 // Validate checks the live flags.
@@ -50,7 +50,7 @@ func (o *LiveOptions) Validate(nodes []string) error {
 	case o.Concurrency < 1:
 		return fmt.Errorf("--concurrency must be at least 1")
 	case o.Timeout <= 0:
-		return fmt.Errorf("--timeout must be positive")
+		return fmt.Errorf("--pod-running-timeout must be positive")
 	}
 	return nil
 }

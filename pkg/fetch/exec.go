@@ -66,7 +66,12 @@ func newExecutor(config *rest.Config, u *url.URL) (remotecommand.Executor, error
 //
 // The loop is the POSIX idiom for filtering "$@" in place: the word list is expanded once, each
 // pass shifts one original argument off the front and re-appends it if it passes the test.
-const collectScript = `for f in "$@"; do shift; [ -f "$f" ] && set -- "$@" "$f"; done; [ $# -eq 0 ] || tar -cf - "$@"; exit 0`
+//
+// Without tar in the image every file would look missing, so that case says so on stderr.
+const collectScript = `command -v tar >/dev/null || { echo "` + noTarMarker + `" >&2; exit 0; }; ` +
+	`for f in "$@"; do shift; [ -f "$f" ] && set -- "$@" "$f"; done; [ $# -eq 0 ] || tar -cf - "$@"; exit 0`
+
+const noTarMarker = "kubectl-nodestate: no tar in the image"
 
 // CollectCommand is the exec command that streams a tar of paths (relative to the working
 // directory). Each path gets a "./" prefix so none can be read as an option by test or tar.
@@ -122,13 +127,16 @@ func (f *Fetcher) collect(parent context.Context, pod *corev1.Pod, opts Options)
 	case refused:
 		// What the node sent is the cause, not the exec we then cut short.
 		return nil, nil, nil, badArchive(tarErr)
-	case ctx.Err() != nil:
+	case execErr != nil && ctx.Err() != nil:
 		return nil, nil, nil, &Error{Reason: ReasonTimeout, Short: "timeout",
 			Message: fmt.Sprintf("reading the files took longer than the exec timeout (%s)", opts.ExecTimeout), Err: execErr}
 	case execErr != nil:
 		return nil, nil, nil, execError(pod, execErr, stderr.String())
 	case tarErr != nil:
 		return nil, nil, nil, badArchive(tarErr)
+	case strings.Contains(stderr.String(), noTarMarker):
+		return nil, nil, nil, &Error{Reason: ReasonExec, Short: "no tar in image",
+			Message: fmt.Sprintf("the debug image %q has no tar; use --image with an image that has sh and tar", opts.Image)}
 	}
 	return files, missing, stderrLines(stderr.String()), nil
 }
@@ -153,6 +161,9 @@ func execError(pod *corev1.Pod, err error, stderr string) error {
 	msg := "exec into debug pod " + pod.Namespace + "/" + pod.Name + " failed: " + oneLine(err.Error())
 	if s := oneLine(stderr); s != "" {
 		msg += " (stderr: " + s + ")"
+	}
+	if strings.Contains(err.Error(), "executable file not found") {
+		msg += "; the image needs sh and tar, pick one with --image"
 	}
 	return &Error{Reason: ReasonExec, Short: "exec failed", Message: msg, Err: err}
 }

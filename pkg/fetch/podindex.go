@@ -78,7 +78,9 @@ func NewPodIndex(pods []corev1.Pod) *PodIndex {
 	for i := range pods {
 		p := &pods[i]
 		ref := PodRef{Namespace: p.Namespace, Name: p.Name}
-		ix.Pods[string(p.UID)] = ref
+		if p.UID != "" {
+			ix.Pods[string(p.UID)] = ref
+		}
 		if uid := p.Annotations[configMirrorAnnotation]; uid != "" {
 			ix.Pods[uid] = ref
 		}

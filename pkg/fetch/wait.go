@@ -38,13 +38,13 @@ func startState(pod *corev1.Pod, image string) (done bool, err *Error) {
 	case corev1.PodFailed, corev1.PodSucceeded:
 		// Kubelet admission rejections (OutOfpods, NodeAffinity, UnexpectedAdmissionError, ...)
 		// land here with the reason in status.reason.
-		reason := pod.Status.Reason
+		reason, detail := pod.Status.Reason, pod.Status.Message
 		if reason == "" {
-			reason = string(pod.Status.Phase)
+			reason, detail = string(pod.Status.Phase), terminated(pod)
 		}
-		msg := "the kubelet did not run the debug pod: " + reason
-		if pod.Status.Message != "" {
-			msg += ": " + oneLine(pod.Status.Message)
+		msg := "the debug pod ended before it could be read: " + reason
+		if detail != "" {
+			msg += ": " + oneLine(detail)
 		}
 		return false, &Error{Reason: ReasonPodFailed, Short: reason, Message: msg}
 	}
@@ -65,6 +65,23 @@ func startState(pod *corev1.Pod, image string) (done bool, err *Error) {
 		}
 	}
 	return false, nil
+}
+
+// terminated describes how the debug container ended, for a pod that failed without a reason.
+func terminated(pod *corev1.Pod) string {
+	for _, cs := range pod.Status.ContainerStatuses {
+		if t := cs.State.Terminated; t != nil {
+			s := fmt.Sprintf("container exited with code %d", t.ExitCode)
+			if t.Reason != "" {
+				s += " (" + t.Reason + ")"
+			}
+			if t.Message != "" {
+				s += ": " + t.Message
+			}
+			return s
+		}
+	}
+	return ""
 }
 
 func podDeleted() *Error {

@@ -100,6 +100,12 @@ var errTooLarge = errors.New("over the size cap")
 
 // readCapped reads one file inside root (os.Root refuses paths and symlinks leaving it).
 func readCapped(root *os.Root, rel string, max int64) ([]byte, error) {
+	// Stat before opening: opening a FIFO (or some devices) blocks until a writer shows up.
+	if info, err := root.Stat(rel); err != nil {
+		return nil, err
+	} else if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file")
+	}
 	f, err := root.Open(rel)
 	if err != nil {
 		return nil, err
@@ -144,6 +150,7 @@ func readArchive(name string, r io.Reader, want []string, lim Limits) (*Snapshot
 	}
 	snap := &Snapshot{Source: name, Files: map[string][]byte{}}
 	var total int64
+	seen := map[string]bool{} // read or oversized: a second copy is a duplicate either way
 	for {
 		hdr, err := tr.Next()
 		if err == io.EOF {
@@ -161,9 +168,10 @@ func readArchive(name string, r io.Reader, want []string, lim Limits) (*Snapshot
 		if rel == "" || hdr.Typeflag != tar.TypeReg {
 			continue // only regular files at known paths are read: links and devices are skipped
 		}
-		if _, dup := snap.Files[rel]; dup {
+		if seen[rel] {
 			return nil, fmt.Errorf("%s: %s appears twice", name, rel)
 		}
+		seen[rel] = true
 		b, err := readAllCapped(tr, lim.MaxFileBytes)
 		if errors.Is(err, errTooLarge) {
 			snap.Oversized = append(snap.Oversized, rel)

@@ -1,0 +1,134 @@
+package fetch
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// shells runs the collect command with each shell+tar the machine has: the system's (what kwok
+// runs it with) and busybox's (what the default image runs it with).
+func shells(t *testing.T) map[string]func(args []string) *exec.Cmd {
+	t.Helper()
+	found := map[string]func(args []string) *exec.Cmd{}
+	if _, err := exec.LookPath("sh"); err == nil {
+		if _, err := exec.LookPath("tar"); err == nil {
+			found["system"] = func(args []string) *exec.Cmd { return exec.Command(args[0], args[1:]...) }
+		}
+	}
+	if bb, err := exec.LookPath("busybox"); err == nil {
+		// A PATH of busybox applets only, as in the busybox image.
+		bin := t.TempDir()
+		for _, applet := range []string{"sh", "tar", "[", "test"} {
+			if err := os.Symlink(bb, filepath.Join(bin, applet)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		found["busybox"] = func(args []string) *exec.Cmd {
+			cmd := exec.Command(filepath.Join(bin, args[0]), args[1:]...)
+			cmd.Env = append(os.Environ(), "PATH="+bin)
+			return cmd
+		}
+	}
+	if len(found) == 0 {
+		t.Skip("no sh and tar on this machine")
+	}
+	return found
+}
+
+// The real collect command, against a real directory: existing regular files come back,
+// missing ones, directories and dangling links are left out, and it exits 0 with no stdin.
+func TestCollectCommand(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("cpu_manager_state", `{"policyName":"static"}`)
+	write("device-plugins/kubelet_internal_checkpoint", "dev")
+	write("-n", "dash")           // looks like an option
+	write("with space", "spaced") // needs quoting
+	if err := os.MkdirAll(filepath.Join(dir, "dra_manager_state"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("nowhere", filepath.Join(dir, "memory_manager_state")); err != nil {
+		t.Fatal(err)
+	}
+	paths := []string{"cpu_manager_state", "memory_manager_state", "dra_manager_state",
+		"device-plugins/kubelet_internal_checkpoint", "-n", "with space", "missing"}
+
+	for name, command := range shells(t) {
+		t.Run(name, func(t *testing.T) {
+			run := func(paths []string) ([]byte, string) {
+				cmd := command(CollectCommand(paths))
+				cmd.Dir = dir
+				var stdout, stderr bytes.Buffer
+				cmd.Stdout, cmd.Stderr = &stdout, &stderr
+				if err := cmd.Run(); err != nil {
+					t.Fatalf("exit: %v (stderr %q)", err, stderr.String())
+				}
+				return stdout.Bytes(), stderr.String()
+			}
+
+			out, stderr := run(paths)
+			files, missing, err := ReadTar(bytes.NewReader(out), paths, TarLimits{})
+			if err != nil {
+				t.Fatalf("ReadTar: %v", err)
+			}
+			want := map[string][]byte{
+				"cpu_manager_state":                          []byte(`{"policyName":"static"}`),
+				"device-plugins/kubelet_internal_checkpoint": []byte("dev"),
+				"-n":         []byte("dash"),
+				"with space": []byte("spaced"),
+			}
+			if diff := cmp.Diff(want, files); diff != "" {
+				t.Errorf("files (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff([]string{"memory_manager_state", "dra_manager_state", "missing"}, missing); diff != "" {
+				t.Errorf("missing (-want +got):\n%s", diff)
+			}
+			if strings.TrimSpace(stderr) != "" {
+				t.Errorf("stderr %q", stderr)
+			}
+
+			// Nothing there: no output at all, still exit 0.
+			if out, stderr := run([]string{"missing", "also-missing"}); len(out) != 0 || stderr != "" {
+				t.Errorf("with no file present: %d bytes, stderr %q", len(out), stderr)
+			}
+		})
+	}
+}
+
+// An image without tar must not pass for a node without files.
+func TestCollectCommandNoTar(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	bin := t.TempDir()
+	if err := os.Symlink(sh, filepath.Join(bin, "sh")); err != nil {
+		t.Fatal(err)
+	}
+	args := CollectCommand([]string{"cpu_manager_state"})
+	cmd := exec.Command(filepath.Join(bin, "sh"), args[1:]...)
+	cmd.Env = []string{"PATH=" + bin}
+	cmd.Dir = t.TempDir()
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("exit: %v", err)
+	}
+	if stdout.Len() != 0 || !strings.Contains(stderr.String(), noTarMarker) {
+		t.Errorf("stdout %d bytes, stderr %q; want nothing and the marker", stdout.Len(), stderr.String())
+	}
+}

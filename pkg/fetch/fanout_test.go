@@ -1,0 +1,130 @@
+package fetch
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clienttesting "k8s.io/client-go/testing"
+)
+
+func TestFetchAllBoundsConcurrency(t *testing.T) {
+	const nodes, limit = 40, 5
+	var objs []runtime.Object
+	var names []string
+	for i := range nodes {
+		name := fmt.Sprintf("n%02d", i)
+		objs = append(objs, readyNode(name))
+		names = append(names, name)
+	}
+	c := newClient(true, objs...)
+
+	var inFlight, maxInFlight atomic.Int32
+	exec := tarExec(nodeFS{"cpu_manager_state": "x"})
+	f := newFetcher(c, func(ctx context.Context, ns, pod, cn string, cmd []string, o, e io.Writer) error {
+		n := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		for {
+			m := maxInFlight.Load()
+			if n <= m || maxInFlight.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+		return exec(ctx, ns, pod, cn, cmd, o, e)
+	})
+
+	seen := map[string]int{}
+	var inEach atomic.Bool
+	f.FetchAll(context.Background(), names, limit, func(r NodeResult) {
+		if !inEach.CompareAndSwap(false, true) {
+			t.Error("each called concurrently")
+		}
+		defer inEach.Store(false)
+		if r.Err != nil || r.Files == nil || r.Files.Node != r.Node {
+			t.Errorf("%s: files %v, err %v", r.Node, r.Files, r.Err)
+		}
+		seen[r.Node]++
+	})
+
+	if len(seen) != nodes {
+		t.Errorf("%d results, want %d", len(seen), nodes)
+	}
+	for n, k := range seen {
+		if k != 1 {
+			t.Errorf("%s reported %d times", n, k)
+		}
+	}
+	if m := maxInFlight.Load(); m > limit || m < 2 {
+		t.Errorf("max in flight %d, want 2..%d", m, limit)
+	}
+	if left := debugPods(t, c); len(left) != 0 {
+		t.Errorf("debug pods left: %v", left)
+	}
+}
+
+// After cancellation nothing new starts, every node still gets a result, and every pod that
+// was created is deleted before FetchAll returns.
+func TestFetchAllCancel(t *testing.T) {
+	const nodes, limit = 12, 3
+	var objs []runtime.Object
+	var names []string
+	for i := range nodes {
+		name := fmt.Sprintf("n%02d", i)
+		objs = append(objs, readyNode(name))
+		names = append(names, name)
+	}
+	c := newClient(true, objs...)
+	var creates atomic.Int32
+	c.PrependReactor("create", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
+		creates.Add(1)
+		return false, nil, nil
+	})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var started sync.WaitGroup
+	started.Add(limit)
+	go func() { started.Wait(); cancel() }()
+	f := newFetcher(c, func(ctx context.Context, _, _, _ string, _ []string, _, _ io.Writer) error {
+		started.Done()
+		<-ctx.Done()
+		return ctx.Err()
+	})
+
+	results := map[string]Reason{}
+	f.FetchAll(ctx, names, limit, func(r NodeResult) { results[r.Node] = ReasonOf(r.Err) })
+
+	if len(results) != nodes {
+		t.Errorf("%d results, want %d", len(results), nodes)
+	}
+	for n, r := range results {
+		if r != ReasonCanceled {
+			t.Errorf("%s: reason %q, want Canceled", n, r)
+		}
+	}
+	if n := creates.Load(); n != limit {
+		t.Errorf("%d pods created, want %d (none after cancel)", n, limit)
+	}
+	if left := debugPods(t, c); len(left) != 0 {
+		t.Errorf("debug pods left: %v", left)
+	}
+}
+
+func TestClientRate(t *testing.T) {
+	for _, tt := range []struct {
+		concurrency int
+		qps         float32
+		burst       int
+	}{{0, 5, 10}, {1, 5, 10}, {20, 100, 200}, {100, 500, 1000}} {
+		qps, burst := ClientRate(tt.concurrency)
+		if qps != tt.qps || burst != tt.burst {
+			t.Errorf("ClientRate(%d) = %v, %d; want %v, %d", tt.concurrency, qps, burst, tt.qps, tt.burst)
+		}
+	}
+}

@@ -1,0 +1,122 @@
+package fetch
+
+import (
+	"archive/tar"
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
+)
+
+func readyNode(name string, mutate ...func(*corev1.Node)) *corev1.Node {
+	n := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelOSStable: "linux"}},
+		Status: corev1.NodeStatus{
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+			NodeInfo:   corev1.NodeSystemInfo{KubeletVersion: "v1.36.3", OperatingSystem: "linux"},
+		},
+	}
+	for _, m := range mutate {
+		m(n)
+	}
+	return n
+}
+
+// newClient returns a fake clientset holding objs. Pods it creates come back Running, as if a
+// kubelet had started them at once, unless startPods is false.
+func newClient(startPods bool, objs ...runtime.Object) *fake.Clientset {
+	c := fake.NewClientset(objs...)
+	if startPods {
+		c.PrependReactor("create", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
+			pod := a.(clienttesting.CreateAction).GetObject().(*corev1.Pod)
+			pod.Status.Phase = corev1.PodRunning
+			return false, nil, nil // let the tracker store it
+		})
+	}
+	return c
+}
+
+// nodeFS is a fake node's kubelet dir for tarExec.
+type nodeFS map[string]string
+
+// tarExec answers the collect command like the real script: a tar of the requested paths that
+// exist, nothing at all when none does.
+func tarExec(fs nodeFS) ExecFunc {
+	return func(ctx context.Context, ns, pod, container string, cmd []string, stdout, stderr io.Writer) error {
+		if len(cmd) < 4 || cmd[0] != "sh" || cmd[2] != collectScript {
+			return fmt.Errorf("unexpected command %q", cmd)
+		}
+		var present []string
+		for _, arg := range cmd[4:] {
+			if _, ok := fs[strings.TrimPrefix(arg, "./")]; ok {
+				present = append(present, arg)
+			}
+		}
+		if len(present) == 0 {
+			return nil
+		}
+		tw := tar.NewWriter(stdout)
+		for _, name := range present {
+			body := fs[strings.TrimPrefix(name, "./")]
+			if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o600, Size: int64(len(body)), Typeflag: tar.TypeReg}); err != nil {
+				return err
+			}
+			if _, err := io.WriteString(tw, body); err != nil {
+				return err
+			}
+		}
+		return tw.Close()
+	}
+}
+
+// debugPods lists the debug pods left in the fake cluster.
+func debugPods(t *testing.T, c *fake.Clientset) []string {
+	t.Helper()
+	list, err := c.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{LabelSelector: ManagedSelector})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range list.Items {
+		names = append(names, p.Namespace+"/"+p.Name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// actions returns the verbs c saw on resource, in order.
+func actions(c *fake.Clientset, resource string) []string {
+	var verbs []string
+	for _, a := range c.Actions() {
+		if a.GetResource().Resource == resource {
+			verbs = append(verbs, a.GetVerb())
+		}
+	}
+	return verbs
+}
+
+func wantReason(t *testing.T, err error, want Reason) *Error {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("no error, want %s", want)
+	}
+	fe, ok := err.(*Error)
+	if !ok {
+		t.Fatalf("error %T (%v), want *Error", err, err)
+	}
+	if fe.Reason != want {
+		t.Fatalf("reason %s (%v), want %s", fe.Reason, err, want)
+	}
+	if strings.Contains(err.Error(), "\n") {
+		t.Errorf("message is not one line: %q", err.Error())
+	}
+	return fe
+}
