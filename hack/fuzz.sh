@@ -7,6 +7,6 @@ fuzztime=${FUZZTIME:-20s}
 for pkg in $(go list ./pkg/...); do
   for target in $(go test -list '^Fuzz' "$pkg" | grep '^Fuzz' || true); do
     echo "== $pkg $target ($fuzztime)"
-    go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "$pkg"
+    go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" -fuzzminimizetime 2s "$pkg"
   done
 done

@@ -161,9 +161,10 @@ func TestLiveValidate(t *testing.T) {
 		{LiveOptions{AllNodes: true, Concurrency: 1, Timeout: time.Second}, []string{"n1"}, "name nodes or use --all-nodes, not both"},
 		{LiveOptions{Selector: "a=b", Concurrency: 1, Timeout: time.Second}, []string{"n1"}, "-l/--selector selects nodes for --all-nodes; add --all-nodes"},
 		{LiveOptions{Concurrency: 0, Timeout: time.Second}, []string{"n1"}, "--concurrency must be at least 1"},
-		{LiveOptions{Concurrency: 1, Timeout: 0}, []string{"n1"}, "--timeout must be positive"},
+		{LiveOptions{Concurrency: 1, Timeout: 0}, []string{"n1"}, "timeout must be positive"},
+		{LiveOptions{Concurrency: 1, Timeout: -time.Second}, []string{"n1"}, "timeout must be positive"},
 	} {
-		if err := tc.o.Validate(tc.nodes); err == nil || err.Error() != tc.want {
+		if err := tc.o.Validate(tc.nodes); err == nil || !strings.HasSuffix(err.Error(), tc.want) {
 			t.Errorf("Validate(%+v) = %v, want %q", tc.o, err, tc.want)
 		}
 	}

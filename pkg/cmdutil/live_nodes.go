@@ -79,11 +79,11 @@ func (o *LiveOptions) Nodes(ctx context.Context, s *LiveSession, named []string)
 func eachLiveSnapshot(ctx context.Context, src *SourceOptions, live *LiveOptions, named []string, errOut io.Writer, fn func(*Snapshot) error) error {
 	session, err := live.NewLiveSession(src.KubeletRootDir)
 	if err != nil {
-		return err
+		return &ExitError{Code: ExitUnreadable, Message: err.Error()}
 	}
 	nodes, err := live.Nodes(ctx, session, named)
 	if err != nil {
-		return err
+		return &ExitError{Code: ExitUnreadable, Message: err.Error()}
 	}
 	progress := newProgress(errOut, len(nodes))
 	var fnErr error

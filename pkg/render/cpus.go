@@ -44,7 +44,9 @@ func CPURows(in []CPUs) []CPURow {
 		for id, cpus := range s.ContainerIDEntries {
 			row := CPURow{Node: n.Node, ContainerID: id, Scope: "container", CPUs: cpus, Policy: s.PolicyName}
 			if n.Names != nil {
-				row.Namespace, row.Pod, row.Container, _ = n.Names.Container(id)
+				if ns, pod, c, ok := n.Names.Container(id); ok {
+					row.Namespace, row.Pod, row.Container = ns, pod, c
+				}
 			}
 			node = append(node, row)
 		}

@@ -23,7 +23,7 @@ func Verify(w io.Writer, o Options, results []FileResult) error {
 	if o.Format == Wide {
 		headers = append(headers, "KUBELET", "STORED/COMPUTED", "ERROR")
 	}
-	t := newTable(w, o, headers...).fixedWidths(42, 13, 14, 42, 60, 40, 45)
+	t := newTable(w, o, headers...).fixedWidths(42, 13, 14, 42, 90, 34, 45)
 	for _, r := range results {
 		cells := []string{r.File, r.Format, string(r.Verdict), checksumSummary(r.Report), detail(r.Report)}
 		if o.Format == Wide {

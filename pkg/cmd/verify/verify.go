@@ -108,7 +108,8 @@ func (o *Options) Run(ctx context.Context) error {
 				return err
 			}
 			if len(rs) == 0 {
-				fmt.Fprintf(o.ErrOut, "%s: no checkpoint files found\n", cmdutil.Where(s, &o.Source))
+				fmt.Fprintf(o.ErrOut, "%s: no checkpoint files found (is it the kubelet root dir? see --kubelet-root-dir)\n", cmdutil.Where(s, &o.Source))
+				worst = max(worst, cmdutil.ExitUnreadable)
 			}
 		}
 		for _, r := range rs {

@@ -1,0 +1,349 @@
+package render
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"strconv"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
+)
+
+// checkStructured parses json/yaml output as the List envelope.
+func checkStructured(t *testing.T, f Format, out []byte) map[string]any {
+	t.Helper()
+	var v map[string]any
+	var err error
+	if f == JSON {
+		err = json.Unmarshal(out, &v)
+	} else {
+		err = yaml.Unmarshal(out, &v)
+	}
+	if err != nil {
+		t.Fatalf("output does not parse as %s: %v\n%s", f, err, out)
+	}
+	if k, _ := v["kind"].(string); !strings.HasSuffix(k, "List") {
+		t.Errorf("kind = %v, want a ...List", v["kind"])
+	}
+	if _, ok := v["items"].([]any); !ok {
+		t.Errorf("items is %T, want a list", v["items"])
+	}
+	return v
+}
+
+// rows splits table output into lines of fields (cells hold no double spaces).
+func rows(out string) [][]string {
+	var rs [][]string
+	for _, l := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		var cells []string
+		for _, c := range strings.Split(l, "   ") {
+			if c = strings.TrimSpace(c); c != "" {
+				cells = append(cells, c)
+			}
+		}
+		rs = append(rs, cells)
+	}
+	return rs
+}
+
+func hasRow(rs [][]string, want ...string) bool {
+	for _, r := range rs {
+		if strings.Join(r, "|") == strings.Join(want, "|") {
+			return true
+		}
+	}
+	return false
+}
+
+func printed(t *testing.T, fn func(*bytes.Buffer) error) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := fn(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+func TestPodNamesCPUByContainerID(t *testing.T) {
+	// V1 CPU files (kubelet <= 1.17) key entries by container ID, not pod UID.
+	state := model[*decode.CPUState](t, decode.KindCPU, v2cpu)
+	if len(state.ContainerIDEntries) == 0 {
+		t.Fatalf("fixture %s has no container-ID entries", v2cpu)
+	}
+	in := []CPUs{{Source: Source{Names: names}, State: state}}
+	out := printed(t, func(b *bytes.Buffer) error { return PrintCPUs(b, Options{}, in) })
+	rs := rows(out)
+	for _, want := range [][]string{
+		{"net/dpdk-0", "dpdk", "16-19,24-27"},
+		{"batch/compute-1", "compute", "0-3,8-11"},
+		{"container 76b01cca91c49", "-", "4-5"}, // unknown ID: shown shortened, unresolved
+		{"(shared pool)", "-", "7,12-15,22-23,28-31"},
+	} {
+		if !hasRow(rs, want...) {
+			t.Errorf("missing row %q in:\n%s", want, out)
+		}
+	}
+	// Resolved pods sort before unresolved IDs; the shared pool is last.
+	if rs[1][0] != "batch/compute-1" || rs[2][0] != "net/dpdk-0" || rs[len(rs)-1][0] != "(shared pool)" {
+		t.Errorf("unexpected order:\n%s", out)
+	}
+
+	got := CPURows(in)
+	for _, r := range got {
+		if r.ContainerID == "716b0c3fd95664d7a5e9ccdea4b02048bb673f952c110095a9daf28bd823548b" {
+			if r.Namespace != "net" || r.Pod != "dpdk-0" || r.Container != "dpdk" || r.Scope != "container" {
+				t.Errorf("resolved row = %+v", r)
+			}
+		}
+	}
+}
+
+// liar answers with names but says it does not know the ID: nothing may be resolved.
+type liar struct{}
+
+func (liar) Pod(string) (string, string, bool)               { return "ns", "pod", false }
+func (liar) Container(string) (string, string, string, bool) { return "ns", "pod", "c", false }
+
+func TestPodNamesUnknownAndNil(t *testing.T) {
+	v1 := model[*decode.CPUState](t, decode.KindCPU, v2cpu)
+	v4 := model[*decode.CPUState](t, decode.KindCPU, root1+"cpu_manager_state")
+	for name, n := range map[string]PodNames{"nil": nil, "liar": liar{}, "empty": fakeNames{}} {
+		t.Run(name, func(t *testing.T) {
+			for _, r := range CPURows([]CPUs{{Source: Source{Names: n}, State: v1}, {Source: Source{Names: n}, State: v4}}) {
+				if r.Namespace != "" || r.Pod != "" || (r.ContainerID != "" && r.Container != "") {
+					t.Errorf("row resolved by a PodNames that knows nothing: %+v", r)
+				}
+			}
+			for _, r := range DeviceRows(deviceInput(t, false)) {
+				if r.Pod != "" {
+					t.Errorf("device row resolved: %+v", r)
+				}
+			}
+		})
+	}
+}
+
+func TestPodNamesEveryView(t *testing.T) {
+	withNames := func(s *Source) { s.Names = names }
+	cpus := cpuInput(t, false)
+	withNames(&cpus[0].Source)
+	mem := memoryInput(t, false)
+	withNames(&mem[0].Source)
+	dev := deviceInput(t, false)
+	withNames(&dev[0].Source)
+	cl := claimInput(t, false)
+	withNames(&cl[0].Source)
+	pods := podInput(t, false)
+	withNames(&pods[0].Source)
+	withNames(&pods[1].Source)
+
+	for _, tc := range []struct {
+		name string
+		out  string
+		want [][]string
+	}{
+		{"cpus", printed(t, func(b *bytes.Buffer) error { return PrintCPUs(b, Options{}, cpus) }), [][]string{
+			{"default/web-7f9c", "app", "1-2"},
+			{"3c4d5e6f-7a8b-4c9d-8e0f-1a2b3c4d5e6f", "(pod-level)", "12-15"}, // not known: raw UID
+		}},
+		{"memory", printed(t, func(b *bytes.Buffer) error { return PrintMemory(b, Options{}, mem) }), [][]string{
+			{"ml/inference-0", "db", "memory", "16Gi", "1"},
+			{"default/web-7f9c", "init-setup", "memory", "1Gi", "0"},
+		}},
+		{"devices", printed(t, func(b *bytes.Buffer) error { return PrintDevices(b, Options{}, dev) }), [][]string{
+			{"ml/inference-0", "init-fw", "example.com/fpga", "none", "fpga-1"},
+			{"default/web-7f9c", "trainer", "nvidia.com/gpu", "1", "GPU-7e8f9a0b-1c2d-4e3f-8a4b-5c6d7e8f9a0b"},
+		}},
+		{"claims", printed(t, func(b *bytes.Buffer) error { return PrintClaims(b, Options{}, cl) }), [][]string{
+			{"ml/gpu-and-nic", "ml/trainer-0", "gpu.example.com", "node-1/gpu-1", "gpus", "Unhealthy"},
+			{"ml/gpu-and-nic", "ml/trainer-0", "net.example.com", "node-1-nics/vf-3", "nic", "Unknown"},
+		}},
+		{"pods", printed(t, func(b *bytes.Buffer) error { return PrintPods(b, Options{}, pods) }), [][]string{
+			{"shop/cart-5d8", "app", "allocated", "cpu=1,memory=1Gi", "cpu=2,memory=1Gi"},
+			{"shop/cart-5d8", "app", "actuated", "cpu=500m,memory=128Mi", "memory=256Mi"},
+			{"9a8b7c6d-5e4f-4a3b-9c2d-1e0f2a3b4c5d", "web", "allocated", "cpu=250m", "-"},
+		}},
+	} {
+		rs := rows(tc.out)
+		for _, w := range tc.want {
+			if !hasRow(rs, w...) {
+				t.Errorf("%s: missing row %q in:\n%s", tc.name, w, tc.out)
+			}
+		}
+	}
+}
+
+func TestNoHeader(t *testing.T) {
+	for _, p := range printers {
+		for _, f := range []Format{Table, Wide} {
+			t.Run(p.name+"-"+formatName(f), func(t *testing.T) {
+				var with, without bytes.Buffer
+				if err := p.print(t, &with, Options{Format: f, ShowNode: true}); err != nil {
+					t.Fatal(err)
+				}
+				if err := p.print(t, &without, Options{Format: f, ShowNode: true, NoHeader: true}); err != nil {
+					t.Fatal(err)
+				}
+				var headers []string
+				for _, l := range strings.Split(with.String(), "\n") {
+					if strings.HasPrefix(l, "NODE ") {
+						headers = append(headers, l)
+					}
+				}
+				if len(headers) == 0 {
+					t.Fatalf("no header in:\n%s", &with)
+				}
+				if strings.Contains(without.String(), "NODE ") {
+					t.Errorf("--no-headers output has a header:\n%s", &without)
+				}
+				// Same rows, only the header lines gone.
+				wantLines := strings.Count(with.String(), "\n") - len(headers)
+				if got := strings.Count(without.String(), "\n"); got != wantLines {
+					t.Errorf("got %d lines without headers, want %d:\n%s", got, wantLines, &without)
+				}
+				checkOutput(t, f, without.Bytes())
+			})
+		}
+	}
+}
+
+func TestEmptyInputs(t *testing.T) {
+	empty := []struct {
+		name, kind string
+		print      func(b *bytes.Buffer, o Options) error
+	}{
+		{"verify", "CheckpointVerificationList", func(b *bytes.Buffer, o Options) error { return Verify(b, o, nil) }},
+		{"cpus", "CPUAssignmentList", func(b *bytes.Buffer, o Options) error { return PrintCPUs(b, o, nil) }},
+		{"memory", "MemoryStateList", func(b *bytes.Buffer, o Options) error { return PrintMemory(b, o, nil) }},
+		{"devices", "DeviceAssignmentList", func(b *bytes.Buffer, o Options) error { return PrintDevices(b, o, nil) }},
+		{"claims", "ResourceClaimList", func(b *bytes.Buffer, o Options) error { return PrintClaims(b, o, nil) }},
+		{"pods", "PodResourceList", func(b *bytes.Buffer, o Options) error { return PrintPods(b, o, nil) }},
+	}
+	for _, e := range empty {
+		t.Run(e.name, func(t *testing.T) {
+			js := printed(t, func(b *bytes.Buffer) error { return e.print(b, Options{Format: JSON}) })
+			if !strings.Contains(js, `"items": []`) || !strings.Contains(js, `"kind": "`+e.kind+`"`) {
+				t.Errorf("json of nothing:\n%s", js)
+			}
+			checkStructured(t, JSON, []byte(js))
+			ym := printed(t, func(b *bytes.Buffer) error { return e.print(b, Options{Format: YAML}) })
+			if !strings.Contains(ym, "items: []\n") || !strings.Contains(ym, "kind: "+e.kind+"\n") {
+				t.Errorf("yaml of nothing:\n%s", ym)
+			}
+			// A table of nothing is its header alone.
+			tbl := printed(t, func(b *bytes.Buffer) error { return e.print(b, Options{}) })
+			for _, l := range strings.Split(strings.TrimSuffix(tbl, "\n"), "\n") {
+				if l != "" && l != strings.ToUpper(l) {
+					t.Errorf("table of nothing has a row %q:\n%s", l, tbl)
+				}
+			}
+			checkOutput(t, Table, []byte(tbl))
+		})
+	}
+	// Inputs whose states are empty print no rows either (but cpus still shows the pool).
+	out := printed(t, func(b *bytes.Buffer) error {
+		return PrintCPUs(b, Options{}, []CPUs{{State: &decode.CPUState{PolicyName: "none"}}})
+	})
+	if want := "POD             CONTAINER   CPUS\n(shared pool)   -           -\n"; out != want {
+		t.Errorf("empty none-policy state:\n got %q\nwant %q", out, want)
+	}
+}
+
+func TestBytesQ(t *testing.T) {
+	for _, tc := range []struct {
+		in   uint64
+		want string
+	}{
+		{0, "0"},
+		{1, "1"},
+		{1024, "1Ki"},
+		{1536, "1536"},
+		{2 << 20, "2Mi"},
+		{3<<30 + 512<<20, "3584Mi"},
+		{64 << 30, "64Gi"},
+		{1 << 62, "4Ei"},
+		{1<<62 + 1, "4611686018427387905"},
+		{1 << 63, "9223372036854775808"}, // would overflow int64
+		{math.MaxUint64, "18446744073709551615"},
+	} {
+		if got := bytesQ(tc.in); got != tc.want {
+			t.Errorf("bytesQ(%d) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestResourceList(t *testing.T) {
+	q := resource.MustParse
+	for _, tc := range []struct {
+		in   corev1.ResourceList
+		want string
+	}{
+		{nil, ""},
+		{corev1.ResourceList{}, ""},
+		{corev1.ResourceList{"memory": q("128Mi"), "cpu": q("500m")}, "cpu=500m,memory=128Mi"},
+		{corev1.ResourceList{"memory": q("1Gi"), "hugepages-2Mi": q("4Mi"), "cpu": q("1"), "ephemeral-storage": q("10G")},
+			"cpu=1,ephemeral-storage=10G,hugepages-2Mi=4Mi,memory=1Gi"},
+	} {
+		if got := resourceList(tc.in); got != tc.want {
+			t.Errorf("resourceList(%v) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestParseFormat(t *testing.T) {
+	for in, want := range map[string]Format{"": Table, "wide": Wide, "json": JSON, "yaml": YAML} {
+		got, err := ParseFormat(in)
+		if err != nil || got != want {
+			t.Errorf("ParseFormat(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"JSON", "name", "jsonpath={.items}", "go-template", "table", " json", "yml"} {
+		_, err := ParseFormat(in)
+		if err == nil {
+			t.Errorf("ParseFormat(%q): no error", in)
+			continue
+		}
+		want := `unable to match a printer suitable for the output format "` + in + `", allowed formats are: wide,json,yaml`
+		if err.Error() != want {
+			t.Errorf("ParseFormat(%q) error:\n got %s\nwant %s", in, err, want)
+		}
+	}
+}
+
+func TestVerifyChecksumStates(t *testing.T) {
+	zero := decodeFile(t, decode.KindCPU, "testdata/kubelet/cpu_manager_state/v1.18.0/static-numa.checksum-zero.json")
+	altered := decodeFile(t, decode.KindCPU, "testdata/kubelet/cpu_manager_state/v1.18.0/static-numa.checksum-altered.json")
+	out := printed(t, func(b *bytes.Buffer) error {
+		return Verify(b, Options{Format: Wide}, []FileResult{{Report: zero}, {Report: altered}})
+	})
+	rs := rows(out)
+	if len(rs) != 3 {
+		t.Fatalf("want a header and 2 rows:\n%s", out)
+	}
+	if rs[1][2] != "valid" || rs[1][3] != "checksum 0-accepted" {
+		t.Errorf("zero checksum row: %q", rs[1])
+	}
+	if rs[2][2] != "corrupt" || rs[2][3] != "checksum MISMATCH" {
+		t.Errorf("altered checksum row: %q", rs[2])
+	}
+	c := altered.Checksums[0]
+	if want := strconv.FormatUint(c.Stored, 10) + "/" + strconv.FormatUint(c.Computed, 10); !strings.Contains(out, want) {
+		t.Errorf("wide output lacks stored/computed %s:\n%s", want, out)
+	}
+}
+
+func TestTableCellsNeverEmpty(t *testing.T) {
+	var b bytes.Buffer
+	tb := newTable(&b, Options{ShowNode: true}, "A", "B", "C")
+	tb.add("", "x", "", "")
+	tb.render()
+	if got, want := b.String(), "NODE   A   B   C\n-      x   -   -\n"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
