@@ -1,7 +1,12 @@
 // Package cmdutil holds what every subcommand shares: exit codes and output-format checks.
 package cmdutil
 
-import "fmt"
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+)
 
 // Exit codes, the same for every command.
 const (
@@ -30,4 +35,25 @@ func Exit(code int) error {
 		return nil
 	}
 	return &ExitError{Code: code}
+}
+
+// Runner is a command's Options, shaped as kubectl's: Complete fills in what the flags and
+// arguments imply, Validate checks them, Run does the work.
+type Runner interface {
+	Complete(args []string) error
+	Validate() error
+	Run(ctx context.Context) error
+}
+
+// RunE wires a Runner into cobra.
+func RunE(o Runner) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := o.Complete(args); err != nil {
+			return err
+		}
+		if err := o.Validate(); err != nil {
+			return err
+		}
+		return o.Run(cmd.Context())
+	}
 }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/render"
 )
 
 // LiveOptions are the flags for reading live nodes through a debug pod.
@@ -97,4 +99,47 @@ func NodeColumnWidth(nodes []string) int {
 		width = 30
 	}
 	return width
+}
+
+// ReadOptions are what every reading command shares: where the files come from (live nodes or
+// copied files) and which kubelet to judge them for.
+type ReadOptions struct {
+	Source SourceOptions
+	Live   LiveOptions
+	Nodes  []string
+}
+
+// NewReadOptions returns ReadOptions reading live nodes through flags.
+func NewReadOptions(flags *genericclioptions.ConfigFlags) ReadOptions {
+	return ReadOptions{Live: LiveOptions{ConfigFlags: flags}}
+}
+
+// AddFlags registers the source and live flags.
+func (o *ReadOptions) AddFlags(cmd *cobra.Command) {
+	o.Source.AddFlags(cmd)
+	o.Live.AddFlags(cmd)
+}
+
+// Complete takes the node names and parses the flags.
+func (o *ReadOptions) Complete(args []string) error {
+	o.Nodes = args
+	return o.Source.Complete()
+}
+
+// Validate checks the flags together.
+func (o *ReadOptions) Validate() error {
+	if err := o.Source.Validate(o.Nodes, o.Live.AllNodes); err != nil {
+		return err
+	}
+	return o.Live.Validate(o.Nodes)
+}
+
+// Each reads every source and hands it to fn (see EachSnapshot).
+func (o *ReadOptions) Each(ctx context.Context, errOut io.Writer, fn func(*Snapshot) error) error {
+	return EachSnapshot(ctx, &o.Source, &o.Live, o.Nodes, errOut, fn)
+}
+
+// RenderOptions are the printer options the flags ask for.
+func (o *ReadOptions) RenderOptions() render.Options {
+	return render.Options{Format: o.Source.Format, NoHeader: o.Source.NoHeaders, ShowNode: !o.Source.Offline()}
 }

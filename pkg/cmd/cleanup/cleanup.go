@@ -40,15 +40,7 @@ func NewCmdCleanup(flags *genericclioptions.ConfigFlags, streams genericiooption
 			# Delete leftovers in every namespace, sparing runs started in the last 10 minutes
 			kubectl nodestate cleanup -A --older-than 10m`),
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE: cmdutil.RunE(o),
 	}
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Delete leftovers in every namespace")
 	cmd.Flags().DurationVar(&o.OlderThan, "older-than", 0, "Only delete pods older than this (keeps runs in progress)")
@@ -56,7 +48,7 @@ func NewCmdCleanup(flags *genericclioptions.ConfigFlags, streams genericiooption
 }
 
 // Complete builds the client and picks the namespace.
-func (o *Options) Complete() error {
+func (o *Options) Complete([]string) error {
 	config, err := o.ConfigFlags.ToRESTConfig()
 	if err != nil {
 		return err

@@ -22,17 +22,15 @@ import (
 
 // Options is the collect command's state.
 type Options struct {
-	Source cmdutil.SourceOptions
-	Live   cmdutil.LiveOptions
-	Nodes  []string
-	Dir    string
+	cmdutil.ReadOptions
+	Dir string
 
 	genericiooptions.IOStreams
 }
 
 // NewCmdCollect returns the collect command.
 func NewCmdCollect(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &Options{IOStreams: streams, Live: cmdutil.LiveOptions{ConfigFlags: flags}}
+	o := &Options{ReadOptions: cmdutil.NewReadOptions(flags), IOStreams: streams}
 	cmd := &cobra.Command{
 		Use:   "collect NODE... | --all-nodes -d DIR",
 		Short: "Copy nodes' raw checkpoint files into a directory, with a verification summary",
@@ -44,27 +42,13 @@ func NewCmdCollect(flags *genericclioptions.ConfigFlags, streams genericiooption
 			kubectl nodestate collect worker-1 worker-2 -d ./nodestate-bundle
 			kubectl nodestate collect --all-nodes -l node-role.kubernetes.io/gpu -d ./bundle`),
 		ValidArgsFunction: cmdutil.CompleteNodeNames(flags),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:              cmdutil.RunE(o),
 	}
 	cmd.Flags().StringVarP(&o.Dir, "dir", "d", "", "Directory to write into (created if missing)")
 	cmd.Flags().StringVar(&o.Source.KubeletVersion, "kubelet-version", "", "Judge the files for this kubelet version instead of each node's")
 	cmd.Flags().StringVar(&o.Source.KubeletRootDir, "kubelet-root-dir", decode.DefaultRootDir, "The kubelet's --root-dir on the node")
 	o.Live.AddFlags(cmd)
 	return cmd
-}
-
-// Complete fills in what the flags imply.
-func (o *Options) Complete(args []string) error {
-	o.Nodes = args
-	return o.Source.Complete()
 }
 
 // Validate checks the flags.
@@ -98,7 +82,7 @@ func (o *Options) Run(ctx context.Context) error {
 	var summary []nodeSummary
 	var all []render.FileResult
 	worst := cmdutil.ExitOK
-	err := cmdutil.EachSnapshot(ctx, &o.Source, &o.Live, o.Nodes, o.ErrOut, func(s *cmdutil.Snapshot) error {
+	err := o.Each(ctx, o.ErrOut, func(s *cmdutil.Snapshot) error {
 		if s.Err != nil {
 			fmt.Fprintf(o.ErrOut, "error: %v\n", s.Err)
 			if !cmdutil.Skipped(s.Err) {

@@ -34,10 +34,8 @@ type item struct {
 
 // Options is a show command's state.
 type Options struct {
-	Source cmdutil.SourceOptions
-	Live   cmdutil.LiveOptions
-	Nodes  []string
-	view   *view
+	cmdutil.ReadOptions
+	view *view
 
 	genericiooptions.IOStreams
 }
@@ -52,43 +50,28 @@ func NewCmds(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOSt
 }
 
 func newCmd(v *view, flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &Options{IOStreams: streams, view: v, Live: cmdutil.LiveOptions{ConfigFlags: flags}}
+	o := &Options{ReadOptions: cmdutil.NewReadOptions(flags), view: v, IOStreams: streams}
 	cmd := &cobra.Command{
 		Use:               v.Use + " NODE... | --all-nodes | --from-dir DIR | --from-file FILE",
 		Short:             v.Short,
 		Long:              cmdutil.LongDesc(v.Long),
 		Example:           cmdutil.Examples(v.Example),
 		ValidArgsFunction: cmdutil.CompleteNodeNames(flags),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:              cmdutil.RunE(o),
 	}
-	o.Source.AddFlags(cmd)
-	o.Live.AddFlags(cmd)
+	o.AddFlags(cmd)
 	return cmd
 }
 
-// Complete fills in what the flags imply.
-func (o *Options) Complete(args []string) error {
-	o.Nodes = args
-	return o.Source.Complete()
-}
-
-// Validate checks the flags.
+// Validate checks the flags, and that --kind names a file this command shows.
 func (o *Options) Validate() error {
-	if err := o.Source.Validate(o.Nodes, o.Live.AllNodes); err != nil {
+	if err := o.ReadOptions.Validate(); err != nil {
 		return err
 	}
 	if o.Source.Kind != "" && !o.wants(decode.Kind(o.Source.Kind)) {
 		return fmt.Errorf("%s shows %v, not %s", o.view.Use, o.view.Kinds, o.Source.Kind)
 	}
-	return o.Live.Validate(o.Nodes)
+	return nil
 }
 
 func (o *Options) wants(k decode.Kind) bool {
@@ -104,7 +87,7 @@ func (o *Options) wants(k decode.Kind) bool {
 func (o *Options) Run(ctx context.Context) error {
 	var items []item
 	worst := cmdutil.ExitOK
-	err := cmdutil.EachSnapshot(ctx, &o.Source, &o.Live, o.Nodes, o.ErrOut, func(s *cmdutil.Snapshot) error {
+	err := o.Each(ctx, o.ErrOut, func(s *cmdutil.Snapshot) error {
 		where := cmdutil.Where(s, &o.Source)
 		for _, w := range s.Warnings {
 			fmt.Fprintf(o.ErrOut, "warning: %s: %s\n", where, w)
@@ -146,8 +129,7 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ro := render.Options{Format: o.Source.Format, NoHeader: o.Source.NoHeaders, ShowNode: !o.Source.Offline()}
-	if err := o.view.Print(o.Out, ro, items); err != nil {
+	if err := o.view.Print(o.Out, o.RenderOptions(), items); err != nil {
 		return err
 	}
 	return cmdutil.Exit(worst)

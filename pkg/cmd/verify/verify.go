@@ -30,16 +30,13 @@ var example = cmdutil.Examples(`
 
 // Options is the verify command's state.
 type Options struct {
-	Source cmdutil.SourceOptions
-	Live   cmdutil.LiveOptions
-	Nodes  []string
-
+	cmdutil.ReadOptions
 	genericiooptions.IOStreams
 }
 
 // NewCmdVerify returns the verify command.
 func NewCmdVerify(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &Options{IOStreams: streams, Live: cmdutil.LiveOptions{ConfigFlags: flags}}
+	o := &Options{ReadOptions: cmdutil.NewReadOptions(flags), IOStreams: streams}
 	cmd := &cobra.Command{
 		Use:   "verify [NODE...] [--all-nodes] | --from-dir DIR | --from-file FILE",
 		Short: "Verify the checksum and format of every checkpoint file",
@@ -52,33 +49,10 @@ func NewCmdVerify(flags *genericclioptions.ConfigFlags, streams genericiooptions
 			could not be read at all.`),
 		Example:           example,
 		ValidArgsFunction: cmdutil.CompleteNodeNames(flags),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:              cmdutil.RunE(o),
 	}
-	o.Source.AddFlags(cmd)
-	o.Live.AddFlags(cmd)
+	o.AddFlags(cmd)
 	return cmd
-}
-
-// Complete fills in what the flags imply.
-func (o *Options) Complete(args []string) error {
-	o.Nodes = args
-	return o.Source.Complete()
-}
-
-// Validate checks the flags.
-func (o *Options) Validate() error {
-	if err := o.Source.Validate(o.Nodes, o.Live.AllNodes); err != nil {
-		return err
-	}
-	return o.Live.Validate(o.Nodes)
 }
 
 // Run reads, judges and prints. Live nodes print as they complete (in table form); json and
@@ -86,12 +60,12 @@ func (o *Options) Validate() error {
 func (o *Options) Run(ctx context.Context) error {
 	var results []render.FileResult
 	worst := cmdutil.ExitOK
-	ro := render.Options{Format: o.Source.Format, NoHeader: o.Source.NoHeaders, ShowNode: !o.Source.Offline()}
+	ro := o.RenderOptions()
 	stream := !o.Source.Offline() && (ro.Format == render.Table || ro.Format == render.Wide)
 	if stream {
 		ro.Stream, ro.NodeWidth = true, cmdutil.NodeColumnWidth(o.Nodes)
 	}
-	err := cmdutil.EachSnapshot(ctx, &o.Source, &o.Live, o.Nodes, o.ErrOut, func(s *cmdutil.Snapshot) error {
+	err := o.Each(ctx, o.ErrOut, func(s *cmdutil.Snapshot) error {
 		for _, w := range s.Warnings {
 			fmt.Fprintf(o.ErrOut, "warning: node %s: %s\n", s.Node, w)
 		}
