@@ -59,6 +59,9 @@ fi
 platforms=${DIST_PLATFORMS:-$ALL_PLATFORMS}
 platforms=${platforms//,/ }
 platforms=${platforms//host/$($GO env GOOS)/$($GO env GOARCH)}
+for p in $platforms; do
+  [[ $p =~ ^[a-z0-9]+/[a-z0-9]+$ ]] || die "bad platform '$p' in DIST_PLATFORMS (want os/arch, e.g. linux/amd64)"
+done
 if [[ -n $RELEASE && $(tr ' ' '\n' <<<"$platforms" | grep -c .) -ne 5 ]]; then
   die "RELEASE=1 builds all platforms; unset DIST_PLATFORMS"
 fi
@@ -95,8 +98,8 @@ rm -rf "$dist"/kubectl-nodestate_* "$dist/checksums.txt" "$dist/nodestate.yaml" 
 zip_dir() {
   local dir=$1 out=$2
   if [[ $zipper == zip ]]; then
-    # -X: no uid/gid or extended-time fields; -D: no directory entries. Names sorted by ls.
-    (cd "$dir" && TZ=UTC LC_ALL=C zip -q -X -D "$out" $(LC_ALL=C ls))
+    # -X: no uid/gid or extended-time fields; -D: no directory entries. The glob is sorted.
+    (cd "$dir" && TZ=UTC LC_ALL=C zip -q -X -D "$out" -- *)
   else
     python3 - "$dir" "$out" <<'PY'
 import os, sys, time, zipfile
@@ -116,7 +119,6 @@ PY
 start_all=$SECONDS
 for p in $platforms; do
   os=${p%/*} arch=${p#*/}
-  [[ -n $os && -n $arch && $p == */* ]] || die "bad platform '$p' in DIST_PLATFORMS (want os/arch)"
   bin=kubectl-nodestate
   if [[ $os == windows ]]; then bin=kubectl-nodestate.exe; fi
   stage="$dist/.stage/${os}_${arch}"
