@@ -31,6 +31,9 @@ bench: ## decoder benchmarks beside the kubelet's own algorithm, in one run, wit
 e2e: ## live commands end to end on a real kube-apiserver + etcd + kwok (builds/caches the binaries)
 	hack/e2e.sh
 
+e2e-scale: ## the plugin's verify --all-nodes over 1,000 simulated nodes, at two concurrencies in one run
+	NODESTATE_E2E_PLUGIN_SCALE_NODES=$${NODES:-1000} NODESTATE_E2E_SCALE_NODES=$${NODES:-1000} hack/e2e.sh -run 'TestLiveScale|TestSmokeScale'
+
 dist: ## cross-built release archives + sha256 sums + krew manifest under dist/
 	VERSION=$(VERSION) COMMIT=$(COMMIT) DATE=$(DATE) hack/dist.sh
 

@@ -1,0 +1,88 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// TestLiveScale runs `kubectl nodestate verify --all-nodes` over many simulated nodes
+// (NODESTATE_E2E_PLUGIN_SCALE_NODES, e.g. 1000; `make e2e-scale`), once per concurrency in
+// NODESTATE_E2E_SCALE_CONCURRENCY order, in one run so the wall times compare. Every node holds
+// the example kubelet dir (7 valid files); every file must come back valid and no pod remain.
+func TestLiveScale(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("NODESTATE_E2E_PLUGIN_SCALE_NODES"))
+	if n < 1 {
+		t.Skip("set NODESTATE_E2E_PLUGIN_SCALE_NODES (make e2e-scale) for the scale run")
+	}
+	concurrencies := []int{20, 100}
+	files := exampleKubeletFiles(t)
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("big-%04d", i)
+	}
+	start := time.Now()
+	CreateNodes(t, names, func(string) NodeOptions {
+		return NodeOptions{KubeletVersion: "v1.37.1", KubeletDir: KubeletDir(t, files)}
+	})
+	t.Logf("%d nodes created and Ready in %s", n, time.Since(start).Round(time.Millisecond))
+
+	ns := NewNamespace(t, nil)
+	for _, c := range concurrencies {
+		r := RunKubectl(t, "nodestate", "verify", "--all-nodes", "-l", TestSelector(t), "-n", ns,
+			"--concurrency", strconv.Itoa(c), "-o", "json")
+		if r.ExitCode != 0 {
+			t.Fatalf("concurrency %d: %s", c, r)
+		}
+		var out struct {
+			Items []struct {
+				Node    string `json:"node"`
+				Verdict string `json:"verdict"`
+			} `json:"items"`
+		}
+		if err := json.Unmarshal([]byte(r.Stdout), &out); err != nil {
+			t.Fatal(err)
+		}
+		nodes := map[string]bool{}
+		for _, it := range out.Items {
+			if it.Verdict != "valid" {
+				t.Errorf("node %s: verdict %s", it.Node, it.Verdict)
+			}
+			nodes[it.Node] = true
+		}
+		if len(nodes) != n || len(out.Items) != n*len(files) {
+			t.Fatalf("concurrency %d: %d nodes, %d rows; want %d nodes, %d rows", c, len(nodes), len(out.Items), n, n*len(files))
+		}
+		t.Logf("SCALE nodes=%d concurrency=%d wall=%s (%.1f nodes/s)", n, c, r.Duration.Round(time.Millisecond), float64(n)/r.Duration.Seconds())
+		WaitNoManagedPods(t, ns, 30*time.Second)
+	}
+}
+
+// exampleKubeletFiles reads examples/kubelet-root as relative path -> content.
+func exampleKubeletFiles(t testing.TB) map[string]string {
+	root, err := repoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, "examples", "kubelet-root")
+	files := map[string]string{}
+	err = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Name()[0] == '.' {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(dir, p)
+		files[filepath.ToSlash(rel)] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
