@@ -145,7 +145,7 @@ func (r *checksumRule) compute(v any) uint64 {
 	buf := bufPool.Get().(*bytes.Buffer)
 	buf.Reset()
 	r.writeText(buf, v)
-	sum := fnv32a(applyRewrites(buf.Bytes(), r.Rewrites))
+	sum := hashRewritten(buf.Bytes(), r.Rewrites)
 	bufPool.Put(buf)
 	return sum
 }

@@ -46,6 +46,20 @@ func applyRewrites(text []byte, rws []rewrite) []byte {
 	return text
 }
 
+// hashRewritten hashes text with the rewrites applied. The common case, one type name renamed
+// at its first occurrence, hashes the pieces around it instead of copying the text.
+func hashRewritten(text []byte, rws []rewrite) uint64 {
+	if len(rws) != 1 || rws[0].All {
+		return fnv32a(applyRewrites(text, rws))
+	}
+	from := []byte(rws[0].From)
+	i := bytes.Index(text, from)
+	if i < 0 {
+		return fnv32a(text)
+	}
+	return fnv32a(text[:i], []byte(rws[0].To), text[i+len(from):])
+}
+
 func fnv32a(parts ...[]byte) uint64 {
 	h := fnv.New32a()
 	for _, p := range parts {
