@@ -99,9 +99,29 @@ func eachLiveSnapshot(ctx context.Context, src *SourceOptions, live *LiveOptions
 		return fnErr
 	}
 	if ctx.Err() != nil {
-		return &ExitError{Code: ExitUnreadable, Message: "interrupted; every debug pod created was deleted"}
+		return errInterrupted
 	}
 	return nil
+}
+
+var errInterrupted = &ExitError{Code: ExitUnreadable, Message: "interrupted; every debug pod created was deleted"}
+
+// Interrupted reports the error of a fan-out stopped by Ctrl-C or SIGTERM.
+func Interrupted(err error) bool { return err == errInterrupted }
+
+// ReportNodeError says on stderr why a node was not read, and returns the exit code it means: a
+// skipped node (Windows) is a note and no failure; a node never started because of Ctrl-C goes
+// unsaid (the interruption is reported once).
+func ReportNodeError(w io.Writer, err error) int {
+	switch fetch.ReasonOf(err) {
+	case fetch.ReasonUnsupportedOS:
+		fmt.Fprintf(w, "note: %v\n", err)
+		return ExitOK
+	case fetch.ReasonCanceled:
+		return ExitUnreadable
+	}
+	fmt.Fprintf(w, "error: %v\n", err)
+	return ExitUnreadable
 }
 
 // SnapshotOf turns a fetch result into a snapshot.

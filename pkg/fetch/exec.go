@@ -11,11 +11,12 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/httpstream"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/remotecommand"
+	"k8s.io/streaming/pkg/httpstream"
 )
 
 // ExecFunc runs command in a container without stdin or a TTY and streams its output. It is
@@ -54,6 +55,11 @@ func newExecutor(config *rest.Config, u *url.URL) (remotecommand.Executor, error
 		return nil, err
 	}
 	return remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
+		// A 401/403 answer is the same for SPDY: keep it (execError explains it).
+		var upgrade *httpstream.UpgradeFailureError
+		if errors.As(err, &upgrade) && (apierrors.IsForbidden(upgrade.Cause) || apierrors.IsUnauthorized(upgrade.Cause)) {
+			return false
+		}
 		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
 	})
 }
@@ -153,6 +159,11 @@ func badArchive(err error) *Error {
 }
 
 func execError(pod *corev1.Pod, err error, stderr string) error {
+	// A refused upgrade carries the API status as its Cause, without Unwrap.
+	var upgrade *httpstream.UpgradeFailureError
+	if errors.As(err, &upgrade) && upgrade.Cause != nil {
+		err = upgrade.Cause
+	}
 	explained := ExplainError(err, pod.Namespace)
 	var fe *Error
 	if errors.As(explained, &fe) && fe.Reason != ReasonAPI {

@@ -222,6 +222,12 @@ func (m *execMapper) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return fmt.Errorf("create Exec: %w", err)
 	}
+	// kwok serves exec from its own cache of Exec objects, which can lag the create (about one
+	// exec in a thousand failed with "no exec found"): wait until an exec goes through before
+	// letting the pod become Running. kwok serves exec on a Pending pod too.
+	if err := m.probeExec(ctx, pod); err != nil {
+		logf2("exec mapper: %v", err) // e.g. a node kwok does not manage: let the test see it
+	}
 	// The uid makes the patch fail if the pod was replaced meanwhile.
 	patch := fmt.Sprintf(`{"metadata":{"uid":%q,"annotations":{%q:"true"}}}`, pod.UID, execReadyAnnotation)
 	_, err = m.cp.client.CoreV1().Pods(ns).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
@@ -229,4 +235,22 @@ func (m *execMapper) sync(ctx context.Context, key string) error {
 		return nil // a newer pod of that name gets its own sync
 	}
 	return err
+}
+
+// probeExec runs `true` in the pod until kwok's exec handler knows its Exec object.
+func (m *execMapper) probeExec(ctx context.Context, pod *corev1.Pod) error {
+	if len(pod.Spec.Containers) == 0 {
+		return nil
+	}
+	var err error
+	for range 50 {
+		if _, _, err = ExecInPod(ctx, pod.Namespace, pod.Name, pod.Spec.Containers[0].Name, []string{"true"}); err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Errorf("exec into %s/%s still fails after its Exec was created: %w", pod.Namespace, pod.Name, err)
 }

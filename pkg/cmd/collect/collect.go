@@ -84,10 +84,7 @@ func (o *Options) Run(ctx context.Context) error {
 	worst := cmdutil.ExitOK
 	err := o.Each(ctx, o.ErrOut, func(s *cmdutil.Snapshot) error {
 		if s.Err != nil {
-			fmt.Fprintf(o.ErrOut, "error: %v\n", s.Err)
-			if !cmdutil.Skipped(s.Err) {
-				worst = max(worst, cmdutil.ExitUnreadable)
-			}
+			worst = max(worst, cmdutil.ReportNodeError(o.ErrOut, s.Err))
 			summary = append(summary, nodeSummary{Node: s.Node, Error: s.Err.Error()})
 			return nil
 		}

@@ -93,10 +93,7 @@ func (o *Options) Run(ctx context.Context) error {
 			fmt.Fprintf(o.ErrOut, "warning: %s: %s\n", where, w)
 		}
 		if s.Err != nil {
-			fmt.Fprintf(o.ErrOut, "error: %v\n", s.Err)
-			if !cmdutil.Skipped(s.Err) {
-				worst = max(worst, cmdutil.ExitUnreadable)
-			}
+			worst = max(worst, cmdutil.ReportNodeError(o.ErrOut, s.Err))
 			return nil
 		}
 		results, err := o.Source.Decode(s)
@@ -109,7 +106,11 @@ func (o *Options) Run(ctx context.Context) error {
 				continue
 			}
 			found = true
-			if r.Verdict != decode.Valid {
+			switch r.Verdict {
+			case decode.Valid:
+			case decode.NotRead:
+				fmt.Fprintf(o.ErrOut, "note: %s: kubelet %s does not read %s; showing what it holds\n", where, r.Reader, r.File)
+			default:
 				worst = max(worst, cmdutil.ExitNotValid)
 				why := r.Cause
 				if why == "" {

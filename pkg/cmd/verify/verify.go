@@ -71,11 +71,8 @@ func (o *Options) Run(ctx context.Context) error {
 		}
 		var rs []render.FileResult
 		if s.Err != nil {
-			fmt.Fprintf(o.ErrOut, "error: %v\n", s.Err)
 			rs = []render.FileResult{failureRow(s)}
-			if !cmdutil.Skipped(s.Err) {
-				worst = max(worst, cmdutil.ExitUnreadable)
-			}
+			worst = max(worst, cmdutil.ReportNodeError(o.ErrOut, s.Err))
 		} else {
 			var err error
 			if rs, err = o.Source.Decode(s); err != nil {
@@ -101,13 +98,17 @@ func (o *Options) Run(ctx context.Context) error {
 		results = append(results, rs...)
 		return nil
 	})
-	if err != nil {
+	// Interrupted: still print what was read, then say so.
+	if err != nil && !cmdutil.Interrupted(err) {
 		return err
 	}
 	if !stream {
-		if err := render.Verify(o.Out, ro, results); err != nil {
-			return err
+		if perr := render.Verify(o.Out, ro, results); perr != nil {
+			return perr
 		}
+	}
+	if err != nil {
+		return err
 	}
 	return cmdutil.Exit(worst)
 }
