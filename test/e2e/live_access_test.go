@@ -205,14 +205,8 @@ func TestLiveRBAC(t *testing.T) {
 		if r.ExitCode != 2 || len(nonEmptyLines(r.Stderr)) != 1 {
 			t.Fatalf("want exit 2 and one line on stderr: %s", r)
 		}
-		// KNOWN BUG (reported): client-go v0.37 returns the refused WebSocket upgrade as a
-		// k8s.io/streaming *httpstream.UpgradeFailureError (Cause: the Forbidden status, no
-		// Unwrap); pkg/fetch checks the deprecated apimachinery type, so it neither falls back
-		// to SPDY nor sees the Forbidden, and prints "exec into debug pod ... failed: unable to
-		// upgrade ...: forbidden" without the fix. Checked in full once that is fixed.
-		if strings.Contains(r.Stderr, "exec into debug pod") && !strings.Contains(r.Stderr, "deploy/rbac.yaml") {
-			t.Skipf("known plugin bug, pods/exec refusal not explained: %s", strings.TrimSpace(r.Stderr))
-		}
+		// client-go returns a refused WebSocket upgrade as a k8s.io/streaming
+		// UpgradeFailureError whose Cause is the Forbidden status: it must be explained.
 		// The verb is the one the API server checked first: get (WebSocket) or create (SPDY).
 		if !strings.Contains(r.Stderr, "pods/exec") {
 			t.Errorf("stderr does not name pods/exec:\n%s", r.Stderr)
