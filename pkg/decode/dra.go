@@ -291,21 +291,11 @@ func rawJSON(b []byte) json.RawMessage {
 // Format marks. Sub-eras are named by the oldest layout that holds everything the file has: a
 // file without the newer fields is byte-identical to the older sub-era's.
 
-// draIsV2: the v2 file's outer object has Data.
-func draIsV2(top jsonObject) bool { _, ok := top["data"]; return ok }
-
 // draDataHasKey: the v2 data document (Go's JSON matching is case-insensitive) has key in any
 // DriverState (level "driver") or Device (level "device").
 func draDataHasKey(level, key string) func(jsonObject) bool {
 	return func(top jsonObject) bool {
-		var data string
-		if json.Unmarshal(top["data"], &data) != nil {
-			return false
-		}
-		var doc map[string]json.RawMessage
-		if json.Unmarshal([]byte(data), &doc) != nil {
-			return false
-		}
+		doc := dataDocument(top)
 		for _, claim := range objectList(lookupFold(doc, "ClaimInfoStateList")) {
 			for _, ds := range objectMap(lookupFold(claim, "DriverState")) {
 				if level == "driver" && lookupFold(ds, key) != nil {

@@ -61,7 +61,7 @@ var formats = []*format{
 		Checksums: []formatChecksum{{"Checksum", ruleDRAV2, "kubelet 1.31+ (1.31-1.36 drop skipNodeOperations)"}}},
 	{ID: "dra-v2b", Kind: KindDRA, Layout: draV2bLayout, Home: "v1.36.4", Shape: draDataHasKey("device", "ShareID"),
 		Checksums: []formatChecksum{{"Checksum", ruleDRAV2, "kubelet 1.31+ (1.31-1.34 drop ShareID)"}}},
-	{ID: "dra-v2a", Kind: KindDRA, Layout: draV2aLayout, Home: "v1.34.10", Shape: draIsV2,
+	{ID: "dra-v2a", Kind: KindDRA, Layout: draV2aLayout, Home: "v1.34.10", Shape: hasAnyKey("data"),
 		Checksums: []formatChecksum{{"Checksum", ruleDRAV2, "kubelet 1.31+"}}},
 	{ID: "dra-v1c", Kind: KindDRA, Layout: draV1cLayout, Home: "v1.30.14", Shape: draV1HandleHasKey("structuredData"),
 		Checksums: []formatChecksum{{"checksum", ruleDRAV1c, "kubelet 1.30 only"}}},
@@ -70,7 +70,7 @@ var formats = []*format{
 	{ID: "dra-v1a", Kind: KindDRA, Layout: draV1aLayout, Home: "v1.27.16",
 		Checksums: []formatChecksum{{"checksum", ruleDRAV1a, "kubelet 1.27-1.30 (1.28-1.30 through their legacy check)"}}},
 
-	{ID: "podstatus-v2", Kind: KindPodStatus, Layout: podStatusV2Layout, Home: "v1.32.13", Shape: hasData,
+	{ID: "podstatus-v2", Kind: KindPodStatus, Layout: podStatusV2Layout, Home: "v1.32.13", Shape: hasAnyKey("data"),
 		Checksums: []formatChecksum{{"checksum", rulePodStatusV2, "kubelet 1.32 only"}}},
 	{ID: "podstatus-v1", Kind: KindPodStatus, Layout: podStatusV1Layout, Home: "v1.31.14",
 		Checksums: []formatChecksum{{"checksum", rulePodStatusV1, "kubelet 1.27-1.31"}}},
@@ -215,4 +215,18 @@ func detectFormat(kind Kind, in *input, top jsonObject) *format {
 // unmarshalPayload decodes an embedded data document.
 func unmarshalPayload(data string, into any) error {
 	return json.Unmarshal([]byte(data), into)
+}
+
+// dataDocument decodes the JSON document embedded as a string under "data" (nil if it is not
+// one), for the shapes of formats that differ only inside it.
+func dataDocument(top jsonObject) map[string]json.RawMessage {
+	var data string
+	if json.Unmarshal(top["data"], &data) != nil {
+		return nil
+	}
+	var doc map[string]json.RawMessage
+	if json.Unmarshal([]byte(data), &doc) != nil {
+		return nil
+	}
+	return doc
 }

@@ -1,8 +1,6 @@
 package decode
 
 import (
-	"encoding/json"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -152,21 +150,11 @@ var (
 	}
 )
 
-// hasData: the {"data","checksum"} envelope of ps-v2 and the allocation files.
-func hasData(top jsonObject) bool { _, ok := top["data"]; return ok }
-
 // allocDataHasPodKey: some pod entry of the data document has key (matched as encoding/json
 // does), a mark of the layout that added it.
 func allocDataHasPodKey(key string) func(jsonObject) bool {
 	return func(top jsonObject) bool {
-		var data string
-		if json.Unmarshal(top["data"], &data) != nil {
-			return false
-		}
-		var doc map[string]json.RawMessage
-		if json.Unmarshal([]byte(data), &doc) != nil {
-			return false
-		}
+		doc := dataDocument(top)
 		for _, pod := range objectMap(lookupFold(doc, "entries")) {
 			if lookupFold(pod, key) != nil {
 				return true

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubectl-nodestate/kubectl-nodestate/internal/tabletest"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 )
 
@@ -37,29 +38,9 @@ func checkStructured(t *testing.T, f Format, out []byte) map[string]any {
 	return v
 }
 
-// rows splits table output into lines of fields (cells hold no double spaces).
-func rows(out string) [][]string {
-	var rs [][]string
-	for _, l := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
-		var cells []string
-		for _, c := range strings.Split(l, "   ") {
-			if c = strings.TrimSpace(c); c != "" {
-				cells = append(cells, c)
-			}
-		}
-		rs = append(rs, cells)
-	}
-	return rs
-}
+func rows(out string) [][]string { return tabletest.Rows(out) }
 
-func hasRow(rs [][]string, want ...string) bool {
-	for _, r := range rs {
-		if strings.Join(r, "|") == strings.Join(want, "|") {
-			return true
-		}
-	}
-	return false
-}
+func hasRow(rs [][]string, want ...string) bool { return tabletest.HasRow(rs, want...) }
 
 func printed(t *testing.T, fn func(*bytes.Buffer) error) string {
 	t.Helper()

@@ -8,6 +8,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/kubectl-nodestate/kubectl-nodestate/internal/tabletest"
 	"hash/fnv"
 	"io/fs"
 	"os"
@@ -207,23 +208,7 @@ func sameItems(a, b []map[string]any) bool {
 	return reflect.DeepEqual(key(a), key(b))
 }
 
-// tableRows splits a table into rows of cells (columns are 3+ spaces apart).
-func tableRows(out string) [][]string {
-	var rows [][]string
-	for _, l := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
-		if strings.TrimSpace(l) == "" {
-			continue
-		}
-		var cells []string
-		for _, c := range strings.Split(l, "   ") {
-			if c = strings.TrimSpace(c); c != "" {
-				cells = append(cells, c)
-			}
-		}
-		rows = append(rows, cells)
-	}
-	return rows
-}
+func tableRows(out string) [][]string { return tabletest.Rows(out) }
 
 // nonEmptyLines returns the lines of s that are not blank.
 func nonEmptyLines(s string) []string {

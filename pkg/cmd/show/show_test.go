@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmd"
+	"github.com/kubectl-nodestate/kubectl-nodestate/internal/cmdtest"
+	"github.com/kubectl-nodestate/kubectl-nodestate/internal/tabletest"
 )
 
 const repo = "../../.."
@@ -22,43 +22,7 @@ var (
 )
 
 // run runs `kubectl nodestate ARGS` as main does; it returns stdout, stderr and the exit code.
-func run(t *testing.T, args ...string) (string, string, int) {
-	t.Helper()
-	home := t.TempDir()
-	t.Setenv("HOME", home)
-	t.Setenv("KUBECONFIG", filepath.Join(home, "no-kubeconfig"))
-	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
-	root := cmd.NewCmdNodestate(streams)
-	root.SetArgs(args)
-	root.SetOut(out)
-	root.SetErr(errOut)
-	code := cmd.Execute(root, streams)
-	return out.String(), errOut.String(), code
-}
-
-// rows splits a table into rows of cells (columns are 3+ spaces apart).
-func rows(out string) [][]string {
-	var rs [][]string
-	for _, l := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
-		var cells []string
-		for _, c := range strings.Split(l, "   ") {
-			if c = strings.TrimSpace(c); c != "" {
-				cells = append(cells, c)
-			}
-		}
-		rs = append(rs, cells)
-	}
-	return rs
-}
-
-func hasRow(rs [][]string, want ...string) bool {
-	for _, r := range rs {
-		if strings.Join(r, "|") == strings.Join(want, "|") {
-			return true
-		}
-	}
-	return false
-}
+func run(t *testing.T, args ...string) (string, string, int) { return cmdtest.Run(t, args...) }
 
 const (
 	web   = "6f1c2a0d-3b5e-4c8a-9d1e-2a7b6c5d4e3f"
@@ -114,12 +78,12 @@ func TestShowExampleDir(t *testing.T) {
 			if code != 0 || errOut != "" {
 				t.Fatalf("exit %d, stderr %q\n%s", code, errOut, out)
 			}
-			rs := rows(out)
+			rs := tabletest.Rows(out)
 			if strings.Join(rs[0], "|") != strings.Join(tc.header, "|") {
 				t.Errorf("header %q, want %q", rs[0], tc.header)
 			}
 			for _, want := range tc.rows {
-				if !hasRow(rs, want...) {
+				if !tabletest.HasRow(rs, want...) {
 					t.Errorf("missing row %q in:\n%s", want, out)
 				}
 			}
@@ -174,7 +138,7 @@ func TestShowCorruptFileWarns(t *testing.T) {
 		t.Errorf("stderr:\n got %q\nwant %q", errOut, want)
 	}
 	// What the file says is still shown, on stdout only.
-	if !hasRow(rows(out), "9a8b7c6d-5e4f-4a3b-9c2d-1e0f2a3b4c5d", "dpdk", "16-19,24-27") || strings.Contains(out, "warning") {
+	if !tabletest.HasRow(tabletest.Rows(out), "9a8b7c6d-5e4f-4a3b-9c2d-1e0f2a3b4c5d", "dpdk", "16-19,24-27") || strings.Contains(out, "warning") {
 		t.Errorf("stdout:\n%s", out)
 	}
 }
@@ -195,7 +159,7 @@ func TestShowUnreadableFileWarns(t *testing.T) {
 			t.Errorf("%s: exit %d, stderr:\n got %q\nwant %q", view, code, errOut, want)
 		}
 		// Nothing decoded: headers only.
-		for _, r := range rows(out) {
+		for _, r := range tabletest.Rows(out) {
 			if len(r) > 0 && r[0] != "POD" && r[0] != "NUMA" {
 				t.Errorf("%s: row %q from an unreadable file", view, r)
 			}
@@ -248,7 +212,7 @@ func TestShowFromFile(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 	// V1 files key CPUs by container ID; offline there are no names to resolve them with.
-	if !hasRow(rows(out), "container 716b0c3fd9566", "-", "16-19,24-27") {
+	if !tabletest.HasRow(tabletest.Rows(out), "container 716b0c3fd9566", "-", "16-19,24-27") {
 		t.Errorf("stdout:\n%s", out)
 	}
 	_, errOut, code = run(t, "cpus", "--from-file", vector, "--kind", "memory_manager_state")

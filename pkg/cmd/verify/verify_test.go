@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmd"
+	"github.com/kubectl-nodestate/kubectl-nodestate/internal/cmdtest"
+	"github.com/kubectl-nodestate/kubectl-nodestate/internal/tabletest"
 )
 
 const repo = "../../.."
@@ -28,40 +28,12 @@ var (
 )
 
 // isolate keeps a test away from the user's kubeconfig and home.
-func isolate(t *testing.T) {
-	t.Helper()
-	home := t.TempDir()
-	t.Setenv("HOME", home)
-	t.Setenv("KUBECONFIG", filepath.Join(home, "no-kubeconfig"))
-}
+func isolate(t *testing.T) { cmdtest.Isolate(t) }
 
 // run runs `kubectl nodestate ARGS` as main does; it returns stdout, stderr and the exit code.
-func run(t *testing.T, args ...string) (string, string, int) {
-	t.Helper()
-	isolate(t)
-	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
-	root := cmd.NewCmdNodestate(streams)
-	root.SetArgs(args)
-	root.SetOut(out)
-	root.SetErr(errOut)
-	code := cmd.Execute(root, streams)
-	return out.String(), errOut.String(), code
-}
+func run(t *testing.T, args ...string) (string, string, int) { return cmdtest.Run(t, args...) }
 
-// table splits a table into rows of cells (columns are 3+ spaces apart).
-func table(out string) [][]string {
-	var rows [][]string
-	for _, l := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
-		var cells []string
-		for _, c := range strings.Split(l, "   ") {
-			if c = strings.TrimSpace(c); c != "" {
-				cells = append(cells, c)
-			}
-		}
-		rows = append(rows, cells)
-	}
-	return rows
-}
+func table(out string) [][]string { return tabletest.Rows(out) }
 
 func TestVerifyExampleDirAllValid(t *testing.T) {
 	out, errOut, code := run(t, "verify", "--from-dir", kubeletRoot)
