@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"io"
 	"reflect"
 )
 
@@ -142,12 +144,9 @@ func (r *checksumRule) compute(v any) uint64 {
 	case algCRC32:
 		return crc32IEEE([]byte(fieldString(v, r.Hashed)))
 	}
-	buf := bufPool.Get().(*bytes.Buffer)
-	buf.Reset()
-	r.writeText(buf, v)
-	sum := hashRewritten(buf.Bytes(), r.Rewrites)
-	bufPool.Put(buf)
-	return sum
+	h := fnv.New32a()
+	r.writeText(h, v)
+	return uint64(h.Sum32())
 }
 
 // text returns the exact text the kubelet feeds to the hash.
@@ -160,12 +159,12 @@ func (r *checksumRule) text(v any) string {
 	}
 	var buf bytes.Buffer
 	r.writeText(&buf, v)
-	return string(applyRewrites(buf.Bytes(), r.Rewrites))
+	return buf.String()
 }
 
 // writeText prints the spew text with the stored checksum zeroed, as the kubelet does
 // (zero the field, hash, restore it).
-func (r *checksumRule) writeText(buf *bytes.Buffer, v any) {
+func (r *checksumRule) writeText(w io.Writer, v any) {
 	if r.Zeroed != "" {
 		f := reflect.ValueOf(v).Elem().FieldByName(r.Zeroed)
 		saved := f.Uint()
@@ -182,7 +181,7 @@ func (r *checksumRule) writeText(buf *bytes.Buffer, v any) {
 		}
 		target = f.Interface()
 	}
-	spewText(buf, target)
+	spewInto(w, target, r.Rewrites)
 }
 
 // fieldUint reads an unsigned field (a checksum) of the struct v points to, by Go field name.

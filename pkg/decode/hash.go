@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"hash/crc32"
 	"hash/fnv"
-	"sync"
+	"io"
 
 	"github.com/davecgh/go-spew/spew"
 )
@@ -21,12 +21,28 @@ var hashPrinter = spew.ConfigState{
 	DisableCapacities:       true,
 }
 
-var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-
-// spewText appends the kubelet's "%#v" text of obj to buf.
-func spewText(buf *bytes.Buffer, obj any) {
-	hashPrinter.Fprintf(buf, "%#v", obj)
+// spewInto streams the kubelet's "%#v" text of obj into w, with the rewrites applied. go-spew's
+// own formatter produces the text; it writes straight into w through a fmt.State, so the text
+// (hundreds of KB for a large node) is never built in memory just to be hashed.
+func spewInto(w io.Writer, obj any, rws []rewrite) {
+	var renamers []*renamer
+	for i := len(rws) - 1; i >= 0; i-- {
+		r := &renamer{w: w, from: []byte(rws[i].From), to: []byte(rws[i].To), all: rws[i].All}
+		renamers = append([]*renamer{r}, renamers...)
+		w = r
+	}
+	hashPrinter.NewFormatter(obj).Format(sharpV{w}, 'v')
+	for _, r := range renamers {
+		r.flush()
+	}
 }
+
+// sharpV is the fmt.State of "%#v" (types shown) writing to an io.Writer.
+type sharpV struct{ io.Writer }
+
+func (sharpV) Width() (int, bool)     { return 0, false }
+func (sharpV) Precision() (int, bool) { return 0, false }
+func (sharpV) Flag(c int) bool        { return c == '#' }
 
 // rewrite replaces a Go type name in the hashed text, as the kubelet does when a layout became a
 // distinct type but must keep hashing under its old name.
@@ -35,29 +51,46 @@ type rewrite struct {
 	All      bool // every occurrence; otherwise only the first (strings.Replace n=1)
 }
 
-func applyRewrites(text []byte, rws []rewrite) []byte {
-	for _, rw := range rws {
-		n := 1
-		if rw.All {
-			n = -1
-		}
-		text = bytes.Replace(text, []byte(rw.From), []byte(rw.To), n)
-	}
-	return text
+// renamer applies one rewrite to a stream: it holds back only the bytes that could still start
+// a match, so it works whatever the write boundaries.
+type renamer struct {
+	w        io.Writer
+	from, to []byte
+	all      bool
+	done     bool
+	pending  []byte
 }
 
-// hashRewritten hashes text with the rewrites applied. The common case, one type name renamed
-// at its first occurrence, hashes the pieces around it instead of copying the text.
-func hashRewritten(text []byte, rws []rewrite) uint64 {
-	if len(rws) != 1 || rws[0].All {
-		return fnv32a(applyRewrites(text, rws))
+func (r *renamer) Write(b []byte) (int, error) {
+	if r.done {
+		return r.w.Write(b)
 	}
-	from := []byte(rws[0].From)
-	i := bytes.Index(text, from)
-	if i < 0 {
-		return fnv32a(text)
+	r.pending = append(r.pending, b...)
+	for {
+		i := bytes.Index(r.pending, r.from)
+		if i < 0 {
+			break
+		}
+		r.w.Write(r.pending[:i])
+		r.w.Write(r.to)
+		r.pending = r.pending[i+len(r.from):]
+		if !r.all {
+			r.done = true
+			r.w.Write(r.pending)
+			r.pending = nil
+			return len(b), nil
+		}
 	}
-	return fnv32a(text[:i], []byte(rws[0].To), text[i+len(from):])
+	if keep := len(r.from) - 1; len(r.pending) > keep {
+		r.w.Write(r.pending[:len(r.pending)-keep])
+		r.pending = append([]byte(nil), r.pending[len(r.pending)-keep:]...)
+	}
+	return len(b), nil
+}
+
+func (r *renamer) flush() {
+	r.w.Write(r.pending)
+	r.pending = nil
 }
 
 func fnv32a(parts ...[]byte) uint64 {

@@ -124,9 +124,32 @@ func TestParseKubelet(t *testing.T) {
 func TestStringPrefixMatchesSpew(t *testing.T) {
 	for _, s := range []string{"", "{}", `{"a":"b\n"}`, "\x00\xff\u2028 <&>"} {
 		var buf bytes.Buffer
-		spewText(&buf, s)
+		spewInto(&buf, s, nil)
 		if buf.String() != string(stringPrefix)+s {
 			t.Errorf("spew of %q is %q", s, buf.String())
+		}
+	}
+}
+
+// The streaming rewrite equals strings.Replace on the whole text, whatever the write boundaries.
+func TestRenamerMatchesStringsReplace(t *testing.T) {
+	text := "(*state.CPUManagerCheckpointV2){X:(state.CPUManagerCheckpointV2)a V2V2 CPUManagerCheckpointV}"
+	for _, all := range []bool{false, true} {
+		n := 1
+		if all {
+			n = -1
+		}
+		want := strings.Replace(text, "CheckpointV2", "Checkpoint", n)
+		for chunk := 1; chunk <= len(text); chunk++ {
+			var buf bytes.Buffer
+			r := &renamer{w: &buf, from: []byte("CheckpointV2"), to: []byte("Checkpoint"), all: all}
+			for i := 0; i < len(text); i += chunk {
+				r.Write([]byte(text[i:min(i+chunk, len(text))]))
+			}
+			r.flush()
+			if buf.String() != want {
+				t.Fatalf("all=%v chunk %d: %q, want %q", all, chunk, buf.String(), want)
+			}
 		}
 	}
 }
