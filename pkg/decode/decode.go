@@ -88,8 +88,8 @@ func decodeChecksummed(rep *Report, raw []byte, opts Options) *Report {
 		if f != nil && out.result.layout != f.Layout && !reflect.DeepEqual(rep.Decoded, bestEffortModel(f, in)) {
 			rep.Notes = append(rep.Notes, fmt.Sprintf("kubelet %s reads this %s file through an older layout (%s): fields that layout lacks are dropped", reader, f.ID, out.result.rule.ID))
 		}
-		if out.result.layout == cpuV1Layout && reader.Version.AtLeast(MustParseKubelet("1.18.0").Version) {
-			rep.Notes = append(rep.Notes, "V1 entries are keyed by container ID: the kubelet migrates them through the runtime's containers and fails on an unknown one")
+		if out.result.note != "" {
+			rep.Notes = append(rep.Notes, out.result.note)
 		}
 	}
 	if f != nil {

@@ -63,6 +63,8 @@ type layout struct {
 type attempt struct {
 	Layout *layout
 	Rules  []*checksumRule
+	// Note is said of every file this attempt accepts.
+	Note string
 	// Authoritative, when set, stops the fallback if this attempt fails while the file carries
 	// the attempt's own fields (1.37's "could not load v4 checkpoint: ...").
 	Authoritative *authority
@@ -81,6 +83,7 @@ type attemptResult struct {
 	value, payload any
 	rule           *checksumRule
 	zeroAccepted   bool
+	note           string
 	err            error
 	in             *input
 	// keptFrom is the failed first attempt whose decoded fields the kubelet keeps (see
@@ -89,7 +92,7 @@ type attemptResult struct {
 }
 
 func (a *attempt) run(in *input, k Kubelet, names map[string]string) attemptResult {
-	res := attemptResult{layout: a.Layout, in: in}
+	res := attemptResult{layout: a.Layout, in: in, note: a.Note}
 	var err error
 	if res.value, err = in.decode(a.Layout); err != nil {
 		res.err = renameJSONError(err, names)

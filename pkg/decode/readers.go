@@ -14,6 +14,9 @@ const (
 
 var (
 	cpuV1Attempt = attempt{Layout: cpuV1Layout, Rules: []*checksumRule{ruleCPUV1}}
+	// 1.18+ read a V1 file, then migrate its container IDs to pod/container.
+	cpuV1MigratedAttempt = attempt{Layout: cpuV1Layout, Rules: []*checksumRule{ruleCPUV1},
+		Note: "V1 entries are keyed by container ID: the kubelet migrates them through the runtime's containers and fails on an unknown one"}
 	cpuV2Attempt = attempt{Layout: cpuV2Layout, Rules: []*checksumRule{ruleCPUV2}}
 	// 1.36+ with PodLevelResourceManagers off: the un-renamed name first, then the real one.
 	cpuV2AttemptGateOff = attempt{Layout: cpuV2Layout, Rules: []*checksumRule{ruleCPUV2Unrenamed, ruleCPUV2}}
@@ -34,12 +37,12 @@ var readers = []readerRow{
 	// cpu_manager_state
 	{Kind: KindCPU, Versions: versionRange{"1.12.0", "1.18.0"}, Attempts: []attempt{cpuV1Attempt},
 		StructNames: map[string]string{"CPUManagerCheckpointV1": "CPUManagerCheckpoint"}, Wrap: wrapCPU117},
-	{Kind: KindCPU, Versions: versionRange{"1.18.0", "1.36.0"}, Attempts: []attempt{cpuV1Attempt, cpuV2Attempt},
+	{Kind: KindCPU, Versions: versionRange{"1.18.0", "1.36.0"}, Attempts: []attempt{cpuV1MigratedAttempt, cpuV2Attempt},
 		StructNames: map[string]string{"CPUManagerCheckpointV2": "CPUManagerCheckpoint"}, Wrap: wrapCPU},
 	{Kind: KindCPU, Versions: versionRange{"1.36.0", "1.37.0"}, Gate: "!" + GatePodLevelResourceManagers,
-		Attempts: []attempt{cpuV2AttemptGateOff, cpuV1Attempt}, Wrap: wrapCPU},
+		Attempts: []attempt{cpuV2AttemptGateOff, cpuV1MigratedAttempt}, Wrap: wrapCPU},
 	{Kind: KindCPU, Versions: versionRange{"1.36.0", "1.37.0"}, Gate: GatePodLevelResourceManagers,
-		Attempts:    []attempt{{Layout: cpuV3Layout, Rules: []*checksumRule{ruleCPUV3}}, cpuV2Attempt, cpuV1Attempt},
+		Attempts:    []attempt{{Layout: cpuV3Layout, Rules: []*checksumRule{ruleCPUV3}}, cpuV2Attempt, cpuV1MigratedAttempt},
 		StructNames: map[string]string{"CPUManagerCheckpointV3": "CPUManagerCheckpoint"}, Wrap: wrapCPU, MigratesIntoFirst: true},
 	{Kind: KindCPU, Versions: versionRange{Since: "1.37.0"}, Gate: "!" + GatePodLevelResourceManagers,
 		Attempts: []attempt{cpuV4Attempt, {Layout: cpuV3Layout, Rules: []*checksumRule{ruleCPUV3Unrenamed, ruleCPUV3}}, cpuV2AttemptGateOff},
