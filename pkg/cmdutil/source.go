@@ -166,12 +166,13 @@ func (o *SourceOptions) LoadOffline() (*Snapshot, error) {
 // leftover temp file and each file over the size cap.
 func (o *SourceOptions) Decode(s *Snapshot) ([]render.FileResult, error) {
 	reader := o.Kubelet
+	var versionNote string
 	if reader == nil && s.KubeletVersion != "" {
-		k, err := decode.ParseKubelet(s.KubeletVersion, nil)
-		if err != nil {
-			return nil, fmt.Errorf("node %s: %w", s.Node, err)
+		if k, err := decode.ParseKubelet(s.KubeletVersion, nil); err == nil {
+			reader = &k
+		} else {
+			versionNote = fmt.Sprintf("the node reports kubelet version %q, which names no release: judged by the file's own format instead (see --kubelet-version)", s.KubeletVersion)
 		}
-		reader = &k
 	}
 	opts := decode.Options{Kubelet: reader, RootDir: o.KubeletRootDir}
 	var out []render.FileResult
@@ -182,6 +183,9 @@ func (o *SourceOptions) Decode(s *Snapshot) ([]render.FileResult, error) {
 		}
 		rep := decode.Decode(kind, s.Files[p], opts)
 		rep.File = p
+		if versionNote != "" {
+			rep.Notes = append(rep.Notes, versionNote)
+		}
 		out = append(out, render.FileResult{Node: s.Node, Report: rep})
 	}
 	for _, p := range s.Oversized {
