@@ -4,12 +4,7 @@ package main
 import (
 	"os"
 
-	"k8s.io/cli-runtime/pkg/genericiooptions"
-
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmd"
 )
 
-func main() {
-	streams := genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
-	os.Exit(cmd.Execute(cmd.NewCmdNodestate(streams), streams))
-}
+func main() { os.Exit(cmd.Main()) }

@@ -2,6 +2,7 @@
 package cmdtest
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
 
@@ -27,6 +28,6 @@ func Run(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	root.SetArgs(args)
 	root.SetOut(out)
 	root.SetErr(errOut)
-	code = cmd.Execute(root, streams)
+	code = cmd.Execute(context.Background(), root, streams)
 	return out.String(), errOut.String(), code
 }

@@ -5,7 +5,9 @@ package cmd
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -13,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/klog/v2"
 
 	// Cloud kubeconfigs (exec, oidc, ...) must work as they do for kubectl.
 	_ "k8s.io/client-go/plugin/pkg/client/auth"
@@ -51,6 +54,8 @@ It reads live nodes through a short-lived read-only debug pod, or files copied o
 		_ = root.PersistentFlags().MarkHidden(name)
 	}
 
+	addKlogFlags(root)
+
 	root.AddCommand(verify.NewCmdVerify(configFlags, streams))
 	for _, c := range show.NewCmds(configFlags, streams) {
 		root.AddCommand(c)
@@ -61,12 +66,36 @@ It reads live nodes through a short-lived read-only debug pod, or files copied o
 	return root
 }
 
-// Execute runs the command and turns its error into a message on stderr and an exit code.
-func Execute(root *cobra.Command, streams genericiooptions.IOStreams) int {
-	// Ctrl-C and SIGTERM cancel the context: fan-out stops starting nodes and every debug pod
-	// already created is deleted before the command returns.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+// Main runs the plugin as a process: signals, streams, exit code.
+func Main() int {
+	// Ctrl-C, SIGTERM and a closed terminal (SIGHUP) cancel the context: fan-out stops starting
+	// nodes and every debug pod already created is deleted before the command returns.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
+	// A closed stdout (`kubectl nodestate verify --all-nodes | head`) would kill the process
+	// with SIGPIPE in the middle of a fan-out, leaving pods behind: turn it into an error that
+	// cancels the same way.
+	signal.Ignore(syscall.SIGPIPE)
+	streams := genericiooptions.IOStreams{In: os.Stdin, Out: cancelOnBrokenPipe{os.Stdout, stop}, ErrOut: os.Stderr}
+	return Execute(ctx, NewCmdNodestate(streams), streams)
+}
+
+// cancelOnBrokenPipe cancels when the reader of stdout has gone away.
+type cancelOnBrokenPipe struct {
+	io.Writer
+	cancel func()
+}
+
+func (w cancelOnBrokenPipe) Write(p []byte) (int, error) {
+	n, err := w.Writer.Write(p)
+	if errors.Is(err, syscall.EPIPE) {
+		w.cancel()
+	}
+	return n, err
+}
+
+// Execute runs the command and turns its error into a message on stderr and an exit code.
+func Execute(ctx context.Context, root *cobra.Command, streams genericiooptions.IOStreams) int {
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return 0
@@ -80,4 +109,20 @@ func Execute(root *cobra.Command, streams genericiooptions.IOStreams) int {
 	}
 	fmt.Fprintln(streams.ErrOut, "error: "+err.Error())
 	return 1
+}
+
+// addKlogFlags adds kubectl's -v. At the default level client-go's own log lines (such as the
+// copy errors every exec stream logs when Ctrl-C cancels it) are dropped: the command reports
+// what went wrong itself.
+func addKlogFlags(root *cobra.Command) {
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	root.PersistentFlags().AddGoFlag(fs.Lookup("v"))
+	root.PersistentPreRun = func(*cobra.Command, []string) {
+		if fs.Lookup("v").Value.String() == "0" {
+			_ = fs.Set("logtostderr", "false")
+			_ = fs.Set("stderrthreshold", "FATAL")
+			klog.SetOutput(io.Discard)
+		}
+	}
 }

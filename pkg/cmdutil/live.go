@@ -22,6 +22,9 @@ type LiveOptions struct {
 	Image           string
 	ImagePullSecret string
 	Timeout         time.Duration
+
+	// Resolved is the node list being read, once known (after --all-nodes listed them).
+	Resolved []string
 }
 
 // Defaults for live reading.

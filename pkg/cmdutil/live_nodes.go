@@ -85,6 +85,7 @@ func eachLiveSnapshot(ctx context.Context, src *SourceOptions, live *LiveOptions
 	if err != nil {
 		return &ExitError{Code: ExitUnreadable, Message: err.Error()}
 	}
+	live.Resolved = nodes
 	progress := newProgress(errOut, len(nodes))
 	var fnErr error
 	session.Fetcher.FetchAll(ctx, nodes, live.Concurrency, func(r fetch.NodeResult) {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -22,7 +21,7 @@ func TestLiveScale(t *testing.T) {
 		t.Skip("set NODESTATE_E2E_PLUGIN_SCALE_NODES (make e2e-scale) for the scale run")
 	}
 	concurrencies := []int{20, 100}
-	files := exampleKubeletFiles(t)
+	files := repoDirFiles(t, "examples/kubelet-root")
 	names := make([]string, n)
 	for i := range names {
 		names[i] = fmt.Sprintf("big-%04d", i)
@@ -62,27 +61,4 @@ func TestLiveScale(t *testing.T) {
 		t.Logf("SCALE nodes=%d concurrency=%d wall=%s (%.1f nodes/s)", n, c, r.Duration.Round(time.Millisecond), float64(n)/r.Duration.Seconds())
 		WaitNoManagedPods(t, ns, 30*time.Second)
 	}
-}
-
-// exampleKubeletFiles reads examples/kubelet-root as relative path -> content.
-func exampleKubeletFiles(t testing.TB) map[string]string {
-	root, err := repoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(root, "examples", "kubelet-root")
-	files := map[string]string{}
-	err = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || d.Name()[0] == '.' {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		rel, _ := filepath.Rel(dir, p)
-		files[filepath.ToSlash(rel)] = string(b)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return files
 }

@@ -62,9 +62,7 @@ func (o *Options) Run(ctx context.Context) error {
 	worst := cmdutil.ExitOK
 	ro := o.RenderOptions()
 	stream := !o.Source.Offline() && (ro.Format == render.Table || ro.Format == render.Wide)
-	if stream {
-		ro.Stream, ro.NodeWidth = true, cmdutil.NodeColumnWidth(o.Nodes)
-	}
+	ro.Stream = stream
 	err := o.Each(ctx, o.ErrOut, func(s *cmdutil.Snapshot) error {
 		for _, w := range s.Warnings {
 			fmt.Fprintf(o.ErrOut, "warning: node %s: %s\n", s.Node, w)
@@ -89,6 +87,9 @@ func (o *Options) Run(ctx context.Context) error {
 			}
 		}
 		if stream && len(rs) > 0 {
+			if ro.NodeWidth == 0 {
+				ro.NodeWidth = cmdutil.NodeColumnWidth(o.Live.Resolved)
+			}
 			if err := render.Verify(o.Out, ro, rs); err != nil {
 				return err
 			}
