@@ -7,7 +7,7 @@ COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -s -w -X $(PKG)/pkg/version.version=$(VERSION) -X $(PKG)/pkg/version.commit=$(COMMIT) -X $(PKG)/pkg/version.date=$(DATE)
 
-.PHONY: help build test demo fuzz bench e2e e2e-scale dist krew-test ci
+.PHONY: help build test demo fuzz bench e2e e2e-scale dist krew-test release-check ci
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -36,6 +36,9 @@ e2e-scale: ## the plugin's verify --all-nodes over 1,000 simulated nodes, at two
 
 dist: ## cross-built release archives + sha256 sums + krew manifest under dist/
 	VERSION=$(VERSION) COMMIT=$(COMMIT) DATE=$(DATE) hack/dist.sh
+
+release-check: ## the real goreleaser: check, a snapshot release of every platform, its krew manifest validated
+	hack/release-check.sh
 
 krew-test: ## validate the krew manifest and install through the real krew + kubectl, offline
 	hack/krew-test.sh

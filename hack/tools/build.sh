@@ -24,6 +24,9 @@ KUBE_VERSION=v1.37.1
 ETCD_VERSION=v3.6.16
 KWOK_VERSION=v0.8.0
 KREW_VERSION=v0.4.4
+# Opt-in (NODESTATE_TOOLS=goreleaser): only `make release-check` needs it. Its binary is named
+# after the pin instead of joining the cache key, so adding it did not rebuild the others.
+GORELEASER_VERSION=$(sed -n 's#^\tgithub.com/goreleaser/goreleaser/v2 \(v[^ ]*\).*#\1#p' "$(dirname "${BASH_SOURCE[0]}")/goreleaser/go.mod")
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cache_root=${NODESTATE_TOOLS_CACHE:-$HOME/.cache/kubectl-nodestate/tools}
@@ -78,7 +81,7 @@ build() {
   if [[ -x "$bin/$name" ]]; then
     return 0
   fi
-  if [[ -n "${NODESTATE_TOOLS:-}" && " $NODESTATE_TOOLS " != *" $name "* ]]; then
+  if [[ -n "${NODESTATE_TOOLS:-}" && " $NODESTATE_TOOLS " != *" ${name%%-v[0-9]*} "* ]]; then
     return 0
   fi
   log "building $name ($pkg) ..."
@@ -101,6 +104,10 @@ build krew krew sigs.k8s.io/krew/cmd/krew \
   "-s -w -X sigs.k8s.io/krew/internal/version.gitTag=$KREW_VERSION -X sigs.k8s.io/krew/internal/version.gitCommit=$KREW_VERSION"
 build validate-krew-manifest krew sigs.k8s.io/krew/cmd/validate-krew-manifest \
   "-s -w -X sigs.k8s.io/krew/internal/version.gitTag=$KREW_VERSION -X sigs.k8s.io/krew/internal/version.gitCommit=$KREW_VERSION"
+if [[ " ${NODESTATE_TOOLS:-} " == *" goreleaser "* ]]; then
+  build "goreleaser-$GORELEASER_VERSION" goreleaser github.com/goreleaser/goreleaser/v2 "-s -w -X main.version=$GORELEASER_VERSION"
+  ln -sf "goreleaser-$GORELEASER_VERSION" "$bin/goreleaser"
+fi
 # kubectl finds the krew plugin as kubectl-krew on PATH.
 if [[ -x "$bin/krew" && ! -e "$bin/kubectl-krew" ]]; then
   ln -s krew "$bin/kubectl-krew"
