@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync/atomic"
 
 	"golang.org/x/term"
@@ -208,7 +209,7 @@ func completeNodes(ctx context.Context, flags *genericclioptions.ConfigFlags, pr
 	}
 	var out []string
 	for _, n := range nodes {
-		if len(n) >= len(prefix) && n[:len(prefix)] == prefix {
+		if strings.HasPrefix(n, prefix) {
 			out = append(out, n)
 		}
 	}

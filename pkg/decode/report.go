@@ -51,6 +51,3 @@ type ChecksumResult struct {
 	// Readers says which kubelets check this checksum.
 	Readers string `json:"readers,omitempty"`
 }
-
-// OK reports whether the verdict is valid.
-func (r *Report) OK() bool { return r.Verdict == Valid }

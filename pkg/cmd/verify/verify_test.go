@@ -27,8 +27,6 @@ var (
 	vector118 = filepath.Join(repo, "testdata/kubelet/cpu_manager_state/v1.18.0/static-numa.json")
 )
 
-// isolate keeps a test away from the user's kubeconfig and home.
-func isolate(t *testing.T) { cmdtest.Isolate(t) }
 
 // run runs `kubectl nodestate ARGS` as main does; it returns stdout, stderr and the exit code.
 func run(t *testing.T, args ...string) (string, string, int) { return cmdtest.Run(t, args...) }

@@ -239,7 +239,6 @@ type entry struct {
 	body     string
 	typeflag byte
 	linkname string
-	size     int64 // header size when it differs from len(body) (for truncation)
 }
 
 func reg(name, body string) entry { return entry{name: name, body: body, typeflag: tar.TypeReg} }
