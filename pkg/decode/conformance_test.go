@@ -254,3 +254,15 @@ func prune(v any) any {
 	}
 	return v
 }
+
+// eraByID is the row of the era table with this ID.
+func eraByID(t testing.TB, id string) *era {
+	t.Helper()
+	for _, e := range eras {
+		if e.ID == id {
+			return e
+		}
+	}
+	t.Fatalf("no era %q", id)
+	return nil
+}
