@@ -5,8 +5,8 @@ import (
 	memstate "github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode/internal/kubelet/memstate"
 )
 
-// The era table: every layout era of every checkpoint file, as ../shared/docs/checkpoint-formats.md
-// (copied to docs/) establishes them by running the real kubelet code. A row says what the file
+// The era table: every layout era of every checkpoint file, as docs/checkpoint-formats.md
+// establishes them by running the real kubelet code. A row says what the file
 // looks like (its layout and shape), which checksums it carries and how each is computed, which
 // kubelets write it and which read it. Everything else is derived from the rows: each kubelet's
 // restore path (its attempts, in order), the "home" reader that judges a file when no
