@@ -74,6 +74,8 @@ type fileSpec struct {
 	// Unchecked: the file has no checksum, the kubelet only decodes it; this says what the
 	// kubelet does with one it cannot decode.
 	Unchecked string
+	// Restore is the checks restoreState makes once the file loaded (restore.go), by release.
+	Restore []restoreRule
 }
 
 type wording struct {
@@ -105,7 +107,16 @@ const (
 
 var files = map[Kind]fileSpec{
 	KindCPU: {Keys: []string{"policyname", "defaultcpuset", "entries", "podentries", "checksum", "data", "datachecksum"},
-		Wrap: []wording{{between("", "1.18"), wrapCPU117}, {every, wrapCPU}}},
+		Wrap: []wording{{between("", "1.18"), wrapCPU117}, {every, wrapCPU}},
+		// Every set is parsed (a pod-level set already while decoding the JSON).
+		Restore: []restoreRule{
+			{between("", "1.18"), cpuRestore{Parse: cpusetUnchecked, Default: cpuDefault, ByContainerID: cpuByContainerID}},
+			{between("1.18", "1.22"), cpuRestore{Parse: cpusetUnchecked, Default: cpuDefault, Entry: cpuEntry}},
+			{between("1.22", "1.27"), cpuRestore{Parse: cpusetGE, Default: cpuDefault, Entry: cpuEntry}},
+			{between("1.27", "1.37"), cpuRestore{Parse: cpusetGT, Default: cpuDefault, Entry: cpuEntry}},
+			{from("1.37"), cpuRestore{Parse: cpusetGT, Default: "could not parse default CPU set %q: %v", Entry: cpuEntry,
+				Baseline: "could not parse Baseline cpuset %q for container %q in pod %q: %v", BaselineGate: GateInPlacePodVerticalScalingExclusiveCPUs}},
+		}},
 	KindMemory: {Keys: []string{"policyname", "machinestate", "entries", "podentries", "checksum", "data", "datachecksum"},
 		Wrap: []wording{{every, wrapMemory}}},
 	KindDevices:   {Keys: []string{"data", "checksum"}, Wrap: []wording{{every, wrapNone}}},
@@ -295,6 +306,13 @@ var eras = []*era{
 		Sums:   []sum{{"checksum", stringData("alloc-v1", allocV1aEnvelope)}},
 		Reads:  []read{{By: between("1.33", "1.35")}}},
 }
+
+// The CPU manager's restoreState texts ("%w" in 1.36+ words alike).
+const (
+	cpuDefault       = "could not parse default cpu set %q: %v"
+	cpuByContainerID = "could not parse cpuset %q for container id %q: %v"
+	cpuEntry         = "could not parse cpuset %q for container %q in pod %q: %v"
+)
 
 // V1 entries are keyed by container ID.
 const cpuV1Migration = "V1 entries are keyed by container ID: the kubelet migrates them through the runtime's containers and fails on an unknown one"

@@ -12,6 +12,8 @@ type readOutcome struct {
 	err     string
 	cause   string
 	result  attemptResult // the accepting attempt, when valid
+	// restoreFailed: the file loaded, then a restore check refused its content.
+	restoreFailed bool
 }
 
 const notReadError = "this kubelet version does not read this file"
@@ -35,7 +37,10 @@ func simulate(kind Kind, in *input, k Kubelet, rootDir string) readOutcome {
 			if i > 0 && attempts[0].Keeps && !isJSONError(first.err) {
 				res.keptFrom = &first
 			}
-			return readOutcome{verdict: Valid, result: res}
+			if cause = restoreErrorOf(kind, k, res.layoutModel()); cause == nil {
+				return readOutcome{verdict: Valid, result: res}
+			}
+			break
 		}
 		if a.Authoritative != "" && a.Layout.hasOwnData != nil && a.Layout.hasOwnData(res.value) {
 			cause = prefixed{a.Authoritative, res.err}
@@ -53,7 +58,8 @@ func simulate(kind Kind, in *input, k Kubelet, rootDir string) readOutcome {
 	if errors.Is(cause, errCorrupted) {
 		verdict = Corrupt
 	}
-	return readOutcome{verdict: verdict, err: fmt.Sprintf(wrap, cause.Error(), path.Join(rootDir, PathOf(kind))), cause: innermost(cause).Error()}
+	return readOutcome{verdict: verdict, err: fmt.Sprintf(wrap, cause.Error(), path.Join(rootDir, PathOf(kind))), cause: innermost(cause).Error(),
+		restoreFailed: errors.As(cause, new(*restoreError))}
 }
 
 // prefixed is an error with a prefix that keeps errors.Is working.
