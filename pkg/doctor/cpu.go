@@ -222,15 +222,16 @@ func (m *cpuManager) validateState(e *env, st *cpuState) error {
 			}
 		}
 	}
-	known := def.Clone()
+	ids := def.List()
 	for _, ctrs := range st.assignments {
 		for _, s := range ctrs {
-			known = known.Union(s)
+			ids = append(ids, s.UnsortedList()...)
 		}
 	}
 	for _, s := range st.podEntries {
-		known = known.Union(s)
+		ids = append(ids, s.UnsortedList()...)
 	}
+	known := cpuset.New(ids...)
 	if !known.Equals(all) {
 		return fmt.Errorf("current set of available CPUs %q doesn't match with CPUs in state %q", all.String(), known.String())
 	}

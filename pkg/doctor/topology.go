@@ -134,12 +134,18 @@ func newAccumulator(t *cpuTopology, available cpuset.CPUSet, n int, spread bool)
 		spread: spread, numaFirst: t.NumSockets >= t.NumNUMANodes}
 }
 
+// count is how many CPUs each value of field holds.
+func (d details) count(field func(int, cpuInfo) int) map[int]int {
+	out := map[int]int{}
+	for id, info := range d {
+		out[field(id, info)]++
+	}
+	return out
+}
+
 // sortIDs orders ids by how many available CPUs each holds, then by id (cpuAccumulator.sort).
 func (a *accumulator) sortIDs(ids []int, field func(int, cpuInfo) int) []int {
-	size := map[int]int{}
-	for _, id := range ids {
-		size[id] = a.details.cpusIn(field, id).Size()
-	}
+	size := a.details.count(field)
 	sort.SliceStable(ids, func(i, j int) bool {
 		if size[ids[i]] != size[ids[j]] {
 			return size[ids[i]] < size[ids[j]]
@@ -209,37 +215,34 @@ func (a *accumulator) take(s cpuset.CPUSet) {
 	a.needed -= s.Size()
 }
 
-func (a *accumulator) takeFull(ids []int, field func(int, cpuInfo) int, free func(int) bool) {
+// takeFull takes every free unit (NUMA node, socket, core) that still fits, in order. A unit
+// is free when all its CPUs are available; want(id) is how many CPUs that is.
+func (a *accumulator) takeFull(ids []int, field func(int, cpuInfo) int, want func(id int, total map[int]int) int) {
 	all := details(a.topo.Details)
+	total := all.count(field)
+	avail := a.details.count(field)
 	for _, id := range ids {
-		if !free(id) {
+		if avail[id] != want(id, total) {
 			continue
 		}
-		cpus := all.cpusIn(field, id)
-		if a.needed < cpus.Size() {
+		if a.needed < total[id] {
 			continue
 		}
-		a.take(cpus)
+		a.take(all.cpusIn(field, id))
+		avail = a.details.count(field)
 	}
 }
 
 func (a *accumulator) takeFullNUMANodes() {
-	all := details(a.topo.Details)
-	a.takeFull(a.sortedNUMANodes(), numaOf, func(n int) bool {
-		return a.details.cpusIn(numaOf, n).Size() == all.cpusIn(numaOf, n).Size()
-	})
+	a.takeFull(a.sortedNUMANodes(), numaOf, func(id int, total map[int]int) int { return total[id] })
 }
 
 func (a *accumulator) takeFullSockets() {
-	a.takeFull(a.sortedSockets(), socketOf, func(s int) bool {
-		return a.details.cpusIn(socketOf, s).Size() == a.topo.CPUsPerSocket()
-	})
+	a.takeFull(a.sortedSockets(), socketOf, func(int, map[int]int) int { return a.topo.CPUsPerSocket() })
 }
 
 func (a *accumulator) takeFullCores() {
-	a.takeFull(a.sortedCores(), coreOf, func(c int) bool {
-		return a.details.cpusIn(coreOf, c).Size() == a.topo.CPUsPerCore()
-	})
+	a.takeFull(a.sortedCores(), coreOf, func(int, map[int]int) int { return a.topo.CPUsPerCore() })
 }
 
 func (a *accumulator) satisfied() bool { return a.needed < 1 }
