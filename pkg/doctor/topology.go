@@ -103,11 +103,11 @@ func (d details) collect(keep func(cpuInfo) bool, of func(int, cpuInfo) int) []i
 	return out
 }
 
-func all(cpuInfo) bool { return true }
-func cpuID(id int, _ cpuInfo) int { return id }
-func coreOf(_ int, i cpuInfo) int { return i.Core }
+func all(cpuInfo) bool              { return true }
+func cpuID(id int, _ cpuInfo) int   { return id }
+func coreOf(_ int, i cpuInfo) int   { return i.Core }
 func socketOf(_ int, i cpuInfo) int { return i.Socket }
-func numaOf(_ int, i cpuInfo) int { return i.NUMA }
+func numaOf(_ int, i cpuInfo) int   { return i.NUMA }
 
 func (d details) cpusIn(field func(int, cpuInfo) int, ids ...int) cpuset.CPUSet {
 	want := map[int]bool{}
