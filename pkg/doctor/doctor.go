@@ -11,6 +11,7 @@
 package doctor
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 
@@ -70,7 +71,7 @@ type KubeletStart struct {
 type Fix struct {
 	// Config is a KubeletConfiguration change (its fields, as JSON) with which this kubelet
 	// starts with today's files and machine.
-	Config string `json:"config,omitempty"`
+	Config json.RawMessage `json:"config,omitempty"`
 	// Delete is a checkpoint to delete after draining the node, when no config change helps.
 	Delete string `json:"delete,omitempty"`
 	// Loses is what deleting it loses.

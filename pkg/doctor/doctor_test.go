@@ -91,7 +91,7 @@ func TestFixesVerified(t *testing.T) {
 				t.Errorf("%s @ %s: no fix for %q", name, v, r.KubeletStart.Error)
 				continue
 			}
-			if fix.Config != "" {
+			if fix.Config != nil {
 				config++
 			}
 			if fix.Delete != "" {

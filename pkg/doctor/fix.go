@@ -32,7 +32,7 @@ func proposeFix(in StartInput, p Prediction) *Fix {
 		try.Config = cfg
 		if q, err := PredictStart(try); err == nil && q.Starts {
 			b, _ := json.Marshal(c.change)
-			fix.Config, fix.Verified = string(b), true
+			fix.Config, fix.Verified = b, true
 			break
 		}
 	}
@@ -45,13 +45,13 @@ func proposeFix(in StartInput, p Prediction) *Fix {
 		rep, try.Memory = in.Memory, nil
 	}
 	var words []string
-	if fix.Config != "" {
-		words = append(words, "set "+fix.Config+" in the kubelet config")
+	if fix.Config != nil {
+		words = append(words, "set "+string(fix.Config)+" in the kubelet config")
 	}
 	if rep != nil {
 		q, err := PredictStart(try)
 		ok := err == nil && q.Starts
-		if ok || fix.Config == "" {
+		if ok || fix.Config == nil {
 			fix.Delete, fix.Loses = path.Join(rootDir(in), rep.File), loses(rep)
 			fix.Verified = fix.Verified || ok
 			w := "drain the node, then delete " + fix.Delete

@@ -156,5 +156,12 @@ func (m *Machine) NodeIDs() []int {
 
 // Summary is a one-line description, e.g. "32 CPUs (0-31) on 2 sockets, 2 NUMA nodes".
 func (m *Machine) Summary() string {
-	return fmt.Sprintf("%d CPUs (%s) on %d sockets, %d NUMA nodes", len(m.CPUs), m.Online(), m.Sockets(), len(m.NodeIDs()))
+	return fmt.Sprintf("%s (%s) on %s, %s", plural(len(m.CPUs), "CPU"), m.Online(), plural(m.Sockets(), "socket"), plural(len(m.NodeIDs()), "NUMA node"))
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
