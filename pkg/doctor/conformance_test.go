@@ -55,7 +55,8 @@ func startCase(t testing.TB, dir string, files []string, version string) StartIn
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, err := decode.ParseKubelet(version, nil)
+	// The config's gates are the kubelet's: they change how it reads some files too.
+	k, err := decode.ParseKubelet(version, cfg.FeatureGates)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -141,6 +141,9 @@ type cpuState struct {
 // start is the manager's Start: restore the checkpoint (state.NewCheckpointState), then the
 // policy's validateState.
 func (m *cpuManager) start(e *env, rep *decode.Report) error {
+	if m.policy == "fake" {
+		return nil
+	}
 	st, err := m.restore(e, rep)
 	if err != nil {
 		return err

@@ -137,7 +137,8 @@ func Diagnose(in Input) Result {
 		}
 	}
 
-	res.Findings = append(res.Findings, fileFindings(in)...)
+	res.Findings = append(res.Findings, fileFindings(in, res.KubeletStart.Error)...)
+	res.Findings = append(res.Findings, configFindings(in)...)
 	res.Findings = append(res.Findings, cpuFindings(in, cpuRep)...)
 	res.Findings = append(res.Findings, memoryFindings(in, memRep)...)
 	res.Findings = append(res.Findings, deviceFindings(in)...)

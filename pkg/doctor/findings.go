@@ -10,11 +10,12 @@ import (
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 )
 
-// fileFindings: a checkpoint the target kubelet refuses (decode's verdict), and leftovers.
-func fileFindings(in Input) []Finding {
+// fileFindings: a checkpoint the target kubelet refuses (decode's verdict). A refusal that is
+// already the start prediction's error is not said twice.
+func fileFindings(in Input, startErr string) []Finding {
 	var out []Finding
 	for _, r := range in.Files {
-		if r == nil {
+		if r == nil || (startErr != "" && r.Error == startErr) {
 			continue
 		}
 		switch r.Verdict {
@@ -37,6 +38,28 @@ func onNode(in Input, rel string) string {
 		return rel
 	}
 	return strings.TrimSuffix(in.RootDir, "/") + "/" + rel
+}
+
+// configFindings: what cmd/kubelet refuses before the managers run, beyond what the managers'
+// start checks see. reservedSystemCPUs must be online CPUs (getReservedCPUs); the managers on
+// their own, as the vectors run them, report it later or not at all.
+func configFindings(in Input) []Finding {
+	if in.Config == nil || in.Machine == nil || in.Config.ReservedSystemCPUs == "" {
+		return nil
+	}
+	set, err := cpuset.Parse(in.Config.ReservedSystemCPUs)
+	if err != nil {
+		return []Finding{{Severity: SeverityError, Check: "reserved-cpus", File: "kubelet-config", Entry: "reservedSystemCPUs",
+			Message: fmt.Sprintf("the kubelet exits at start: unable to parse reserved-cpus list: %v", err),
+			Fix:     "write reservedSystemCPUs as a Linux CPU list, e.g. 0,16 or 0-1"}}
+	}
+	online := in.Machine.Online()
+	if set.IsSubsetOf(online) {
+		return nil
+	}
+	return []Finding{{Severity: SeverityError, Check: "reserved-cpus", File: "kubelet-config", Entry: "reservedSystemCPUs",
+		Message: fmt.Sprintf("the kubelet exits at start: reserved-cpus: %s is not a subset of online-cpus: %s", in.Config.ReservedSystemCPUs, online),
+		Fix:     fmt.Sprintf("reserve online CPUs only (offline or missing: %s)", set.Difference(online))}}
 }
 
 // cpuFindings checks cpu_manager_state on its own terms: overlaps, CPUs the machine lacks,

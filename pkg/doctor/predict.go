@@ -7,6 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/utils/cpuset"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
@@ -17,6 +18,7 @@ import (
 // the managers' inputs.
 const (
 	PhaseOK           = "ok"
+	PhaseFeatureGates = "featureGates"
 	PhaseConfig       = "config"
 	PhaseCPUNew       = "cpumanager.NewManager"
 	PhaseMemoryNew    = "memorymanager.NewManager"
@@ -43,6 +45,8 @@ type Prediction struct {
 	// CPU and Memory are each manager's own outcome.
 	CPU    *ManagerResult `json:"cpu,omitempty"`
 	Memory *ManagerResult `json:"memory,omitempty"`
+	// UnjudgedGates are feature gates set that doctor does not know; assumed to exist.
+	UnjudgedGates []string `json:"unjudgedGates,omitempty"`
 }
 
 // StartInput is what the start checks read.
@@ -61,6 +65,7 @@ type StartInput struct {
 // env is one start's resolved inputs.
 type env struct {
 	era                *era
+	version            *version.Version
 	gates              map[string]bool
 	machine            *machine.Machine
 	topo               *cpuTopology
@@ -70,12 +75,7 @@ type env struct {
 	rootDir            string
 }
 
-func (e *env) gate(name string) bool {
-	if on, ok := e.gates[name]; ok {
-		return on
-	}
-	return gateDefaults[name]
-}
+func (e *env) gate(name string) bool { return e.gateOn(name) }
 
 // PredictStart replays, for in.Kubelet's release, what the kubelet checks when it starts its
 // CPU and memory managers: CPU NewManager, memory NewManager, CPU Start, memory Start.
@@ -87,7 +87,7 @@ func PredictStart(in StartInput) (Prediction, error) {
 	if !ok {
 		return Prediction{}, fmt.Errorf("kubelet %s predates %s, the oldest release doctor has start rules for", in.Kubelet, eras[0].Since)
 	}
-	e := &env{era: er, gates: map[string]bool{}, machine: in.Machine, topo: discover(in.Machine), cfg: in.Config, rootDir: in.RootDir}
+	e := &env{era: er, version: in.Kubelet.Version, gates: map[string]bool{}, machine: in.Machine, topo: discover(in.Machine), cfg: in.Config, rootDir: in.RootDir}
 	if e.rootDir == "" {
 		e.rootDir = decode.DefaultRootDir
 	}
@@ -98,13 +98,31 @@ func PredictStart(in StartInput) (Prediction, error) {
 		e.gates[k] = v
 	}
 	var p Prediction
+	unjudged, err := setGates(e.gates, e.version)
+	if err != nil {
+		return Prediction{Error: err.Error(), Phase: PhaseFeatureGates}, nil
+	}
+	p.UnjudgedGates = unjudged
 	if err := e.resolveConfig(); err != nil {
-		return Prediction{Error: err.Error(), Phase: PhaseConfig}, nil
+		return Prediction{Error: err.Error(), Phase: PhaseConfig, UnjudgedGates: unjudged}, nil
 	}
 	p.CPU = &ManagerResult{Policy: in.Config.cpuPolicy(), Phase: PhaseOK}
 	p.Memory = &ManagerResult{Policy: in.Config.memoryPolicy(), Phase: PhaseOK}
+	// With its gate off (1.25, before GA) a manager is the kubelet's fake: it checks nothing.
+	if !e.gate("CPUManager") {
+		p.CPU.Policy = "fake (CPUManager gate off)"
+	}
+	if !e.gate("MemoryManager") {
+		p.Memory.Policy = "fake (MemoryManager gate off)"
+	}
 	cpu, cpuErr := newCPUManager(e)
 	mem, memErr := newMemManager(e)
+	if !e.gate("CPUManager") {
+		cpu, cpuErr = &cpuManager{policy: "fake"}, nil
+	}
+	if !e.gate("MemoryManager") {
+		mem, memErr = &memManager{policy: "fake"}, nil
+	}
 	if cpuErr != nil {
 		p.CPU.Phase, p.CPU.Error = "NewManager", cpuErr.Error()
 	} else if err := cpu.start(e, in.CPU); err != nil {

@@ -37,11 +37,15 @@ const (
 	gatePodLevelResources = "PodLevelResourceManagers"
 )
 
-// gateDefaults are the defaults of every release 1.25..1.37 that has the gate.
+// gateDefaults are the gates' values where gates.go has no span for the release: the GA gates
+// removed since (their feature is always on) and gates doctor does not track by release.
 var gateDefaults = map[string]bool{
-	gateCPUAlphaOptions:   false,
-	gateCPUBetaOptions:    true,
-	gatePodLevelResources: false,
+	"CPUManager":              true,
+	"MemoryManager":           true,
+	"CPUManagerPolicyOptions": true,
+	gateCPUAlphaOptions:       false,
+	gateCPUBetaOptions:        true,
+	gatePodLevelResources:     false,
 }
 
 // era is what one range of kubelet releases checks at start.
