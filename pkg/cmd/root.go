@@ -22,6 +22,7 @@ import (
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmd/cleanup"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmd/collect"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmd/doctor"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmd/show"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmd/verify"
 	versioncmd "github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmd/version"
@@ -60,6 +61,7 @@ It reads live nodes through a short-lived read-only debug pod, or files copied o
 	for _, c := range show.NewCmds(configFlags, streams) {
 		root.AddCommand(c)
 	}
+	root.AddCommand(doctor.NewCmdDoctor(configFlags, streams))
 	root.AddCommand(collect.NewCmdCollect(configFlags, streams))
 	root.AddCommand(cleanup.NewCmdCleanup(configFlags, streams))
 	root.AddCommand(versioncmd.NewCmdVersion(streams))

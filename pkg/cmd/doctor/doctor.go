@@ -1,0 +1,224 @@
+// Package doctor is `kubectl nodestate doctor`: would the kubelet start with the checkpoints,
+// config and machine it has (or is about to get)? The logic is pkg/doctor's; this is the glue.
+package doctor
+
+import (
+	"context"
+	"fmt"
+
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmdutil"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/doctor"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch/local"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/machine"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/render"
+)
+
+var example = cmdutil.Examples(`
+	# Would the kubelet start again with the files copied off a node (collect bundle)?
+	kubectl nodestate doctor --from-dir ./worker-1
+
+	# Before rolling out a config: would kubelet v1.34.10 start with it on this node's state?
+	kubectl nodestate doctor --from-dir ./worker-1 --kubelet-config ./new-config.yaml --kubelet-version v1.34.10
+
+	# After a resize or with a CPU offlined: the machine as it will be
+	kubectl nodestate doctor --from-dir ./worker-1 --machine ./machine-after.json --kubelet-version v1.37.1 -o json`)
+
+// Bundle files that default --machine and --kubelet-config (collect writes them).
+var (
+	bundleMachine = "machine.json"
+	bundleConfigs = []string{"kubelet-config.yaml", "kubelet-config.json"}
+)
+
+// Options is the doctor command's state.
+type Options struct {
+	cmdutil.ReadOptions
+	genericiooptions.IOStreams
+	MachineFile string
+	ConfigFile  string
+
+	machine *machine.Machine
+	config  *doctor.KubeletConfig
+	notes   []string
+}
+
+// NewCmdDoctor returns the doctor command.
+func NewCmdDoctor(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &Options{ReadOptions: cmdutil.NewReadOptions(flags), IOStreams: streams}
+	cmd := &cobra.Command{
+		Use:   "doctor [NODE...] [--all-nodes] | --from-dir DIR [--machine FILE] [--kubelet-config FILE]",
+		Short: "Say whether the kubelet will start with this state, config and machine, and how to fix it",
+		Long: cmdutil.LongDesc(`
+			Doctor replays what the kubelet's CPU and memory managers check when they start
+			(NewManager then Start, as the given kubelet release does) against the node's
+			checkpoints, the kubelet config and the machine, and prints the kubelet's exact error
+			if it would refuse to start, with a fix it has verified: a config value with which it
+			starts, or the file to delete after draining and what that loses. It also lists
+			overlapping or stale assignments, memory drift, devices held twice, and files the
+			target kubelet refuses.
+
+			--machine, --kubelet-config and --kubelet-version describe the machine, config and
+			kubelet about to be used; in a collect bundle, machine.json and kubelet-config.yaml
+			(or .json) are the defaults. Checks whose input is missing are skipped and named.
+
+			Exit status: 0 when nothing is an error, 1 when something is, 2 when a node could
+			not be read.`),
+		Example:           example,
+		ValidArgsFunction: cmdutil.CompleteNodeNames(flags),
+		RunE:              cmdutil.RunE(o),
+	}
+	o.AddFlags(cmd)
+	cmd.Flags().StringVar(&o.MachineFile, "machine", "", "The machine (machine.json: online CPUs, NUMA memory, hugepages); default: the bundle's machine.json")
+	cmd.Flags().StringVar(&o.ConfigFile, "kubelet-config", "", "The KubeletConfiguration (YAML or JSON, or configz's answer); default: the bundle's kubelet-config.yaml")
+	_ = cmd.MarkFlagFilename("machine", "json")
+	_ = cmd.MarkFlagFilename("kubelet-config", "yaml", "yml", "json")
+	return cmd
+}
+
+// Complete reads --machine and --kubelet-config, or the bundle's own.
+func (o *Options) Complete(args []string) error {
+	if err := o.ReadOptions.Complete(args); err != nil {
+		return err
+	}
+	bundle := map[string][]byte{}
+	if o.Source.FromDir != "" && (o.MachineFile == "" || o.ConfigFile == "") {
+		want := append([]string{bundleMachine}, bundleConfigs...)
+		if snap, err := local.Read(o.Source.FromDir, want, local.DefaultLimits); err == nil {
+			bundle = snap.Files
+		}
+	}
+	raw, from, err := input(o.MachineFile, o.Source.FromDir, bundle, bundleMachine)
+	if err != nil {
+		return err
+	}
+	if raw != nil {
+		if o.machine, err = machine.Parse(raw); err != nil {
+			return fmt.Errorf("%s: %w", from, err)
+		}
+		o.notes = append(o.notes, "machine: "+from+": "+o.machine.Summary())
+	}
+	raw, from, err = input(o.ConfigFile, o.Source.FromDir, bundle, bundleConfigs...)
+	if err != nil {
+		return err
+	}
+	if raw != nil {
+		if o.config, err = doctor.ParseKubeletConfig(raw); err != nil {
+			return fmt.Errorf("%s: %w", from, err)
+		}
+		o.notes = append(o.notes, "kubelet config: "+from)
+	}
+	return nil
+}
+
+// input is the flag's file, else the first bundle file present.
+func input(flag, dir string, bundle map[string][]byte, names ...string) ([]byte, string, error) {
+	if flag != "" {
+		b, err := local.ReadFile(flag, local.DefaultLimits)
+		return b, flag, err
+	}
+	for _, n := range names {
+		if b, ok := bundle[n]; ok {
+			return b, filepath.Join(dir, n), nil
+		}
+	}
+	return nil, "", nil
+}
+
+// Validate checks the flags together.
+func (o *Options) Validate() error {
+	if err := o.ReadOptions.Validate(); err != nil {
+		return err
+	}
+	if o.Source.Format == render.Wide {
+		return fmt.Errorf("doctor prints no wide table: use -o json or yaml for every detail")
+	}
+	return nil
+}
+
+// Run reads each node, diagnoses it and prints.
+func (o *Options) Run(ctx context.Context) error {
+	for _, n := range o.notes {
+		fmt.Fprintln(o.ErrOut, "using "+n)
+	}
+	var results []render.DoctorResult
+	worst := cmdutil.ExitOK
+	err := o.Each(ctx, o.ErrOut, func(s *cmdutil.Snapshot) error {
+		for _, w := range s.Warnings {
+			fmt.Fprintf(o.ErrOut, "warning: node %s: %s\n", s.Node, w)
+		}
+		if s.Err != nil {
+			worst = max(worst, cmdutil.ReportNodeError(o.ErrOut, s.Err))
+			results = append(results, render.DoctorResult{Node: s.Node, Error: s.Err.Error()})
+			return nil
+		}
+		res, code, err := o.diagnose(s)
+		if err != nil {
+			return err
+		}
+		worst = max(worst, code)
+		for _, sk := range res.Skipped {
+			fmt.Fprintf(o.ErrOut, "%s: skipped %s\n", cmdutil.Where(s, &o.Source), sk)
+		}
+		results = append(results, render.DoctorResult{Node: s.Node, Result: res})
+		return nil
+	})
+	if err != nil && !cmdutil.Interrupted(err) {
+		return err
+	}
+	if perr := render.Doctor(o.Out, o.RenderOptions(), results); perr != nil {
+		return perr
+	}
+	if err != nil {
+		return err
+	}
+	return cmdutil.Exit(worst)
+}
+
+// diagnose decodes the snapshot for the target kubelet and runs doctor on it.
+func (o *Options) diagnose(s *cmdutil.Snapshot) (doctor.Result, int, error) {
+	kubelet := o.Source.Kubelet
+	if kubelet == nil && s.KubeletVersion != "" {
+		if k, err := decode.ParseKubelet(s.KubeletVersion, nil); err == nil {
+			kubelet = &k
+		}
+	}
+	// The config's feature gates are the kubelet's too (the command line wins): they change
+	// how it reads some files.
+	if kubelet != nil && o.config != nil && len(o.config.FeatureGates) > 0 {
+		gates := map[string]bool{}
+		for k, v := range o.config.FeatureGates {
+			gates[k] = v
+		}
+		for k, v := range kubelet.Gates {
+			gates[k] = v
+		}
+		k := *kubelet
+		k.Gates = gates
+		kubelet = &k
+	}
+	src := o.Source
+	src.Kubelet = kubelet
+	rows, err := src.Decode(s)
+	if err != nil {
+		return doctor.Result{}, 0, err
+	}
+	in := doctor.Input{Machine: o.machine, Config: o.config, Kubelet: kubelet, RootDir: o.Source.KubeletRootDir}
+	for _, r := range rows {
+		in.Files = append(in.Files, r.Report)
+	}
+	if len(in.Files) == 0 {
+		fmt.Fprintf(o.ErrOut, "%s: no checkpoint files found: the kubelet would start with fresh state\n", cmdutil.Where(s, &o.Source))
+	}
+	res := doctor.Diagnose(in)
+	code := cmdutil.ExitOK
+	if res.HasErrors() {
+		code = cmdutil.ExitNotValid
+	}
+	return res, code, nil
+}
