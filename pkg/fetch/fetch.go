@@ -105,7 +105,13 @@ func (f *Fetcher) Fetch(ctx context.Context, nodeName string) (nf *NodeFiles, er
 		}
 	}()
 
-	if err := waitRunning(ctx, pods, created, opts.Image, opts.PodRunningTimeout); err != nil {
+	// The kubelet's Warning events (a failed mount, sandbox or admission) end the wait early.
+	evCtx, stopEvents := context.WithCancel(ctx)
+	failed := make(chan *Error)
+	go watchPodEvents(evCtx, f.Client.CoreV1().Events(opts.Namespace), created, opts, failed)
+	err = waitRunning(ctx, pods, created, opts.Image, opts.PodRunningTimeout, failed)
+	stopEvents()
+	if err != nil {
 		return nil, err
 	}
 	files, missing, warnings, err := f.collect(ctx, created, opts)
