@@ -132,6 +132,11 @@ func (f *Fetcher) Fetch(ctx context.Context, nodeName string) (nf *NodeFiles, er
 			return nil, ctx.Err()
 		}
 		nf.Warnings = append(nf.Warnings, "pods not indexed, IDs stay unnamed: "+err.Error())
+		nf.Pods = NewPodIndex(nil)
+	}
+	// Known even if the list missed it: the files just read list the debug pod itself.
+	if created.UID != "" {
+		nf.Pods.Debug[string(created.UID)] = true
 	}
 	return nf, nil
 }
