@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/render"
 )
 
@@ -320,5 +321,16 @@ func TestNodeColumnWidth(t *testing.T) {
 		if got := NodeColumnWidth(tc.nodes); got != tc.want {
 			t.Errorf("NodeColumnWidth(%q) = %d, want %d", tc.nodes, got, tc.want)
 		}
+	}
+}
+
+// A live snapshot's names tell the renderers which pods are the plugin's own debug pods.
+func TestSnapshotMarksDebugPods(t *testing.T) {
+	ix := fetch.NewPodIndex(nil)
+	ix.Debug["uid-debug"] = true
+	s := SnapshotOf(fetch.NodeResult{Node: "n1", Files: &fetch.NodeFiles{Node: "n1", Pods: ix}})
+	d, ok := s.Names.(render.DebugPods)
+	if !ok || !d.DebugPod("uid-debug") || d.DebugPod("uid-app") {
+		t.Errorf("snapshot names %#v do not mark exactly the debug pod", s.Names)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/render"
 )
 
@@ -27,11 +28,11 @@ type LiveOptions struct {
 	Resolved []string
 }
 
-// Defaults for live reading.
+// Defaults for live reading: fetch's, defined there once.
 const (
-	DefaultConcurrency = 20
-	DefaultImage       = "busybox:1.37"
-	DefaultTimeout     = 2 * time.Minute
+	DefaultConcurrency = fetch.DefaultConcurrency
+	DefaultImage       = fetch.DefaultImage
+	DefaultTimeout     = fetch.DefaultPodRunningTimeout
 )
 
 // AddFlags registers the live-reading flags.

@@ -160,7 +160,12 @@ func (p podNames) Container(id string) (string, string, string, bool) {
 	return r.Namespace, r.Pod, r.Container, ok
 }
 
-var _ render.PodNames = podNames{}
+func (p podNames) DebugPod(uid string) bool { return p.ix.DebugPod(uid) }
+
+var (
+	_ render.PodNames  = podNames{}
+	_ render.DebugPods = podNames{}
+)
 
 // progress prints "read 37/100 nodes (2 failed)" on stderr, only when stderr is a terminal.
 type progress struct {

@@ -84,6 +84,12 @@ func TestPodIndex(t *testing.T) {
 				Annotations: map[string]string{"kubernetes.io/config.mirror": "static-hash"}},
 			Spec: corev1.PodSpec{NodeName: "n1"},
 		},
+		// An earlier debug pod of this plugin (another run's), known by its label.
+		&corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "nodestate-n1-abcde", UID: "uid-debug",
+				Labels: map[string]string{LabelManagedBy: ManagedBy, LabelNode: "n1"}},
+			Spec: corev1.PodSpec{NodeName: "n1"},
+		},
 		&corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "elsewhere", UID: "uid-other"},
 			Spec:       corev1.PodSpec{NodeName: "n2"},
@@ -100,12 +106,14 @@ func TestPodIndex(t *testing.T) {
 			"uid-web":     {"a", "web"},
 			"uid-mirror":  {"kube-system", "etcd-n1"},
 			"static-hash": {"kube-system", "etcd-n1"},
+			"uid-debug":   {"kube-system", "nodestate-n1-abcde"},
 		},
 		Containers: map[string]ContainerRef{
 			"i1": {"a", "web", "init"},
 			"c1": {"a", "web", "app"},
 			"e1": {"a", "web", "debug"},
 		},
+		Debug: map[string]bool{"uid-debug": true},
 	}
 	if diff := cmp.Diff(want, ix); diff != "" {
 		t.Errorf("index (-want +got):\n%s", diff)

@@ -105,7 +105,13 @@ func (f *Fetcher) Fetch(ctx context.Context, nodeName string) (nf *NodeFiles, er
 		}
 	}()
 
-	if err := waitRunning(ctx, pods, created, opts.Image, opts.PodRunningTimeout); err != nil {
+	// The kubelet's Warning events (a failed mount, sandbox or admission) end the wait early.
+	evCtx, stopEvents := context.WithCancel(ctx)
+	failed := make(chan *Error)
+	go watchPodEvents(evCtx, f.Client.CoreV1().Events(opts.Namespace), created, opts, failed)
+	err = waitRunning(ctx, pods, created, opts.Image, opts.PodRunningTimeout, failed)
+	stopEvents()
+	if err != nil {
 		return nil, err
 	}
 	files, missing, warnings, err := f.collect(ctx, created, opts)
@@ -126,6 +132,11 @@ func (f *Fetcher) Fetch(ctx context.Context, nodeName string) (nf *NodeFiles, er
 			return nil, ctx.Err()
 		}
 		nf.Warnings = append(nf.Warnings, "pods not indexed, IDs stay unnamed: "+err.Error())
+		nf.Pods = NewPodIndex(nil)
+	}
+	// Known even if the list missed it: the files just read list the debug pod itself.
+	if created.UID != "" {
+		nf.Pods.Debug[string(created.UID)] = true
 	}
 	return nf, nil
 }

@@ -33,6 +33,15 @@ func (r ContainerRef) String() string { return r.Namespace + "/" + r.Pod + "/" +
 type PodIndex struct {
 	Pods       map[string]PodRef       // pod UID -> pod
 	Containers map[string]ContainerRef // container ID without its runtime scheme -> container
+	// Debug holds the UIDs of this plugin's own debug pods: those listed with its label, and
+	// the one Fetch created to read the node, which the kubelet's files still list (1.37
+	// keeps it in actuated_pods_state for about a minute after deletion).
+	Debug map[string]bool
+}
+
+// DebugPod reports whether uid is one of this plugin's own debug pods.
+func (ix *PodIndex) DebugPod(uid string) bool {
+	return ix != nil && ix.Debug[uid]
 }
 
 // Pod names a pod UID.
@@ -74,12 +83,15 @@ func IndexNodePods(ctx context.Context, client kubernetes.Interface, node string
 
 // NewPodIndex indexes pods, e.g. from one cluster-wide list when reading many nodes.
 func NewPodIndex(pods []corev1.Pod) *PodIndex {
-	ix := &PodIndex{Pods: map[string]PodRef{}, Containers: map[string]ContainerRef{}}
+	ix := &PodIndex{Pods: map[string]PodRef{}, Containers: map[string]ContainerRef{}, Debug: map[string]bool{}}
 	for i := range pods {
 		p := &pods[i]
 		ref := PodRef{Namespace: p.Namespace, Name: p.Name}
 		if p.UID != "" {
 			ix.Pods[string(p.UID)] = ref
+			if p.Labels[LabelManagedBy] == ManagedBy {
+				ix.Debug[string(p.UID)] = true
+			}
 		}
 		if uid := p.Annotations[configMirrorAnnotation]; uid != "" {
 			ix.Pods[uid] = ref

@@ -9,6 +9,22 @@ type PodNames interface {
 	Container(id string) (namespace, pod, container string, ok bool)
 }
 
+// DebugPods is implemented by a PodNames that knows this plugin's own debug pods: the pods
+// view marks them, so they are not taken for workloads. (Only that view can list them: the
+// debug pod is BestEffort, so the CPU, memory and device managers record nothing for it.)
+type DebugPods interface {
+	DebugPod(uid string) bool
+}
+
+// isDebugPod reports whether names says uid is one of this plugin's debug pods.
+func isDebugPod(names PodNames, uid string) bool {
+	d, ok := names.(DebugPods)
+	return ok && d.DebugPod(uid)
+}
+
+// DebugPodMark follows the POD cell of this plugin's own debug pods in tables.
+const DebugPodMark = " (nodestate debug pod)"
+
 // podRef is how a pod is shown: namespace/name when known, else its UID.
 func podRef(names PodNames, uid string) (ref, namespace, name string) {
 	if names != nil {
