@@ -53,7 +53,7 @@ func main() {
 	label := flag.String("label", "", "the reader's label (read), as the vectors name readers")
 	reads := flag.String("reads", "", "comma-separated outputs of -mode read (vectors)")
 	out := flag.String("out", "", "the repository's testdata/kubelet (vectors)")
-	writer := flag.String("writer", "", "this release, e.g. v1.37.1 (vectors)")
+	formats := flag.String("formats", "", "release=format of the files each release wrote, comma-separated (vectors)")
 	flag.Parse()
 	var err error
 	switch *mode {
@@ -62,7 +62,7 @@ func main() {
 	case "read":
 		err = readAll(*dir, *gates, *label)
 	case "vectors":
-		err = vectors(*cases, *dir, *reads, *out, *writer)
+		err = vectors(*cases, *dir, *reads, *out, *formats)
 	default:
 		err = fmt.Errorf("-mode write|read|vectors")
 	}
@@ -123,21 +123,23 @@ func readAll(dir, gates, label string) error {
 			return err
 		}
 	}
-	files, err := filepath.Glob(filepath.Join(dir, "*", "cpu_manager_state"))
+	// dir/<writer release>/<case>/cpu_manager_state: every release's files.
+	files, err := filepath.Glob(filepath.Join(dir, "*", "*", "cpu_manager_state"))
 	if err != nil {
 		return err
 	}
 	var out []read
 	for _, f := range files {
 		caseDir := filepath.Dir(f)
-		r := read{Case: filepath.Base(caseDir), Reader: label, Verdict: "valid"}
+		r := read{Case: filepath.Base(filepath.Dir(caseDir)) + "/" + filepath.Base(caseDir), Reader: label, Verdict: "valid"}
 		st, err := state.NewCheckpointState(klog.Background(), caseDir, "cpu_manager_state", "static", containermap.NewContainerMap())
 		if err != nil {
 			// The kubelet names the file by its directory: the node's, not this one.
 			msg := strings.ReplaceAll(err.Error(), f, nodePath)
 			r.Error = &msg
 			r.Verdict = "unreadable"
-			if errors.Is(err, cperrors.CorruptCheckpointError{}) {
+			// Some releases wrap the checkpoint's error with %v: its words still say it.
+			if errors.Is(err, cperrors.CorruptCheckpointError{}) || strings.Contains(msg, cperrors.CorruptCheckpointError{}.Error()) {
 				r.Verdict = "corrupt"
 			}
 		} else if r.Decoded, err = restored(st); err != nil {
@@ -172,10 +174,11 @@ func restored(st state.State) (json.RawMessage, error) {
 		"entries": entries, "baselines": baselines, "podEntries": pods})
 }
 
-// vectors writes each case's file to out/cpu_manager_state/<writer>/ and its expectations (the
-// writer's own read, and every reader's) to out/expected/, in the layout the conformance suite
-// reads.
-func vectors(casesFile, dir, readFiles, out, writer string) error {
+// vectors writes each file a release wrote (dir/<release>/<case>) to
+// out/cpu_manager_state/<writer>/ and its expectations (the writer's own read, and every
+// reader's) to out/expected/, in the layout the conformance suite reads. The writer is the
+// release with the case's gates.
+func vectors(casesFile, dir, readFiles, out, formats string) error {
 	cases, err := loadCases(casesFile)
 	if err != nil {
 		return err
@@ -197,10 +200,23 @@ func vectors(casesFile, dir, readFiles, out, writer string) error {
 			byCase[r.Case][r.Reader] = r
 		}
 	}
-	release := writer
+	for _, rf := range strings.Split(formats, ",") {
+		release, format, _ := strings.Cut(rf, "=")
+		if err := vectorsOf(cases, dir, release, format, byCase, out); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func vectorsOf(cases []restoreCase, dir, release, format string, byCase map[string]map[string]read, out string) error {
 	for _, c := range cases {
 		writer := release + c.Gates
-		raw, err := os.ReadFile(filepath.Join(dir, c.Name, "cpu_manager_state"))
+		key := release + "/" + c.Name
+		if byCase[key] == nil {
+			continue // a case this release does not write
+		}
+		raw, err := os.ReadFile(filepath.Join(dir, release, c.Name, "cpu_manager_state"))
 		if err != nil {
 			return err
 		}
@@ -211,7 +227,7 @@ func vectors(casesFile, dir, readFiles, out, writer string) error {
 		if err := os.WriteFile(file, raw, 0o644); err != nil {
 			return err
 		}
-		own, ok := byCase[c.Name][writer]
+		own, ok := byCase[key][writer]
 		if !ok {
 			return fmt.Errorf("%s: no read by the writer %s", c.Name, writer)
 		}
@@ -229,18 +245,18 @@ func vectors(casesFile, dir, readFiles, out, writer string) error {
 		field("writer", writer)
 		field("case", c.Name)
 		field("description", c.Description)
-		field("format", "cpu-v4")
+		field("format", format)
 		field("mutation", nil)
 		field("expectedVerdict", own.Verdict)
 		field("expectedError", own.Error)
 		b.WriteString("  \"reads\": {\n")
-		labels := make([]string, 0, len(byCase[c.Name]))
-		for l := range byCase[c.Name] {
+		labels := make([]string, 0, len(byCase[key]))
+		for l := range byCase[key] {
 			labels = append(labels, l)
 		}
 		sort.Strings(labels)
 		for i, l := range labels {
-			r := byCase[c.Name][l]
+			r := byCase[key][l]
 			j := marshal(struct {
 				Verdict string  `json:"verdict"`
 				Error   *string `json:"error"`
@@ -257,6 +273,9 @@ func vectors(casesFile, dir, readFiles, out, writer string) error {
 		}
 		b.WriteString("  },\n  \"expectedDecoded\": " + dec + "\n}\n")
 		exp := filepath.Join(out, "expected", "cpu_manager_state", writer, c.Name+".json")
+		if err := os.MkdirAll(filepath.Dir(exp), 0o755); err != nil {
+			return err
+		}
 		if err := os.WriteFile(exp, []byte(b.String()), 0o644); err != nil {
 			return err
 		}
