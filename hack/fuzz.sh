@@ -31,7 +31,8 @@ fuzz_once() {
     tee "$work/out"
   rc=${PIPESTATUS[0]}
   "$work/fuzzverdict" -target "$target" -exit "$rc" -output "$work/out" -corpus "$corpus" \
-    -before "$work/before" -pkg "$pkg"
+    -before "$work/before" -pkg "$pkg" | tee "$work/verdict"
+  return "${PIPESTATUS[0]}"
 }
 
 list=$(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}} {{.Dir}}{{end}}' $pkgs) || exit 1
@@ -58,7 +59,13 @@ for entry in "${entries[@]}"; do
     case $v in
     0) passed=$((passed + 1)) ;;
     3) flaked=$((flaked + 1)) problems+=("$target: flaked twice (bare coordinator deadline, nothing found)") ;;
-    *) failed=$((failed + 1)) problems+=("$target: FAILED, see its report above") ;;
+    *)
+      failed=$((failed + 1))
+      [ "$v" -eq 1 ] || problems+=("$target: FAILED (fuzzverdict exited $v)")
+      # the verdict's headline and reproducer paths again, so the end of the log says it all
+      mapfile -t report < <(grep -e "^$target: FAILED" -e '^  reproducer kept: ' "$work/verdict")
+      problems+=(${report[@]+"${report[@]}"})
+      ;;
     esac
   done
 done
