@@ -17,7 +17,7 @@ pkgs=${FUZZPKGS:-./pkg/...}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 trap 'exit 130' INT TERM
-go build -o "$work/fuzzverdict" ./hack/fuzzverdict || exit 1
+go build -o "$work/fuzzverdict" ./hack/fuzzverdict || { echo "fuzz: cannot build hack/fuzzverdict"; exit 1; }
 
 passed=0 failed=0 flaked=0
 problems=()
@@ -35,7 +35,7 @@ fuzz_once() {
   return "${PIPESTATUS[0]}"
 }
 
-list=$(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}} {{.Dir}}{{end}}' $pkgs) || exit 1
+list=$(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}} {{.Dir}}{{end}}' $pkgs) || { echo "fuzz: go list $pkgs failed"; exit 1; }
 mapfile -t entries < <(grep . <<<"$list")
 total=0
 for entry in "${entries[@]}"; do

@@ -81,7 +81,7 @@ var (
 	statsLine    = regexp.MustCompile(`^fuzz: elapsed: (\S+), execs: (\d+) `)
 )
 
-// Classify judges a run. A run fails on a finding: an input written to the corpus dir (even one the
+// Classify judges a run. A run passes when go test exits 0 having fuzzed. It fails on a finding: an input written to the corpus dir (even one the
 // output does not mention: a crash being minimized when the deadline hits is written by a defer and
 // reported only as the deadline), a "Failing input written to" line, or any failure that is not
 // the bare deadline. It flakes only on the bare deadline: non-zero exit, nothing written, and
@@ -89,7 +89,9 @@ var (
 func Classify(r Run) Result {
 	res := Result{}
 	lines := strings.Split(strings.ReplaceAll(r.Output, "\r\n", "\n"), "\n")
+	fuzzed := false // the coordinator printed progress, so it ran
 	for _, l := range lines {
+		fuzzed = fuzzed || strings.HasPrefix(strings.TrimSpace(l), "fuzz: elapsed: ")
 		if m := statsLine.FindStringSubmatch(strings.TrimSpace(l)); m != nil {
 			res.Execs, _ = strconv.ParseInt(m[2], 10, 64)
 			res.Elapsed, _ = time.ParseDuration(m[1])
@@ -108,6 +110,9 @@ func Classify(r Run) Result {
 	switch {
 	case len(res.Reproducers) > 0:
 		res.Verdict, res.Reason = Failed, "finding: "+firstFailureLine(lines, r.Target)
+	case r.ExitCode == 0 && !fuzzed:
+		// A -fuzz pattern that matched nothing passes having fuzzed nothing.
+		res.Verdict, res.Reason = Failed, "did not fuzz: "+firstFailureLine(lines, r.Target)
 	case r.ExitCode == 0:
 		res.Verdict = Passed
 	case bareDeadline(lines, r.Target):

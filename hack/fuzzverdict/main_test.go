@@ -19,7 +19,8 @@ import (
 //     (golang/go#75804), exit 1, nothing written; provoked with testdata/provoke-deadline, which
 //     holds the cancelling thread where a loaded machine preempts it;
 //   - crasher.txt: a throwaway module whose FuzzCrashy panics on a 0xff byte, exit 1; the input it
-//     wrote is crasher-corpus/FuzzCrashy/e3443030b91d09bb.
+//     wrote is crasher-corpus/FuzzCrashy/e3443030b91d09bb;
+//   - nofuzz.txt: the same module fuzzed with -fuzz '^FuzzNope$', which matches no target, exit 0.
 func capture(t *testing.T, name string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", name))
@@ -129,6 +130,10 @@ func TestClassify(t *testing.T) {
 			"# example.com/x [example.com/x.test]\n./x_test.go:9:2: undefined: Nope\n" +
 			"FAIL\texample.com/x [build failed]\n"},
 		want: Result{Verdict: Failed, Reason: "# example.com/x [example.com/x.test]"},
+	}, {
+		name: "exit 0 without fuzzing (the -fuzz pattern matched nothing): fails",
+		run:  Run{Target: "FuzzNope", ExitCode: 0, Output: capture(t, "nofuzz.txt"), CorpusDir: "none"},
+		want: Result{Verdict: Failed, Reason: "did not fuzz: testing: warning: no fuzz tests to fuzz"},
 	}, {
 		name: "non-zero exit with nothing printed: fails",
 		run:  Run{Target: "FuzzX", ExitCode: 2, CorpusDir: "none"},
