@@ -6,8 +6,8 @@
 # Every target runs, whatever the others did. hack/fuzzverdict judges each run: it fails only on a
 # finding (an input written under testdata/fuzz/<Target>/, a panic, any failure but the one below),
 # and the reproducer is kept in place and shown in the log. A bare "context deadline exceeded" with
-# nothing written is Go's coordinator racing its own -fuzztime deadline (golang/go#75804, fixed in Go 1.27): that run
-# is retried once and, if it happens again, counted as flaked, not failed.
+# nothing written is Go's coordinator racing its own -fuzztime deadline (golang/go#75804, reported
+# fixed in Go 1.27): that run is retried once and, if it happens again, counted as flaked, not failed.
 # Ends with `fuzz: passed=N failed=N flaked=N`; exits non-zero only when failed > 0.
 set -uo pipefail # no -e: a failing target must not stop the ones after it
 cd "$(dirname "$0")/.."

@@ -1,6 +1,6 @@
 // Command fuzzverdict classifies one `go test -fuzz` run for hack/fuzz.sh: passed, failed (a
 // finding) or flaked (Go's fuzzing coordinator raced its own -fuzztime deadline and reported a bare
-// "context deadline exceeded" with nothing found, golang/go#75804, fixed in Go 1.27).
+// "context deadline exceeded" with nothing found, golang/go#75804, reported fixed in Go 1.27).
 //
 //	fuzzverdict -target FuzzX -exit 1 -output run.log -corpus pkg/x/testdata/fuzz/FuzzX -before before.txt
 //
