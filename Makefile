@@ -22,7 +22,7 @@ demo: build ## verify and show the bundled example kubelet dir (no cluster neede
 	./$(BIN) verify --from-dir examples/kubelet-root
 	./$(BIN) cpus --from-dir examples/kubelet-root
 
-fuzz: ## run every decoder fuzz target for FUZZTIME (default 20s each)
+fuzz: ## fuzz every target for FUZZTIME (default 20s each); fails only on a finding, ends with passed/failed/flaked
 	hack/fuzz.sh
 
 bench: ## decoder benchmarks beside the kubelet's own algorithm, in one run, with ratios (COUNT=5)
