@@ -80,6 +80,9 @@ type Fix struct {
 	Verified bool `json:"verified"`
 	// Text says the fix in words.
 	Text string `json:"text"`
+	// Alternatives are other verified ways, e.g. keeping the new config and deleting the state
+	// written under the old one.
+	Alternatives []Fix `json:"alternatives,omitempty"`
 }
 
 // Result is doctor's answer for one node.
