@@ -34,6 +34,9 @@ type Input struct {
 	RootDir string
 	// LivePods is the set of pod UIDs the API server has for the node; nil = unknown.
 	LivePods map[string]bool
+	// LiveContainers is, for live pods, the names of their containers (init containers too); a
+	// pod absent here has unknown containers.
+	LiveContainers map[string]map[string]bool
 }
 
 // Severity ranks a finding. Only errors make the command exit 1.

@@ -138,10 +138,31 @@ func cpuFindings(in Input, rep *decode.Report) []Finding {
 				Fix:     "the machine has CPUs the state was not written for (resize, onlined CPU): drain the node and delete the file"})
 		}
 	}
+	const cpuFreed = "its exclusive CPUs return to the shared pool at the kubelet's next reconcile"
 	if in.LivePods != nil {
 		for _, pod := range sortedUnion(cs.Entries, cs.PodEntries) {
 			if !in.LivePods[pod] {
-				out = append(out, staleFinding(file, pod, "its exclusive CPUs return to the shared pool at the kubelet's next reconcile"))
+				out = append(out, staleFinding(file, pod, cpuFreed))
+			}
+		}
+	}
+	out = append(out, staleContainers(in, file, sortedKeys(cs.Entries), func(pod string) []string { return sortedKeys(cs.Entries[pod]) }, cpuFreed)...)
+	return out
+}
+
+// staleContainers: entries of containers a live pod no longer has.
+func staleContainers(in Input, file string, pods []string, ctrs func(string) []string, what string) []Finding {
+	var out []Finding
+	for _, pod := range pods {
+		live, known := in.LiveContainers[pod]
+		if !known || (in.LivePods != nil && !in.LivePods[pod]) {
+			continue
+		}
+		for _, c := range ctrs(pod) {
+			if !live[c] {
+				out = append(out, Finding{Severity: SeverityWarning, Check: "stale-container", File: file, Entry: pod + "/" + c,
+					Message: "pod " + pod + " has no container " + c + " any more, but it still holds resources here",
+					Fix:     "nothing to do if the kubelet runs: " + what})
 			}
 		}
 	}
@@ -260,13 +281,15 @@ func memoryFindings(in Input, rep *decode.Report) []Finding {
 			}
 		}
 	}
+	const memFreed = "its NUMA memory is released at the kubelet's next reconcile"
 	if in.LivePods != nil {
 		for _, pod := range sortedUnion(ms.Entries, ms.PodEntries) {
 			if !in.LivePods[pod] {
-				out = append(out, staleFinding(file, pod, "its NUMA memory is released at the kubelet's next reconcile"))
+				out = append(out, staleFinding(file, pod, memFreed))
 			}
 		}
 	}
+	out = append(out, staleContainers(in, file, sortedKeys(ms.Entries), func(pod string) []string { return sortedKeys(ms.Entries[pod]) }, memFreed)...)
 	return out
 }
 
