@@ -115,7 +115,7 @@ func newStaticPolicy(e *env, n int) (*cpuManager, error) {
 		strict: e.era.StrictReservation && opts[optStrictCPUReservation]}
 	reserved := e.reservedSystemCPUs
 	if reserved.Size() == 0 {
-		reserved = takeByTopology(e.topo, e.topo.CPUs(), n, m.spread)
+		reserved = takeByTopology(e.topo, e.topo.CPUs(), n, m.spread, opts[optPreferAlignByUncoreCache])
 	}
 	if reserved.Size() != n {
 		return nil, fmt.Errorf("[cpumanager] unable to reserve the required amount of CPUs (size of %s did not equal %d)", reserved, n)

@@ -221,7 +221,7 @@ func configCandidates(in StartInput, p Prediction) []candidate {
 				n := reservedCount(in)
 				topo := discover(in.Machine)
 				if n > 0 {
-					if set := takeByTopology(topo, def.Intersection(topo.CPUs()), n, false); set.Size() == n {
+					if set := takeByTopology(topo, def.Intersection(topo.CPUs()), n, false, false); set.Size() == n {
 						s := set.String()
 						out = append(out, candidate{map[string]any{"reservedSystemCPUs": s}, func(c *KubeletConfig) { c.ReservedSystemCPUs = s }})
 					}
