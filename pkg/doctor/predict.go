@@ -109,19 +109,17 @@ func PredictStart(in StartInput) (Prediction, error) {
 	p.CPU = &ManagerResult{Policy: in.Config.cpuPolicy(), Phase: PhaseOK}
 	p.Memory = &ManagerResult{Policy: in.Config.memoryPolicy(), Phase: PhaseOK}
 	// With its gate off (1.25, before GA) a manager is the kubelet's fake: it checks nothing.
-	if !e.gate("CPUManager") {
+	cpu, cpuErr := &cpuManager{policy: "fake"}, error(nil)
+	if e.gate("CPUManager") {
+		cpu, cpuErr = newCPUManager(e)
+	} else {
 		p.CPU.Policy = "fake (CPUManager gate off)"
 	}
-	if !e.gate("MemoryManager") {
+	mem, memErr := &memManager{policy: "fake"}, error(nil)
+	if e.gate("MemoryManager") {
+		mem, memErr = newMemManager(e)
+	} else {
 		p.Memory.Policy = "fake (MemoryManager gate off)"
-	}
-	cpu, cpuErr := newCPUManager(e)
-	mem, memErr := newMemManager(e)
-	if !e.gate("CPUManager") {
-		cpu, cpuErr = &cpuManager{policy: "fake"}, nil
-	}
-	if !e.gate("MemoryManager") {
-		mem, memErr = &memManager{policy: "fake"}, nil
 	}
 	if cpuErr != nil {
 		p.CPU.Phase, p.CPU.Error = "NewManager", cpuErr.Error()
