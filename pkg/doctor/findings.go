@@ -85,7 +85,7 @@ func configFindings(in Input) []Finding {
 
 // cpuFindings checks cpu_manager_state on its own terms: overlaps, CPUs the machine lacks,
 // online CPUs the state forgot, stale pods.
-func cpuFindings(in Input, rep *decode.Report) []Finding {
+func cpuFindings(in Input, rep *decode.Report, checkedByStart bool) []Finding {
 	cs, ok := decodedCPU(rep)
 	if !ok || cs == nil {
 		return nil
@@ -146,7 +146,7 @@ func cpuFindings(in Input, rep *decode.Report) []Finding {
 		}
 	}
 	known := cpuset.New(ids...)
-	if in.Machine != nil && cs.PolicyName == cpuPolicyStatic && !def.IsEmpty() {
+	if in.Machine != nil && cs.PolicyName == cpuPolicyStatic && !def.IsEmpty() && !checkedByStart {
 		online := in.Machine.Online()
 		if extra := known.Difference(online); !extra.IsEmpty() {
 			out = append(out, Finding{Severity: SeverityError, Check: "cpu-outside-machine", File: file,

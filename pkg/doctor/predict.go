@@ -34,6 +34,8 @@ type ManagerResult struct {
 	// Phase is "ok", "NewManager" or "Start".
 	Phase string `json:"phase"`
 	Error string `json:"error,omitempty"`
+	// Details say what the kubelet only logs: how the memory machine state differs.
+	Details []string `json:"details,omitempty"`
 }
 
 // Prediction is what the kubelet's CPU and memory managers make of the state at start.
@@ -130,6 +132,9 @@ func PredictStart(in StartInput) (Prediction, error) {
 		p.Memory.Phase, p.Memory.Error = "NewManager", memErr.Error()
 	} else if err := mem.start(e, in.Memory); err != nil {
 		p.Memory.Phase, p.Memory.Error = "Start", err.Error()
+		if m, ok := err.(*stateMismatch); ok {
+			p.Memory.Details = m.details
+		}
 	}
 	// The kubelet's order: both NewManagers come before either Start.
 	for _, step := range []struct {
