@@ -95,9 +95,11 @@ func newStaticOptions(e *env) (staticOptions, error) {
 	// ValidateStaticPolicyOptions.
 	if opts[optAlignBySocket] {
 		if e.cfg.topologyPolicy() == "single-numa-node" {
+			//lint:ignore ST1005 the kubelet's own text, typo included
 			return nil, fmt.Errorf("Topolgy manager %s policy is incompatible with CPUManager %s policy option", "single-numa-node", optAlignBySocket)
 		}
 		if e.topo.NumSockets > e.topo.NumNUMANodes {
+			//lint:ignore ST1005 the kubelet's own text
 			return nil, errors.New("Align by socket is not compatible with hardware where number of sockets are more than number of NUMA")
 		}
 	}
