@@ -12,7 +12,12 @@ import (
 	"github.com/kubectl-nodestate/kubectl-nodestate/internal/cmdtest"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
+var (
+	update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
+	// contractEvery: run the contract on every Nth case (1 = all 1,548 case x version runs).
+	contractEvery = 5
+	allCases      = flag.Bool("all-cases", false, "run the contract on every case, not every 5th")
+)
 
 const vectors = "../../../testdata/kubelet-start"
 
@@ -64,11 +69,15 @@ func kubeletConfig(t *testing.T, caseDir string) string {
 	return p
 }
 
-// TestContract runs the offline contract over every 5th case and every version:
+// TestContract runs the offline contract over every 5th case (-all-cases: every case) and every
+// version:
 // `doctor --from-dir D --machine M --kubelet-config C --kubelet-version V -o json` prints an
 // object whose kubeletStart has the kubelet's starts and exact error; exit 1 when it fails.
 func TestContract(t *testing.T) {
 	m := loadManifest(t)
+	if *allCases {
+		contractEvery = 1
+	}
 	names := make([]string, 0, len(m.Cases))
 	for n := range m.Cases {
 		names = append(names, n)
@@ -76,7 +85,7 @@ func TestContract(t *testing.T) {
 	sort.Strings(names)
 	runs := 0
 	for i, name := range names {
-		if i%5 != 0 {
+		if i%contractEvery != 0 {
 			continue
 		}
 		c := m.Cases[name]
