@@ -1,6 +1,7 @@
 package cmdutil
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -8,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/render"
@@ -180,6 +183,38 @@ func TestExit(t *testing.T) {
 	}
 	if err := (&ExitError{Code: 1, Message: "boom"}); err.Error() != "boom" {
 		t.Errorf("message: %q", err.Error())
+	}
+}
+
+type fakeRunner struct{ complete, validate, run error }
+
+func (f fakeRunner) Complete([]string) error   { return f.complete }
+func (f fakeRunner) Validate() error           { return f.validate }
+func (f fakeRunner) Run(context.Context) error { return f.run }
+
+func TestRunEExitCodes(t *testing.T) {
+	boom := errors.New("boom")
+	for _, tc := range []struct {
+		name string
+		r    fakeRunner
+		code int // 0: no error
+	}{
+		{"ok", fakeRunner{}, 0},
+		{"complete", fakeRunner{complete: boom}, ExitUsage},
+		{"validate", fakeRunner{validate: boom}, ExitUsage},
+		{"run plain error", fakeRunner{run: boom}, ExitNotValid},
+		{"run exit code kept", fakeRunner{run: Exit(ExitUnreadable)}, ExitUnreadable},
+	} {
+		err := RunE(tc.r)(&cobra.Command{}, nil)
+		var e *ExitError
+		switch {
+		case tc.code == 0 && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.code != 0 && (!errors.As(err, &e) || e.Code != tc.code):
+			t.Errorf("%s: %#v, want exit %d", tc.name, err, tc.code)
+		case tc.code != 0 && tc.code != ExitUnreadable && e.Message != "boom":
+			t.Errorf("%s: message %q", tc.name, e.Message)
+		}
 	}
 }
 

@@ -37,7 +37,7 @@ func NewCmdCollect(flags *genericclioptions.ConfigFlags, streams genericiooption
 		Long: cmdutil.LongDesc(`
 			Collect copies every checkpoint file of each node to DIR/<node>/<path under the kubelet
 			root dir> (mode 0600), writes DIR/<node>/verify.json, and DIR/summary.json for all
-			nodes. The copies can be read later with --from-dir DIR/<node>.`),
+			nodes. The copies can be read later with --from-dir DIR/<node>.`) + "\n\n" + cmdutil.ExitStatusHelp,
 		Example: cmdutil.Examples(`
 			kubectl nodestate collect worker-1 worker-2 -d ./nodestate-bundle
 			kubectl nodestate collect --all-nodes -l node-role.kubernetes.io/gpu -d ./bundle`),

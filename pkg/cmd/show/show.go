@@ -54,7 +54,7 @@ func newCmd(v *view, flags *genericclioptions.ConfigFlags, streams genericioopti
 	cmd := &cobra.Command{
 		Use:               v.Use + " NODE... | --all-nodes | --from-dir DIR | --from-file FILE",
 		Short:             v.Short,
-		Long:              cmdutil.LongDesc(v.Long),
+		Long:              cmdutil.LongDesc(v.Long) + "\n\n" + cmdutil.ExitStatusHelp,
 		Example:           cmdutil.Examples(v.Example),
 		ValidArgsFunction: cmdutil.CompleteNodeNames(flags),
 		RunE:              cmdutil.RunE(o),

@@ -216,7 +216,7 @@ func TestShowFromFile(t *testing.T) {
 		t.Errorf("stdout:\n%s", out)
 	}
 	_, errOut, code = run(t, "cpus", "--from-file", vector, "--kind", "memory_manager_state")
-	if code == 0 || errOut != "error: cpus shows [cpu_manager_state], not memory_manager_state\n" {
+	if code != 3 || errOut != "error: cpus shows [cpu_manager_state], not memory_manager_state\n" {
 		t.Errorf("wrong kind: exit %d, stderr %q", code, errOut)
 	}
 	_, errOut, code = run(t, "claims", "--from-file", filepath.Join(kubeletRoot, "dra_health_state"))
@@ -239,7 +239,7 @@ func TestShowUsageErrors(t *testing.T) {
 			{[]string{"--from-dir", kubeletRoot, "--kubelet-version", "latest"}, `error: invalid kubelet version "latest"`},
 		} {
 			out, errOut, code := run(t, append([]string{view}, tc.args...)...)
-			if code == 0 || out != "" || !strings.HasPrefix(errOut, tc.want) || strings.Count(errOut, "\n") != 1 {
+			if code != 3 || out != "" || !strings.HasPrefix(errOut, tc.want) || strings.Count(errOut, "\n") != 1 {
 				t.Errorf("%s %q: exit %d, stdout %q, stderr %q; want %q", view, tc.args, code, out, errOut, tc.want)
 			}
 		}

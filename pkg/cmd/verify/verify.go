@@ -45,8 +45,7 @@ func NewCmdVerify(flags *genericclioptions.ConfigFlags, streams genericiooptions
 			with the exact rule of the kubelet that wrote it, and says which rule matched. With
 			--kubelet-version it predicts what that kubelet would make of the file on restart.
 
-			Exit status: 0 when every file is valid, 1 when a file is not, 2 when a node or file
-			could not be read at all.`),
+			`) + "\n\n" + cmdutil.ExitStatusHelp,
 		Example:           example,
 		ValidArgsFunction: cmdutil.CompleteNodeNames(flags),
 		RunE:              cmdutil.RunE(o),
