@@ -2,7 +2,6 @@ package cmdutil
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -15,98 +14,81 @@ import (
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
-	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/render"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
 )
 
-// LiveSession is what reading live nodes needs: clients and a configured fetcher.
-type LiveSession struct {
-	Client    kubernetes.Interface
-	Fetcher   *fetch.Fetcher
-	Namespace string
-}
-
-// NewLiveSession builds clients from the kubeconfig flags, with the client rate raised to match
-// the concurrency (client-go's default 5 QPS would make 1,000 nodes wait ~10 minutes).
-func (o *LiveOptions) NewLiveSession(rootDir string) (*LiveSession, error) {
-	config, err := o.ConfigFlags.ToRESTConfig()
-	if err != nil {
-		return nil, err
+// Config turns the completed flags into the library's config; live reads get their clients
+// from the kubeconfig flags, with the client rate raised to match the concurrency (client-go's
+// default 5 QPS would make 1,000 nodes wait ~10 minutes).
+func (o *ReadOptions) Config() (nodestate.Config, error) {
+	src := &o.Source
+	cfg := nodestate.Config{
+		FromDir:        src.FromDir,
+		FromFile:       src.FromFile,
+		Kind:           decode.Kind(src.Kind),
+		KubeletRootDir: src.KubeletRootDir,
+		Kubelet:        src.Kubelet,
 	}
-	config.QPS, config.Burst = fetch.ClientRate(o.Concurrency)
+	if src.Offline() {
+		return cfg, nil
+	}
+	live := &o.Live
+	config, err := live.ConfigFlags.ToRESTConfig()
+	if err != nil {
+		return cfg, err
+	}
+	config.QPS, config.Burst = fetch.ClientRate(live.Concurrency)
 	client, err := kubernetes.NewForConfig(config)
 	if err != nil {
-		return nil, err
+		return cfg, err
 	}
-	ns, _, err := o.ConfigFlags.ToRawKubeConfigLoader().Namespace()
+	ns, _, err := live.ConfigFlags.ToRawKubeConfigLoader().Namespace()
 	if err != nil {
-		return nil, err
+		return cfg, err
 	}
-	f := &fetch.Fetcher{
-		Client: client,
-		Config: config,
-		Paths:  decode.Paths(),
-		Options: fetch.Options{
-			Namespace:         ns,
-			Image:             o.Image,
-			ImagePullSecret:   o.ImagePullSecret,
-			KubeletRootDir:    rootDir,
-			PodRunningTimeout: o.Timeout,
-			ExecTimeout:       o.Timeout,
-		},
+	cfg.Nodes, cfg.AllNodes, cfg.Selector = o.Nodes, live.AllNodes, live.Selector
+	cfg.Client, cfg.RESTConfig, cfg.Concurrency = client, config, live.Concurrency
+	cfg.Fetch = fetch.Options{
+		Namespace:         ns,
+		Image:             live.Image,
+		ImagePullSecret:   live.ImagePullSecret,
+		PodRunningTimeout: live.Timeout,
+		ExecTimeout:       live.Timeout,
 	}
-	if err := f.Options.Validate(); err != nil {
-		return nil, err
-	}
-	return &LiveSession{Client: client, Fetcher: f, Namespace: ns}, nil
+	return cfg, nil
 }
 
-// Nodes resolves the node list: the names given, or every node matching -l with --all-nodes.
-func (o *LiveOptions) Nodes(ctx context.Context, s *LiveSession, named []string) ([]string, error) {
-	if !o.AllNodes {
-		return named, nil
-	}
-	nodes, err := fetch.NodeNames(ctx, s.Client, o.Selector)
-	if err != nil {
-		return nil, fetch.ExplainError(err, s.Namespace)
-	}
-	if len(nodes) == 0 {
-		return nil, fmt.Errorf("no nodes match %q", o.Selector)
-	}
-	return nodes, nil
-}
-
-// eachLiveSnapshot reads live nodes, at most --concurrency at a time, handing each to fn as
-// soon as it is read. A node that cannot be read becomes a snapshot with Err set.
-func eachLiveSnapshot(ctx context.Context, src *SourceOptions, live *LiveOptions, named []string, errOut io.Writer, fn func(*Snapshot) error) error {
-	session, err := live.NewLiveSession(src.KubeletRootDir)
+// Read runs the library on the flags and hands each node's result to fn as it completes, with
+// a progress line on a terminal's stderr. What stops the read before any node is judged (no
+// cluster, unreadable copies) exits ExitUnreadable, and so does Ctrl-C (see Interrupted).
+func (o *ReadOptions) Read(ctx context.Context, errOut io.Writer, fn func(*nodestate.NodeResult) error) error {
+	cfg, err := o.Config()
 	if err != nil {
 		return &ExitError{Code: ExitUnreadable, Message: err.Error()}
 	}
-	nodes, err := live.Nodes(ctx, session, named)
+	r, err := nodestate.New(ctx, cfg)
 	if err != nil {
 		return &ExitError{Code: ExitUnreadable, Message: err.Error()}
 	}
-	live.Resolved = nodes
-	progress := newProgress(errOut, len(nodes))
+	o.Live.Resolved = r.Nodes()
+	progress := newProgress(errOut, len(r.Nodes()))
 	var fnErr error
-	session.Fetcher.FetchAll(ctx, nodes, live.Concurrency, func(r fetch.NodeResult) {
-		progress.done(r.Err != nil)
-		if fnErr != nil {
-			return
-		}
-		fnErr = fn(SnapshotOf(r))
+	err = r.Run(ctx, func(n *nodestate.NodeResult) error {
+		progress.done(n.Err != nil)
+		fnErr = fn(n)
+		return fnErr
 	})
 	progress.finish()
-	if fnErr != nil {
-		return fnErr
-	}
-	if ctx.Err() != nil {
+	switch {
+	case err == nil || err == fnErr:
+		return err
+	case err == nodestate.ErrInterrupted:
 		return errInterrupted
 	}
-	return nil
+	return &ExitError{Code: ExitUnreadable, Message: err.Error()}
 }
 
-var errInterrupted = &ExitError{Code: ExitUnreadable, Message: "interrupted; every debug pod created was deleted"}
+var errInterrupted = &ExitError{Code: ExitUnreadable, Message: nodestate.ErrInterrupted.Error()}
 
 // Interrupted reports the error of a fan-out stopped by Ctrl-C or SIGTERM.
 func Interrupted(err error) bool { return err == errInterrupted }
@@ -125,42 +107,6 @@ func ReportNodeError(w io.Writer, err error) int {
 	fmt.Fprintf(w, "error: %v\n", err)
 	return ExitUnreadable
 }
-
-// SnapshotOf turns a fetch result into a snapshot.
-func SnapshotOf(r fetch.NodeResult) *Snapshot {
-	if r.Err != nil {
-		return &Snapshot{Node: r.Node, Err: r.Err}
-	}
-	nf := r.Files
-	return &Snapshot{Node: r.Node, KubeletVersion: nf.KubeletVersion, Files: nf.Files, Names: podNames{nf.Pods}, Warnings: nf.Warnings}
-}
-
-// FailureReason is the few words a failed node's row has room for.
-func FailureReason(err error) string {
-	var fe *fetch.Error
-	if errors.As(err, &fe) && fe.Short != "" {
-		return fe.Short
-	}
-	return string(fetch.ReasonOf(err))
-}
-
-// Skipped reports a node that is not read by design (a Windows node), not a failure.
-func Skipped(err error) bool { return fetch.ReasonOf(err) == fetch.ReasonUnsupportedOS }
-
-// podNames adapts the fetch pod index to render.PodNames.
-type podNames struct{ ix *fetch.PodIndex }
-
-func (p podNames) Pod(uid string) (string, string, bool) {
-	r, ok := p.ix.Pod(uid)
-	return r.Namespace, r.Name, ok
-}
-
-func (p podNames) Container(id string) (string, string, string, bool) {
-	r, ok := p.ix.Container(id)
-	return r.Namespace, r.Pod, r.Container, ok
-}
-
-var _ render.PodNames = podNames{}
 
 // progress prints "read 37/100 nodes (2 failed)" on stderr, only when stderr is a terminal.
 type progress struct {

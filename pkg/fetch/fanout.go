@@ -10,7 +10,7 @@ import (
 // NodeResult is one node's outcome in FetchAll: Files or Err (an *Error), never both.
 type NodeResult struct {
 	Node  string
-	Files *NodeFiles
+	Files *Snapshot
 	Err   error
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/internal/cmdtest"
 	"github.com/kubectl-nodestate/kubectl-nodestate/internal/tabletest"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/render"
 )
 
 const repo = "../../.."
@@ -183,7 +184,7 @@ func TestShowOversizedFileWarns(t *testing.T) {
 	if code != 1 {
 		t.Errorf("exit %d, want 1", code)
 	}
-	want := "warning: " + dir + ": cpu_manager_state is unreadable (larger than the 64 MiB cap for a checkpoint; not read); nothing to show\n"
+	want := "warning: " + dir + ": cpu_manager_state is unreadable (" + render.MsgOversized + "); nothing to show\n"
 	if errOut != want {
 		t.Errorf("stderr:\n got %q\nwant %q", errOut, want)
 	}
