@@ -27,6 +27,8 @@ KREW_VERSION=v0.4.4
 # Opt-in (NODESTATE_TOOLS=goreleaser): only `make release-check` needs it. Its binary is named
 # after the pin instead of joining the cache key, so adding it did not rebuild the others.
 GORELEASER_VERSION=$(sed -n 's#^\tgithub.com/goreleaser/goreleaser/v2 \(v[^ ]*\).*#\1#p' "$(dirname "${BASH_SOURCE[0]}")/goreleaser/go.mod")
+# Opt-in the same way (NODESTATE_TOOLS=staticcheck): .ci/run's lint step.
+STATICCHECK_VERSION=$(sed -n 's#^\thonnef.co/go/tools \(v[^ ]*\).*#\1#p' "$(dirname "${BASH_SOURCE[0]}")/staticcheck/go.mod")
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cache_root=${NODESTATE_TOOLS_CACHE:-$HOME/.cache/kubectl-nodestate/tools}
@@ -107,6 +109,11 @@ build validate-krew-manifest krew sigs.k8s.io/krew/cmd/validate-krew-manifest \
 if [[ " ${NODESTATE_TOOLS:-} " == *" goreleaser "* ]]; then
   build "goreleaser-$GORELEASER_VERSION" goreleaser github.com/goreleaser/goreleaser/v2 "-s -w -X main.version=$GORELEASER_VERSION"
   ln -sf "goreleaser-$GORELEASER_VERSION" "$bin/goreleaser"
+fi
+if [[ " ${NODESTATE_TOOLS:-} " == *" staticcheck "* ]]; then
+  build "staticcheck-$STATICCHECK_VERSION" staticcheck honnef.co/go/tools/cmd/staticcheck \
+    "-s -w"
+  ln -sf "staticcheck-$STATICCHECK_VERSION" "$bin/staticcheck"
 fi
 # kubectl finds the krew plugin as kubectl-krew on PATH.
 if [[ -x "$bin/krew" && ! -e "$bin/kubectl-krew" ]]; then
