@@ -17,6 +17,7 @@ import (
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmdutil"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/render"
 )
 
@@ -37,7 +38,7 @@ func NewCmdCollect(flags *genericclioptions.ConfigFlags, streams genericiooption
 		Long: cmdutil.LongDesc(`
 			Collect copies every checkpoint file of each node to DIR/<node>/<path under the kubelet
 			root dir> (mode 0600), writes DIR/<node>/verify.json, and DIR/summary.json for all
-			nodes. The copies can be read later with --from-dir DIR/<node>.`),
+			nodes. The copies can be read later with --from-dir DIR/<node>.`) + "\n\n" + cmdutil.ExitStatusHelp,
 		Example: cmdutil.Examples(`
 			kubectl nodestate collect worker-1 worker-2 -d ./nodestate-bundle
 			kubectl nodestate collect --all-nodes -l node-role.kubernetes.io/gpu -d ./bundle`),
@@ -69,9 +70,9 @@ func (o *Options) Validate() error {
 
 // nodeSummary is one node's entry in summary.json.
 type nodeSummary struct {
-	Node  string              `json:"node"`
-	Error string              `json:"error,omitempty"`
-	Files []render.FileResult `json:"files,omitempty"`
+	Node  string           `json:"node"`
+	Error string           `json:"error,omitempty"`
+	Files []render.FileRow `json:"files,omitempty"`
 }
 
 // Run copies, verifies and summarises.
@@ -80,33 +81,35 @@ func (o *Options) Run(ctx context.Context) error {
 		return err
 	}
 	var summary []nodeSummary
-	var all []render.FileResult
+	var all []render.FileRow
 	worst := cmdutil.ExitOK
-	err := o.Each(ctx, o.ErrOut, func(s *cmdutil.Snapshot) error {
-		if s.Err != nil {
-			worst = max(worst, cmdutil.ReportNodeError(o.ErrOut, s.Err))
-			summary = append(summary, nodeSummary{Node: s.Node, Error: s.Err.Error()})
+	err := o.Read(ctx, o.ErrOut, func(n *nodestate.NodeResult) error {
+		if n.Err != nil {
+			worst = max(worst, cmdutil.ReportNodeError(o.ErrOut, n.Err))
+			summary = append(summary, nodeSummary{Node: n.Node, Error: n.Err.Error()})
 			return nil
 		}
-		nodeDir := filepath.Join(o.Dir, s.Node)
-		if err := fetch.WriteFiles(nodeDir, s.Files); err != nil {
+		nodeDir := filepath.Join(o.Dir, n.Node)
+		if err := fetch.WriteFiles(nodeDir, n.Snapshot.Files); err != nil {
 			return err
 		}
-		results, err := o.Source.Decode(s)
-		if err != nil {
-			return err
-		}
-		for _, r := range results {
-			r.Decoded = nil // the raw files are next to it
-			if r.Verdict != decode.Valid && r.Verdict != decode.NotRead {
+		rows := make([]render.FileRow, len(n.Rows))
+		for i, r := range n.Rows {
+			if v := r.Verdict(); v != decode.Valid && v != decode.NotRead {
 				worst = max(worst, cmdutil.ExitNotValid)
 			}
+			if r.Report != nil {
+				rep := *r.Report
+				rep.Decoded = nil // the raw files are next to it
+				r.Report = &rep
+			}
+			rows[i] = r
 		}
-		if err := writeJSON(filepath.Join(nodeDir, "verify.json"), results); err != nil {
+		if err := writeJSON(filepath.Join(nodeDir, "verify.json"), rows); err != nil {
 			return err
 		}
-		summary = append(summary, nodeSummary{Node: s.Node, Files: results})
-		all = append(all, results...)
+		summary = append(summary, nodeSummary{Node: n.Node, Files: rows})
+		all = append(all, rows...)
 		return nil
 	})
 	if err != nil {
