@@ -18,6 +18,8 @@ import (
 //   - deadline.txt: FuzzDecodeMemory, -fuzztime 8s, failed by the coordinator deadline race
 //     (golang/go#75804), exit 1, nothing written; provoked with testdata/provoke-deadline, which
 //     holds the cancelling thread where a loaded machine preempts it;
+//   - deadline-natural.txt: the same race met unprovoked, by FuzzReadArchive in the 5th of ten
+//     `FUZZTIME=8s hack/fuzz.sh` runs on the loaded machine (its retry passed);
 //   - crasher.txt: a throwaway module whose FuzzCrashy panics on a 0xff byte, exit 1; the input it
 //     wrote is crasher-corpus/FuzzCrashy/e3443030b91d09bb;
 //   - nofuzz.txt: the same module fuzzed with -fuzz '^FuzzNope$', which matches no target, exit 0.
@@ -52,6 +54,11 @@ func TestClassify(t *testing.T) {
 		run:  Run{Target: deadlineTarget, ExitCode: 1, Output: deadline, CorpusDir: "none"},
 		want: Result{Verdict: Flaked, Reason: "bare coordinator deadline, no input written (golang/go#75804)",
 			Execs: statsOf(t, deadline).Execs, Elapsed: statsOf(t, deadline).Elapsed},
+	}, {
+		name: "bare deadline met unprovoked on the loaded machine: flake",
+		run:  Run{Target: "FuzzReadArchive", ExitCode: 1, Output: capture(t, "deadline-natural.txt"), CorpusDir: "none"},
+		want: Result{Verdict: Flaked, Reason: "bare coordinator deadline, no input written (golang/go#75804)",
+			Execs: 61826, Elapsed: 9 * time.Second},
 	}, {
 		// A crash being minimized when the deadline hits is written by a deferred write and
 		// reported only as the deadline: the new file is what shows it.
