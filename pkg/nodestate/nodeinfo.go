@@ -2,10 +2,12 @@ package nodestate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -104,7 +106,7 @@ func (r *Reader) addExtras(ctx context.Context, res *NodeResult) {
 			res.KubeletConfig, res.KubeletConfigFrom = b, FromConfigz
 			return
 		}
-		why = append(why, "configz: "+fetch.ExplainError(err, "").Error())
+		why = append(why, "configz: "+configzError(res.Node, err))
 	} else if r.noConfigz != "" {
 		why = append(why, "configz: "+r.noConfigz)
 	}
@@ -115,6 +117,16 @@ func (r *Reader) addExtras(ctx context.Context, res *NodeResult) {
 	}
 	why = append(why, "no "+KubeletConfigFile+" in the kubelet root dir")
 	res.KubeletConfigNote = joinNotes(why)
+}
+
+// configzError says in a few words why configz failed: an HTTP status names what answered
+// (kwok, for one, serves no /configz: 404), anything else is the client's error.
+func configzError(node string, err error) string {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && status.Status().Code != 0 {
+		return fmt.Sprintf("GET /api/v1/nodes/%s/proxy/configz answered HTTP %d", node, status.Status().Code)
+	}
+	return fetch.ExplainError(err, "").Error()
 }
 
 func joinNotes(ns []string) string {
