@@ -17,6 +17,7 @@ import (
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch/local"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/machine"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/render"
 )
 
@@ -47,6 +48,16 @@ type Config struct {
 
 	// KubeletRootDir is the kubelet's --root-dir on the node (decode.DefaultRootDir if "").
 	KubeletRootDir string
+	// Machine also reads each live node's machine from sysfs, in the same exec as the files
+	// (NodeResult.Machine).
+	Machine bool
+	// KubeletConfig also reads each live node's kubelet config: configz through the API
+	// server when the user may already GET nodes/proxy, else config.yaml from the kubelet
+	// root dir (NodeResult.KubeletConfig).
+	KubeletConfig bool
+	// Configz replaces the GET of configz through the API server, for tests.
+	Configz ConfigzFunc
+
 	// Kubelet judges every file as this kubelet would; nil judges a live node's files for its
 	// own kubelet version, and copied files for the last release writing each file's format.
 	Kubelet *decode.Kubelet
@@ -70,6 +81,16 @@ type NodeResult struct {
 	Names render.PodNames
 	// Err is why the node could not be read at all (a *fetch.Error for live nodes).
 	Err error
+
+	// Machine is the node's machine from sysfs (Config.Machine), or why not in MachineErr.
+	Machine    *machine.Machine
+	MachineErr error
+	// KubeletConfig is the kubelet's config as read (Config.KubeletConfig): configz's JSON or
+	// config.yaml, as KubeletConfigFrom says; nil if neither could be read.
+	KubeletConfig     []byte
+	KubeletConfigFrom string
+	// KubeletConfigNote says why configz was not used, or why there is no config at all.
+	KubeletConfigNote string
 }
 
 // Warnings are the non-fatal problems of the read.
@@ -94,6 +115,9 @@ type Reader struct {
 	cfg     Config
 	nodes   []string
 	fetcher *fetch.Fetcher
+	// configz reads a node's configz, nil when the user may not (noConfigz says why).
+	configz   ConfigzFunc
+	noConfigz string
 }
 
 // New checks the config and, for live nodes, lists them when AllNodes is set.
@@ -116,6 +140,10 @@ func New(ctx context.Context, cfg Config) (*Reader, error) {
 	if err := r.fetcher.Validate(); err != nil {
 		return nil, err
 	}
+	if r.configz = cfg.Configz; r.configz == nil {
+		r.configz = APIConfigz(cfg.Client)
+	}
+	r.withExtras(ctx, r.fetcher)
 	r.nodes = cfg.Nodes
 	if cfg.AllNodes {
 		nodes, err := fetch.NodeNames(ctx, cfg.Client, cfg.Selector)
@@ -155,7 +183,12 @@ func (r *Reader) Run(ctx context.Context, each func(*NodeResult) error) error {
 		if fr.Err != nil {
 			res.Rows = []render.FileRow{render.NodeFailedRow(fr.Node, res.Skipped(), failureReason(fr.Err), fr.Err.Error())}
 		} else {
+			// Extras first: they take config.yaml out of the checkpoint files.
+			extras := &NodeResult{Node: fr.Node, Snapshot: fr.Files}
+			r.addExtras(ctx, extras)
 			res = r.judge(fr.Files)
+			res.Machine, res.MachineErr = extras.Machine, extras.MachineErr
+			res.KubeletConfig, res.KubeletConfigFrom, res.KubeletConfigNote = extras.KubeletConfig, extras.KubeletConfigFrom, extras.KubeletConfigNote
 		}
 		eachErr = each(res)
 	})
