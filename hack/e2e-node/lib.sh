@@ -18,6 +18,8 @@ E2E_NODE_SYSCTLS="vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic
 E2E_NODE_LOCK=${E2E_NODE_LOCK:-/run/lock/kubectl-nodestate-e2e-node.lock}
 
 S=$E2E_NODE_STATE
+# kubectl's discovery cache stays in the state dir, not in ~/.kube.
+export KUBECACHEDIR=$S/kube-cache
 NSENTER=(nsenter "--net=/run/netns/$E2E_NODE_NETNS" --)
 
 log() { printf '[e2e-node %s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }

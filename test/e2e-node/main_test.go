@@ -86,7 +86,7 @@ func kubectl(t *testing.T, args ...string) result {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(node.ToolsBin, "kubectl"), args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+node.Kubeconfig,
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+node.Kubeconfig, "KUBECACHEDIR="+filepath.Join(node.State, "kube-cache"),
 		"PATH="+filepath.Dir(node.Plugin)+":"+node.ToolsBin+":/usr/sbin:/usr/bin:/sbin:/bin")
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

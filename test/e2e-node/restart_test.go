@@ -36,11 +36,7 @@ var restartCases = []restartCase{
 	{
 		name:        "cpu-policy-static-to-none",
 		description: "cpuManagerPolicy changed from static to none over a static state with an exclusive CPU assigned",
-		change: func(cfg map[string]any, _ string) {
-			cfg["cpuManagerPolicy"] = "none"
-			delete(cfg, "reservedSystemCPUs")
-			cfg["systemReserved"] = map[string]any{"cpu": "1"} // the memory manager's reservation stays as it was
-		},
+		change:      func(cfg map[string]any, _ string) { cfg["cpuManagerPolicy"] = "none" },
 	},
 	{
 		name:        "reserved-cpus-onto-assigned",
