@@ -41,7 +41,9 @@ apt_packages() {
   command -v containerd >/dev/null || missing+=(containerd)
   command -v runc >/dev/null || missing+=(runc)
   [[ -x /usr/lib/cni/bridge ]] || missing+=(containernetworking-plugins)
-  [[ -x /bin/busybox ]] && busybox --list 2>/dev/null | grep -qx tar && ldd /bin/busybox 2>&1 | grep -q 'not a dynamic' || missing+=(busybox-static)
+  # grep without -q reads all its input: no SIGPIPE for pipefail to report.
+  [[ -x /bin/busybox ]] && busybox --list 2>/dev/null | grep -x tar >/dev/null &&
+    { ldd /bin/busybox 2>&1 || true; } | grep 'not a dynamic' >/dev/null || missing+=(busybox-static)
   command -v umoci >/dev/null || missing+=(umoci)
   command -v skopeo >/dev/null || missing+=(skopeo)
   command -v iptables >/dev/null || missing+=(iptables)
@@ -68,11 +70,13 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# Default build settings (as make e2e builds the plugin), so the shared build cache serves them.
+# pause imports no cgo package, so it links statically as the image needs.
 binaries() {
-  CGO_ENABLED=0 go build -o "$tmp/plugin/kubectl-nodestate" ./cmd/kubectl-nodestate
+  go build -o "$tmp/plugin/kubectl-nodestate" ./cmd/kubectl-nodestate
   mkdir -p "$tmp/pause"
-  CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$tmp/pause/pause" ./hack/e2e-node/pause
-  (cd hack/tools/kubelet && GOWORK=off GOFLAGS=-mod=readonly CGO_ENABLED=0 go build -o "$tmp/cri-stop" ./cri-stop)
+  go build -ldflags '-s -w' -o "$tmp/pause/pause" ./hack/e2e-node/pause
+  (cd hack/tools/kubelet && GOWORK=off GOFLAGS=-mod=readonly go build -o "$tmp/cri-stop" ./cri-stop)
   go test -c -tags e2enode -o "$tmp/e2e-node.test" ./test/e2e-node
 }
 timed binaries binaries

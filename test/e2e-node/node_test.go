@@ -38,6 +38,8 @@ func pod(name string, requests, limits corev1.ResourceList) *corev1.Pod {
 		Spec: corev1.PodSpec{
 			NodeName:                      node.Name,
 			TerminationGracePeriodSeconds: ptr.To[int64](0),
+			// No controller-manager publishes kube-root-ca.crt: no token volume.
+			AutomountServiceAccountToken: ptr.To(false),
 			Containers: []corev1.Container{{
 				Name: "main", Image: busybox, ImagePullPolicy: corev1.PullNever,
 				Command:   []string{"sleep", "3600"},
