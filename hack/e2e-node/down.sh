@@ -76,6 +76,11 @@ for l in /var/log/containers/*; do
   [[ -L $l && $(readlink "$l") == "$S/"* ]] && rm -f "$l"
 done
 
+if [[ -f $S/created-var-lib-kubelet ]]; then
+  rm -f /var/lib/kubelet/device-plugins/kubelet.sock
+  rmdir /var/lib/kubelet/device-plugins /var/lib/kubelet 2>/dev/null || { log "/var/lib/kubelet not empty: left"; status=1; }
+fi
+
 if [[ -d $S && -z ${KEEP:-} ]]; then
   rm -rf "$S" || status=1
 fi

@@ -34,6 +34,8 @@ for k in $E2E_NODE_SYSCTLS; do
   printf '%s=%s\n' "$k" "$(sysctl -n "$k")"
 done >"$S/sysctls.saved"
 [[ -d /run/netns ]] || touch "$S/created-run-netns"
+# The kubelet's device manager listens on the fixed /var/lib/kubelet/device-plugins/kubelet.sock.
+[[ -e /var/lib/kubelet ]] || touch "$S/created-var-lib-kubelet"
 
 t0=$SECONDS
 phase() { log "$1 ($((SECONDS - t0))s)"; }

@@ -101,3 +101,10 @@ func kubectl(t *testing.T, args ...string) result {
 	t.Logf("%s: exit %d in %s", strings.Join(r.args, " "), r.code, r.took.Round(time.Millisecond))
 	return r
 }
+
+// nodestate runs `kubectl nodestate CMD NODE --kubelet-root-dir ROOT ARGS...` on the node (a
+// later --kubelet-root-dir in args wins).
+func nodestate(t *testing.T, cmd string, args ...string) result {
+	t.Helper()
+	return kubectl(t, append([]string{"nodestate", cmd, node.Name, "--kubelet-root-dir", node.KubeletRoot}, args...)...)
+}

@@ -193,7 +193,7 @@ func TestFullNode(t *testing.T) {
 	})
 
 	t.Run("verify", func(t *testing.T) {
-		r := kubectl(t, "nodestate", "verify", node.Name, "-o", "json")
+		r := nodestate(t, "verify", "-o", "json")
 		if r.code != 0 {
 			t.Fatalf("%s", r)
 		}
@@ -213,7 +213,7 @@ func TestFullNode(t *testing.T) {
 	})
 
 	t.Run("cpus matches each container's cpuset.cpus", func(t *testing.T) {
-		r := kubectl(t, "nodestate", "cpus", node.Name, "-o", "json")
+		r := nodestate(t, "cpus", "-o", "json")
 		if r.code != 0 {
 			t.Fatalf("%s", r)
 		}
@@ -255,7 +255,7 @@ func TestFullNode(t *testing.T) {
 	})
 
 	t.Run("memory matches the Guaranteed pods and their cpuset.mems", func(t *testing.T) {
-		r := kubectl(t, "nodestate", "memory", node.Name, "-o", "json")
+		r := nodestate(t, "memory", "-o", "json")
 		if r.code != 0 {
 			t.Fatalf("%s", r)
 		}
@@ -284,7 +284,7 @@ func TestFullNode(t *testing.T) {
 	})
 
 	t.Run("pods marks the debug pod", func(t *testing.T) {
-		r := kubectl(t, "nodestate", "pods", node.Name, "-o", "json")
+		r := nodestate(t, "pods", "-o", "json")
 		if r.code != 0 {
 			t.Fatalf("%s", r)
 		}
@@ -310,7 +310,7 @@ func TestFullNode(t *testing.T) {
 		if debugRows == 0 {
 			t.Errorf("no row marked as the debug pod (it is in allocated_pods_state while it runs):\n%s", r.stdout)
 		}
-		table := kubectl(t, "nodestate", "pods", node.Name)
+		table := nodestate(t, "pods")
 		if !strings.Contains(table.stdout, render.DebugPodMark) {
 			t.Errorf("table does not mark the debug pod:\n%s", table.stdout)
 		}
@@ -320,7 +320,7 @@ func TestFullNode(t *testing.T) {
 	// Before the fix, a wrong --kubelet-root-dir waited out --pod-running-timeout and said
 	// "not Running after ..."; and --pod-running-timeout 3m was refused outright.
 	t.Run("wrong kubelet root dir fails at once, from the kubelet's event", func(t *testing.T) {
-		r := kubectl(t, "nodestate", "verify", node.Name, "--kubelet-root-dir", "/nonexistent/kubelet", "--pod-running-timeout", "3m")
+		r := nodestate(t, "verify", "--kubelet-root-dir", "/nonexistent/kubelet", "--pod-running-timeout", "3m")
 		if r.code != 2 {
 			t.Errorf("exit %d, want 2", r.code)
 		}
@@ -336,7 +336,7 @@ func TestFullNode(t *testing.T) {
 	})
 
 	t.Run("long pod-running timeout accepted", func(t *testing.T) {
-		r := kubectl(t, "nodestate", "cpus", node.Name, "--pod-running-timeout", "3m")
+		r := nodestate(t, "cpus", "--pod-running-timeout", "3m")
 		if r.code != 0 {
 			t.Fatalf("%s", r)
 		}
