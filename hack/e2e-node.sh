@@ -72,8 +72,13 @@ trap cleanup EXIT
 
 # Default build settings (as make e2e builds the plugin), so the shared build cache serves them.
 # pause imports no cgo package, so it links statically as the image needs.
+# NODESTATE_E2E_NODE_PLUGIN=BIN tests another build of the plugin (e.g. an older commit's).
 binaries() {
-  go build -o "$tmp/plugin/kubectl-nodestate" ./cmd/kubectl-nodestate
+  if [[ -n ${NODESTATE_E2E_NODE_PLUGIN:-} ]]; then
+    mkdir -p "$tmp/plugin" && cp "$NODESTATE_E2E_NODE_PLUGIN" "$tmp/plugin/kubectl-nodestate"
+  else
+    go build -o "$tmp/plugin/kubectl-nodestate" ./cmd/kubectl-nodestate
+  fi
   mkdir -p "$tmp/pause"
   go build -ldflags '-s -w' -o "$tmp/pause/pause" ./hack/e2e-node/pause
   (cd hack/tools/kubelet && GOWORK=off GOFLAGS=-mod=readonly go build -o "$tmp/cri-stop" ./cri-stop)
