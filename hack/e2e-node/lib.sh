@@ -34,6 +34,7 @@ stop_pid() {
   local name=$1 grace=${2:-10} pidfile="$S/pids/$1" pid
   [[ -f $pidfile ]] || return 0
   pid=$(cat "$pidfile")
+  local t=$SECONDS
   if kill -0 "$pid" 2>/dev/null; then
     kill -TERM "$pid" 2>/dev/null || true
     for _ in $(seq 1 $((grace * 10))); do
@@ -44,6 +45,7 @@ stop_pid() {
       log "$name (pid $pid) did not stop in ${grace}s: KILL"
       kill -KILL "$pid" 2>/dev/null || true
     fi
+    log "stopped $name (pid $pid) in $((SECONDS - t))s"
   fi
   rm -f "$pidfile"
 }
