@@ -2,7 +2,8 @@ package decode
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -122,7 +123,7 @@ func (c cpuRestore) check(model any, k Kubelet) error {
 		return &restoreError{fmt.Sprintf(c.Default, st.DefaultCPUSet, err)}
 	}
 	if c.ByContainerID != "" {
-		for _, id := range sortedKeys(st.ContainerIDEntries) {
+		for _, id := range slices.Sorted(maps.Keys(st.ContainerIDEntries)) {
 			if set := st.ContainerIDEntries[id]; c.Parse.parse(set) != nil {
 				return &restoreError{fmt.Sprintf(c.ByContainerID, set, id, c.Parse.parse(set))}
 			}
@@ -130,7 +131,7 @@ func (c cpuRestore) check(model any, k Kubelet) error {
 	} else {
 		// A V1 file read by 1.18+: its entries were migrated to pod and container names the
 		// runtime knows, which the file does not say.
-		for _, id := range sortedKeys(st.ContainerIDEntries) {
+		for _, id := range slices.Sorted(maps.Keys(st.ContainerIDEntries)) {
 			if set := st.ContainerIDEntries[id]; c.Parse.parse(set) != nil {
 				return &restoreError{fmt.Sprintf(c.Entry, set, "<name of container "+id+">", "<UID of the pod of container "+id+">", c.Parse.parse(set))}
 			}
@@ -156,21 +157,12 @@ func (c cpuRestore) containers(text string, sets map[string]map[string]string) e
 	if !bad {
 		return nil
 	}
-	for _, pod := range sortedKeys(sets) {
-		for _, container := range sortedKeys(sets[pod]) {
+	for _, pod := range slices.Sorted(maps.Keys(sets)) {
+		for _, container := range slices.Sorted(maps.Keys(sets[pod])) {
 			if set := sets[pod][container]; c.Parse.parse(set) != nil {
 				return &restoreError{fmt.Sprintf(text, set, container, pod, c.Parse.parse(set))}
 			}
 		}
 	}
 	return nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

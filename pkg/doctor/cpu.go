@@ -3,8 +3,10 @@ package doctor
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -179,9 +181,9 @@ func (m *cpuManager) restore(e *env, rep *decode.Report) (*cpuState, error) {
 	if st.defaultSet, err = e.parseCPUSet(cs.DefaultCPUSet); err != nil {
 		return nil, wrap(fmt.Errorf("could not parse default %s set %q: %v", e.era.DefaultSetWord, cs.DefaultCPUSet, err))
 	}
-	for _, pod := range sortedKeys(cs.Entries) {
+	for _, pod := range slices.Sorted(maps.Keys(cs.Entries)) {
 		st.assignments[pod] = map[string]cpuset.CPUSet{}
-		for _, ctr := range sortedKeys(cs.Entries[pod]) {
+		for _, ctr := range slices.Sorted(maps.Keys(cs.Entries[pod])) {
 			s, err := e.parseCPUSet(cs.Entries[pod][ctr])
 			if err != nil {
 				return nil, wrap(fmt.Errorf("could not parse cpuset %q for container %q in pod %q: %v", cs.Entries[pod][ctr], ctr, pod, err))
@@ -220,8 +222,8 @@ func (m *cpuManager) validateState(e *env, st *cpuState) error {
 	} else if !m.reserved.Intersection(def).Equals(m.reserved) {
 		return fmt.Errorf("not all reserved cpus: %q are present in defaultCpuSet: %q", m.reserved.String(), def.String())
 	}
-	for _, pod := range sortedKeys(st.assignments) {
-		for _, ctr := range sortedKeys(st.assignments[pod]) {
+	for _, pod := range slices.Sorted(maps.Keys(st.assignments)) {
+		for _, ctr := range slices.Sorted(maps.Keys(st.assignments[pod])) {
 			if s := st.assignments[pod][ctr]; !def.Intersection(s).IsEmpty() {
 				return fmt.Errorf("pod: %s, container: %s cpuset: %q overlaps with default cpuset %q", pod, ctr, s.String(), def.String())
 			}
@@ -260,13 +262,4 @@ func (e *env) parseCPUSet(s string) (cpuset.CPUSet, error) {
 		}
 	}
 	return cpuset.Parse(s)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

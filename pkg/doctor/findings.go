@@ -2,6 +2,8 @@ package doctor
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -102,8 +104,8 @@ func cpuFindings(in Input, rep *decode.Report, checkedByStart bool) []Finding {
 		set      cpuset.CPUSet
 	}
 	var owners []owner
-	for _, pod := range sortedKeys(cs.Entries) {
-		for _, ctr := range sortedKeys(cs.Entries[pod]) {
+	for _, pod := range slices.Sorted(maps.Keys(cs.Entries)) {
+		for _, ctr := range slices.Sorted(maps.Keys(cs.Entries[pod])) {
 			s, err := cpuset.Parse(cs.Entries[pod][ctr])
 			if err != nil {
 				out = append(out, Finding{Severity: SeverityError, Check: "cpu-unparsable", File: file, Entry: pod + "/" + ctr,
@@ -113,7 +115,7 @@ func cpuFindings(in Input, rep *decode.Report, checkedByStart bool) []Finding {
 			owners = append(owners, owner{pod, ctr, s})
 		}
 	}
-	for _, pod := range sortedKeys(cs.PodEntries) {
+	for _, pod := range slices.Sorted(maps.Keys(cs.PodEntries)) {
 		if s, err := cpuset.Parse(cs.PodEntries[pod]); err == nil {
 			owners = append(owners, owner{pod, "", s})
 		}
@@ -167,7 +169,7 @@ func cpuFindings(in Input, rep *decode.Report, checkedByStart bool) []Finding {
 			}
 		}
 	}
-	out = append(out, staleContainers(in, file, sortedKeys(cs.Entries), func(pod string) []string { return sortedKeys(cs.Entries[pod]) }, cpuFreed)...)
+	out = append(out, staleContainers(in, file, slices.Sorted(maps.Keys(cs.Entries)), func(pod string) []string { return slices.Sorted(maps.Keys(cs.Entries[pod])) }, cpuFreed)...)
 	return out
 }
 
@@ -231,8 +233,8 @@ func memoryFindings(in Input, rep *decode.Report) []Finding {
 	// Assigned bytes per node and type, as the blocks record them (spread over the affinity as
 	// the kubelet does it is not knowable; a single-node block is exact).
 	assigned := map[int]map[string]uint64{}
-	for _, pod := range sortedKeys(ms.Entries) {
-		for _, ctr := range sortedKeys(ms.Entries[pod]) {
+	for _, pod := range slices.Sorted(maps.Keys(ms.Entries)) {
+		for _, ctr := range slices.Sorted(maps.Keys(ms.Entries[pod])) {
 			for _, b := range ms.Entries[pod][ctr] {
 				if len(b.NUMAAffinity) == 1 {
 					id := b.NUMAAffinity[0]
@@ -255,7 +257,7 @@ func memoryFindings(in Input, rep *decode.Report) []Finding {
 	}
 	for _, id := range sortedInts(assigned) {
 		node := ms.MachineState[id]
-		for _, typ := range sortedKeys(assigned[id]) {
+		for _, typ := range slices.Sorted(maps.Keys(assigned[id])) {
 			var alloc uint64
 			if node != nil && node.MemoryMap[typ] != nil {
 				alloc = node.MemoryMap[typ].Allocatable
@@ -310,7 +312,7 @@ func memoryFindings(in Input, rep *decode.Report) []Finding {
 			}
 		}
 	}
-	out = append(out, staleContainers(in, file, sortedKeys(ms.Entries), func(pod string) []string { return sortedKeys(ms.Entries[pod]) }, memFreed)...)
+	out = append(out, staleContainers(in, file, slices.Sorted(maps.Keys(ms.Entries)), func(pod string) []string { return slices.Sorted(maps.Keys(ms.Entries[pod])) }, memFreed)...)
 	return out
 }
 

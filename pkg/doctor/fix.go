@@ -3,7 +3,9 @@ package doctor
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -135,19 +137,19 @@ func loses(rep *decode.Report) []string {
 	var out []string
 	switch s := rep.Decoded.(type) {
 	case *decode.CPUState:
-		for _, pod := range sortedKeys(s.Entries) {
-			for _, ctr := range sortedKeys(s.Entries[pod]) {
+		for _, pod := range slices.Sorted(maps.Keys(s.Entries)) {
+			for _, ctr := range slices.Sorted(maps.Keys(s.Entries[pod])) {
 				if set := s.Entries[pod][ctr]; set != "" {
 					out = append(out, fmt.Sprintf("pod %s container %s: exclusive CPUs %s", pod, ctr, set))
 				}
 			}
 		}
-		for _, pod := range sortedKeys(s.PodEntries) {
+		for _, pod := range slices.Sorted(maps.Keys(s.PodEntries)) {
 			out = append(out, fmt.Sprintf("pod %s: exclusive CPUs %s", pod, s.PodEntries[pod]))
 		}
 	case *decode.MemoryState:
-		for _, pod := range sortedKeys(s.Entries) {
-			for _, ctr := range sortedKeys(s.Entries[pod]) {
+		for _, pod := range slices.Sorted(maps.Keys(s.Entries)) {
+			for _, ctr := range slices.Sorted(maps.Keys(s.Entries[pod])) {
 				for _, b := range s.Entries[pod][ctr] {
 					out = append(out, fmt.Sprintf("pod %s container %s: %s %s on NUMA %v", pod, ctr, bytesText(b.Size), b.Type, b.NUMAAffinity))
 				}
@@ -192,7 +194,7 @@ func configCandidates(in StartInput, p Prediction) []candidate {
 			out = append(out, candidate{map[string]any{"cpuManagerPolicy": low}, func(c *KubeletConfig) { c.CPUManagerPolicy = low }})
 		}
 		// Options: turn the gate on, or drop the option.
-		for _, name := range sortedKeys(in.Config.CPUManagerPolicyOptions) {
+		for _, name := range slices.Sorted(maps.Keys(in.Config.CPUManagerPolicyOptions)) {
 			name := name
 			if strings.Contains(cpuErr, fmt.Sprintf("%q", name)) || strings.Contains(cpuErr, name+" and") || strings.Contains(cpuErr, "and "+name) {
 				for _, g := range []string{gateCPUAlphaOptions, gateCPUBetaOptions} {

@@ -3,7 +3,9 @@ package doctor
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"path"
+	"slices"
 	"sort"
 
 	v1 "k8s.io/api/core/v1"
@@ -187,14 +189,14 @@ func (m *memManager) validateState(e *env, ms *decode.MemoryState) error {
 	}
 	expected := m.defaultMachineState(e)
 	podLevel := e.era.PodLevelEntries && e.gate(gatePodLevelResources)
-	for _, pod := range sortedKeys(ms.Entries) {
+	for _, pod := range slices.Sorted(maps.Keys(ms.Entries)) {
 		if podLevel && len(ms.PodEntries[pod]) > 0 {
 			if err := expected.update(ms.PodEntries[pod], pod, ""); err != nil {
 				return err
 			}
 			continue
 		}
-		for _, ctr := range sortedKeys(ms.Entries[pod]) {
+		for _, ctr := range slices.Sorted(maps.Keys(ms.Entries[pod])) {
 			if err := expected.update(ms.Entries[pod][ctr], pod, ctr); err != nil {
 				return err
 			}
@@ -247,7 +249,7 @@ func diffStates(stored, expected machineState) []string {
 		for n := range x.MemoryMap {
 			names[n] = true
 		}
-		for _, n := range sortedKeys(names) {
+		for _, n := range slices.Sorted(maps.Keys(names)) {
 			st, xt := s.MemoryMap[n], x.MemoryMap[n]
 			if st == nil || xt == nil {
 				out = append(out, fmt.Sprintf("NUMA node %d %s: stored %v, expected %v", id, n, st != nil, xt != nil))

@@ -2,6 +2,8 @@ package render
 
 import (
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -42,7 +44,7 @@ func ClaimRows(in []Claims) []ClaimRow {
 				ns, name := podName(n.Names, uid)
 				base.Pods = append(base.Pods, podCell(ns, name, uid))
 			}
-			for _, driver := range sortedKeys(c.DriverState) {
+			for _, driver := range slices.Sorted(maps.Keys(c.DriverState)) {
 				for _, d := range c.DriverState[driver].Devices {
 					r := base
 					r.Driver, r.Pool, r.Device, r.Requests, r.CDIDevices = driver, d.PoolName, d.DeviceName, d.RequestNames, d.CDIDeviceIDs
@@ -58,7 +60,7 @@ func ClaimRows(in []Claims) []ClaimRow {
 					node = append(node, r)
 				}
 			}
-			for _, driver := range sortedKeys(c.CDIDevices) {
+			for _, driver := range slices.Sorted(maps.Keys(c.CDIDevices)) {
 				r := base
 				r.Driver, r.CDIDevices = driver, c.CDIDevices[driver]
 				node = append(node, r)
@@ -85,15 +87,6 @@ func deviceHealth(h *decode.DRAHealthState, driver, pool, device string) string 
 		return d.Health
 	}
 	return ""
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // PrintClaims prints each claim's devices, the pods sharing it and, when recorded, their health.

@@ -2,6 +2,8 @@ package render
 
 import (
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -108,7 +110,7 @@ func PrintPods(w io.Writer, o Options, in []PodAllocations) error {
 		cells := []string{pod, container, r.Source, resourceList(r.Requests), limits}
 		if o.Format == Wide {
 			var dirs []string
-			for _, v := range sortedKeys(r.EmptyDirs) {
+			for _, v := range slices.Sorted(maps.Keys(r.EmptyDirs)) {
 				dirs = append(dirs, v+"="+r.EmptyDirs[v])
 			}
 			cells = append(cells, r.ResizeStatus, strings.Join(dirs, ","), r.PodUID)
