@@ -77,6 +77,28 @@ func TestKubeletRestartRefusesChangedConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The changed configurations, and what doctor predicts for each while the kubelet still
+	// runs (the live doctor reads the node's state, machine and version through its debug pod).
+	changedConfig := map[string][]byte{}
+	predicted := map[string]doctorStart{}
+	for _, tc := range restartCases {
+		var cfg map[string]any
+		if err := yaml.Unmarshal(orig, &cfg); err != nil {
+			t.Fatal(err)
+		}
+		tc.change(cfg, assigned)
+		changed, err := yaml.Marshal(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		file := filepath.Join(node.State, "kubelet-"+tc.name+".yaml")
+		if err := os.WriteFile(file, changed, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		changedConfig[tc.name] = changed
+		predicted[tc.name] = predictStart(t, file)
+	}
+
 	script := filepath.Join(node.Repo, "hack/e2e-node/kubelet.sh")
 	if out, err := exec.Command(script, "stop").CombinedOutput(); err != nil {
 		t.Fatalf("stop the kubelet: %v\n%s", err, out)
@@ -96,26 +118,15 @@ func TestKubeletRestartRefusesChangedConfig(t *testing.T) {
 
 	for _, tc := range restartCases {
 		t.Run(tc.name, func(t *testing.T) {
-			var cfg map[string]any
-			if err := yaml.Unmarshal(orig, &cfg); err != nil {
-				t.Fatal(err)
-			}
-			tc.change(cfg, assigned)
-			changed, err := yaml.Marshal(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
+			changed := changedConfig[tc.name]
 			file := filepath.Join(node.State, "kubelet-"+tc.name+".yaml")
-			if err := os.WriteFile(file, changed, 0o600); err != nil {
-				t.Fatal(err)
-			}
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, script, "run", file)
 			var out bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &out
 			start := time.Now()
-			err = cmd.Run()
+			err := cmd.Run()
 			took := time.Since(start)
 			code := cmd.ProcessState.ExitCode()
 			if ctx.Err() != nil {
@@ -132,6 +143,14 @@ func TestKubeletRestartRefusesChangedConfig(t *testing.T) {
 			// The same words on any machine: the state path as on a default node.
 			normal := strings.ReplaceAll(msg, node.KubeletRoot, "/var/lib/kubelet")
 			checkVector(t, tc, normal, code, changed, state, assigned)
+			// Doctor said so before the restart, in the kubelet's words (the kubelet prefixes
+			// a manager's Start error with "start cpu manager error: ").
+			p := predicted[tc.name]
+			wantErr := strings.TrimPrefix(strings.TrimPrefix(normal, "start cpu manager error: "), "start memory manager error: ")
+			gotErr := strings.ReplaceAll(p.Error, node.KubeletRoot, "/var/lib/kubelet")
+			if p.Starts || gotErr != wantErr {
+				t.Errorf("doctor predicted starts=%v error:\n  %s\nthe real kubelet said:\n  %s", p.Starts, gotErr, wantErr)
+			}
 		})
 	}
 	// Restarting with its own configuration must work again (t.Cleanup also covers failures).
@@ -207,4 +226,37 @@ func checkVector(t *testing.T, tc restartCase, msg string, code int, cfg []byte,
 	if got.Error != want.Error || got.ExitCode != want.ExitCode {
 		t.Errorf("the kubelet now says (exit %d):\n  %s\nrecorded (exit %d):\n  %s", got.ExitCode, got.Error, want.ExitCode, want.Error)
 	}
+}
+
+// doctorStart is the kubeletStart doctor prints.
+type doctorStart struct {
+	Starts bool   `json:"starts"`
+	Error  string `json:"error"`
+	Phase  string `json:"phase"`
+}
+
+// predictStart runs the live doctor on the node with config as the configuration about to be
+// rolled out, and returns its start prediction.
+func predictStart(t *testing.T, config string) doctorStart {
+	t.Helper()
+	r := nodestate(t, "doctor", "--kubelet-config", config, "-o", "json")
+	if r.code != 0 && r.code != 1 {
+		t.Fatalf("doctor: %s", r)
+	}
+	var one struct {
+		KubeletStart *doctorStart `json:"kubeletStart"`
+		Items        []struct {
+			KubeletStart *doctorStart `json:"kubeletStart"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &one); err != nil {
+		t.Fatalf("doctor -o json: %v\n%s", err, r)
+	}
+	if one.KubeletStart == nil && len(one.Items) == 1 {
+		one.KubeletStart = one.Items[0].KubeletStart
+	}
+	if one.KubeletStart == nil {
+		t.Fatalf("doctor printed no kubeletStart:\n%s", r)
+	}
+	return *one.KubeletStart
 }
