@@ -1,6 +1,7 @@
 package cmdutil
 
 import (
+	"encoding/json"
 	"fmt"
 	"path"
 	"sort"
@@ -37,7 +38,7 @@ func (o *SourceOptions) AddFlags(cmd *cobra.Command) {
 	f.StringVar(&o.FromDir, "from-dir", "", "Read files copied off a node: a directory laid out like the kubelet root dir, or a tar/tar.gz of one")
 	f.StringVar(&o.FromFile, "from-file", "", "Read one checkpoint file (its kind is taken from its name unless --kind is given)")
 	f.StringVar(&o.Kind, "kind", "", "Kind of the --from-file file: "+strings.Join(kindNames(), ", "))
-	f.StringVar(&o.KubeletVersion, "kubelet-version", "", "Judge the files as this kubelet version would on restart (e.g. v1.36.4); default: the node's version, or offline the last release writing each file's format")
+	f.StringVar(&o.KubeletVersion, "kubelet-version", "", "Judge the files as this kubelet version would on restart (e.g. v1.36.4); default: the node's version; offline, the version collect recorded, else the newest release that could have written all the files")
 	f.StringVar(&o.FeatureGates, "feature-gates", "", "Feature gates of that kubelet, e.g. PodLevelResourceManagers=true")
 	f.StringVar(&o.KubeletRootDir, "kubelet-root-dir", decode.DefaultRootDir, "The kubelet's --root-dir on the node")
 	f.StringVarP(&o.Output, "output", "o", "", "Output format: one of "+strings.Join(render.Formats, "|"))
@@ -136,6 +137,23 @@ type Snapshot struct {
 	Warnings []string
 	// Err is why the node could not be read at all.
 	Err error
+	// KubeletVersionFrom says where an offline KubeletVersion came from (a collect bundle).
+	KubeletVersionFrom string
+
+	// Set by Decode: which kubelet judged the files and why (one line), and the files no kubelet
+	// writes beside the others (one line each).
+	Judged   string
+	Findings []string
+}
+
+// NodeInfoFile is what collect writes beside a node's files: the node and its kubelet version,
+// so that a later --from-dir judges them by that kubelet.
+const NodeInfoFile = "nodestate-node.json"
+
+// NodeInfo is the content of NodeInfoFile.
+type NodeInfo struct {
+	Node           string `json:"node"`
+	KubeletVersion string `json:"kubeletVersion,omitempty"`
 }
 
 // LoadOffline reads --from-dir or --from-file.
@@ -155,11 +173,22 @@ func (o *SourceOptions) LoadOffline() (*Snapshot, error) {
 		}
 		return &Snapshot{Files: map[string][]byte{o.FromFile: b}, Kinds: map[string]decode.Kind{o.FromFile: kind}}, nil
 	}
-	snap, err := local.Read(o.FromDir, decode.Paths(), local.DefaultLimits)
+	snap, err := local.Read(o.FromDir, append(decode.Paths(), NodeInfoFile), local.DefaultLimits)
 	if err != nil {
 		return nil, err
 	}
-	return &Snapshot{Files: snap.Files, TempFiles: snap.TempFiles, Oversized: snap.Oversized}, nil
+	out := &Snapshot{Files: snap.Files, TempFiles: snap.TempFiles, Oversized: snap.Oversized}
+	if b, ok := out.Files[NodeInfoFile]; ok {
+		delete(out.Files, NodeInfoFile)
+		var info NodeInfo
+		if err := json.Unmarshal(b, &info); err != nil {
+			out.Warnings = append(out.Warnings, fmt.Sprintf("%s is not what collect writes (%v): ignored", NodeInfoFile, err))
+		} else if info.KubeletVersion != "" {
+			out.KubeletVersion = info.KubeletVersion
+			out.KubeletVersionFrom = fmt.Sprintf("node %s's version, recorded by collect in %s", info.Node, NodeInfoFile)
+		}
+	}
+	return out, nil
 }
 
 // Decode judges every file of the snapshot, in the kubelet's file order, plus a row for each
@@ -174,6 +203,49 @@ func (o *SourceOptions) Decode(s *Snapshot) ([]render.FileResult, error) {
 			versionNote = fmt.Sprintf("the node reports kubelet version %q, which names no release: judged by the file's own format instead (see --kubelet-version)", s.KubeletVersion)
 		}
 	}
+	why := ""
+	switch {
+	case o.Kubelet != nil:
+		why = "--kubelet-version"
+	case reader != nil && s.KubeletVersionFrom != "":
+		why = s.KubeletVersionFrom
+	case reader != nil:
+		why = "the node's own kubelet version"
+	}
+	out := o.decodeFiles(s, reader, versionNote)
+	// One node runs one kubelet: with none known, the newest that could have written the files
+	// together judges them all; files no such kubelet writes are a finding either way.
+	var formats []decode.FileFormat
+	for _, r := range out {
+		formats = append(formats, decode.FileFormat{File: r.File, Kind: r.Kind, Format: r.Format})
+	}
+	if judge, ok := decode.ChooseJudge(formats); ok {
+		if reader == nil {
+			reader, why = &judge.Kubelet, judge.Why()
+			out = o.decodeFiles(s, reader, versionNote)
+		}
+		s.Findings = apartFindings(out, judge)
+	}
+	if reader != nil {
+		s.Judged = fmt.Sprintf("Judged by kubelet %s: %s.", reader, why)
+	}
+	for _, p := range s.Oversized {
+		// The kind lets the show commands warn about (and count) an oversized file of theirs.
+		kind, _ := decode.ParseKind(p)
+		msg := fmt.Sprintf("larger than the %d MiB cap for a checkpoint; not read", decode.MaxFileSize>>20)
+		out = append(out, render.FileResult{Node: s.Node, Report: &decode.Report{File: p, Kind: kind, Verdict: decode.Unreadable,
+			Error: msg, Cause: fmt.Sprintf("over the %d MiB cap; not read", decode.MaxFileSize>>20)}})
+	}
+	for _, p := range s.TempFiles {
+		out = append(out, render.FileResult{Node: s.Node, Report: &decode.Report{File: p, Verdict: decode.NotRead,
+			Error: "leftover temp file of an interrupted kubelet write; the kubelet ignores it and it is safe to delete",
+			Cause: "temp file of an interrupted write; safe to delete"}})
+	}
+	return out, nil
+}
+
+// decodeFiles judges every file of the snapshot for reader (nil: each file's own era).
+func (o *SourceOptions) decodeFiles(s *Snapshot, reader *decode.Kubelet, versionNote string) []render.FileResult {
 	opts := decode.Options{Kubelet: reader, RootDir: o.KubeletRootDir}
 	var out []render.FileResult
 	for _, p := range sortedPaths(s) {
@@ -188,18 +260,35 @@ func (o *SourceOptions) Decode(s *Snapshot) ([]render.FileResult, error) {
 		}
 		out = append(out, render.FileResult{Node: s.Node, Report: rep})
 	}
-	for _, p := range s.Oversized {
-		// The kind lets the show commands warn about (and count) an oversized file of theirs.
-		kind, _ := decode.ParseKind(p)
-		msg := fmt.Sprintf("larger than the %d MiB cap for a checkpoint; not read", decode.MaxFileSize>>20)
-		out = append(out, render.FileResult{Node: s.Node, Report: &decode.Report{File: p, Kind: kind, Verdict: decode.Unreadable,
-			Error: msg, Cause: msg}})
+	return out
+}
+
+// apartFindings marks the files the judge's writers never write beside the others, and says
+// each in one line.
+func apartFindings(out []render.FileResult, judge decode.Judge) []string {
+	var lines []string
+	var others []string
+	for _, f := range judge.Writes {
+		others = append(others, f.File)
 	}
-	for _, p := range s.TempFiles {
-		out = append(out, render.FileResult{Node: s.Node, Report: &decode.Report{File: p, Verdict: decode.NotRead,
-			Error: "leftover temp file of an interrupted kubelet write; the kubelet ignores it and it is safe to delete"}})
+	for _, f := range judge.Apart {
+		for _, r := range out {
+			if r.File == f.File {
+				r.Apart = true
+			}
+		}
+		lines = append(lines, fmt.Sprintf("Finding: %s (%s) is written only by kubelet %s, never by the kubelet that wrote %s: another kubelet left it, and none has rewritten it since.",
+			f.File, f.Format, decode.WrittenBy(f.Kind, f.Format), joinAnd(others)))
 	}
-	return out, nil
+	return lines
+}
+
+// joinAnd lists names: "a", "a and b", "a, b and c".
+func joinAnd(names []string) string {
+	if len(names) <= 1 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
 
 // sortedPaths orders files as decode.Files lists them, then any --from-file path.

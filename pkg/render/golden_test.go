@@ -95,21 +95,37 @@ func src(node string, multi bool) Source {
 // and an oversized file as cmdutil reports them); with nodes, worker-1 all valid, worker-2 the
 // broken node and worker-3 a node that could not be read.
 func verifyResults(t testing.TB, multi bool) []FileResult {
+	// The broken node's files are judged together by one kubelet, as cmdutil does offline: the
+	// newest that writes most of them, the others marked apart.
 	broken := func(node string) []FileResult {
 		var out []FileResult
+		var formats []decode.FileFormat
 		for _, f := range decode.Files {
 			if _, err := os.Stat(filepath.Join(repo, "examples/broken-node", f.Path)); err != nil {
 				continue
 			}
 			rep := decodeFile(t, f.Kind, "examples/broken-node/"+f.Path)
-			rep.File = f.Path
+			formats = append(formats, decode.FileFormat{File: f.Path, Kind: f.Kind, Format: rep.Format})
+		}
+		judge, _ := decode.ChooseJudge(formats)
+		for _, f := range formats {
+			raw, err := os.ReadFile(filepath.Join(repo, "examples/broken-node", f.File))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep := decode.Decode(f.Kind, raw, decode.Options{Kubelet: &judge.Kubelet})
+			rep.File = f.File
+			for _, a := range judge.Apart {
+				rep.Apart = rep.Apart || a.File == f.File
+			}
 			out = append(out, FileResult{Node: node, Report: rep})
 		}
 		return append(out,
 			FileResult{Node: node, Report: &decode.Report{File: "pod_status_manager_state", Kind: decode.KindPodStatus, Verdict: decode.Unreadable,
-				Error: "larger than the 64 MiB cap for a checkpoint; not read", Cause: "larger than the 64 MiB cap for a checkpoint; not read"}},
+				Error: "larger than the 64 MiB cap for a checkpoint; not read", Cause: "over the 64 MiB cap; not read"}},
 			FileResult{Node: node, Report: &decode.Report{File: ".482910377", Verdict: decode.NotRead,
-				Error: "leftover temp file of an interrupted kubelet write; the kubelet ignores it and it is safe to delete"}})
+				Error: "leftover temp file of an interrupted kubelet write; the kubelet ignores it and it is safe to delete",
+				Cause: "temp file of an interrupted write; safe to delete"}})
 	}
 	if !multi {
 		return broken("")

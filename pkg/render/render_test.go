@@ -308,15 +308,45 @@ func TestVerifyChecksumStates(t *testing.T) {
 	if len(rs) != 3 {
 		t.Fatalf("want a header and 2 rows:\n%s", out)
 	}
-	if rs[1][2] != "valid" || rs[1][3] != "checksum 0-accepted" {
+	if rs[1][2] != "valid" || rs[1][5] != "checksum 0 (accepted)" {
 		t.Errorf("zero checksum row: %q", rs[1])
 	}
-	if rs[2][2] != "corrupt" || rs[2][3] != "checksum MISMATCH" {
-		t.Errorf("altered checksum row: %q", rs[2])
-	}
 	c := altered.Checksums[0]
-	if want := strconv.FormatUint(c.Stored, 10) + "/" + strconv.FormatUint(c.Computed, 10); !strings.Contains(out, want) {
-		t.Errorf("wide output lacks stored/computed %s:\n%s", want, out)
+	if want := "checksum " + strconv.FormatUint(c.Stored, 10) + "/" + strconv.FormatUint(c.Computed, 10); rs[2][2] != "corrupt" || rs[2][5] != want {
+		t.Errorf("altered checksum row: %q, want CHECKSUMS %q", rs[2], want)
+	}
+	out = printed(t, func(b *bytes.Buffer) error {
+		return Verify(b, Options{}, []FileResult{{Report: zero}, {Report: altered}})
+	})
+	rs = rows(out)
+	if want := "checksum is 0, which kubelet " + zero.Reader + " accepts unverified: it restores the file"; rs[1][3] != want {
+		t.Errorf("zero checksum sentence %q, want %q", rs[1][3], want)
+	}
+	if want := "checksum does not match: kubelet " + altered.Reader + " refuses it (checkpoint is corrupted)"; rs[2][3] != want {
+		t.Errorf("altered checksum sentence %q, want %q", rs[2][3], want)
+	}
+}
+
+// -o wide of the bundled examples fits a 160-column terminal, and no row says a thing twice.
+func TestVerifyWideFits(t *testing.T) {
+	for _, multi := range []bool{false, true} {
+		out := printed(t, func(b *bytes.Buffer) error {
+			return Verify(b, Options{Format: Wide, ShowNode: multi}, verifyResults(t, multi))
+		})
+		for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+			if len(line) > 160 {
+				t.Errorf("%d columns: %s", len(line), line)
+			}
+		}
+		for _, r := range rows(out)[1:] {
+			seen := map[string]bool{}
+			for _, c := range r {
+				if seen[c] && c != "-" {
+					t.Errorf("cell %q repeated in %q", c, r)
+				}
+				seen[c] = true
+			}
+		}
 	}
 }
 

@@ -330,6 +330,10 @@ func TestLiveCommands(t *testing.T) {
 			if r := RunPlugin(t, "verify", "--from-dir", filepath.Join(dir, n.name), "--kubelet-version", n.version); r.ExitCode != 0 {
 				t.Errorf("verify --from-dir of the collected %s: %s", n.name, r)
 			}
+			// Without the flag, the kubelet version collect recorded judges the copy.
+			if r := RunPlugin(t, "verify", "--from-dir", filepath.Join(dir, n.name)); !strings.Contains(r.Stderr, "recorded by collect") {
+				t.Errorf("verify --from-dir of the collected %s is not judged by the recorded version: %s", n.name, r)
+			}
 		}
 		var summary []struct {
 			Node  string            `json:"node"`

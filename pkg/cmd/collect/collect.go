@@ -36,8 +36,9 @@ func NewCmdCollect(flags *genericclioptions.ConfigFlags, streams genericiooption
 		Short: "Copy nodes' raw checkpoint files into a directory, with a verification summary",
 		Long: cmdutil.LongDesc(`
 			Collect copies every checkpoint file of each node to DIR/<node>/<path under the kubelet
-			root dir> (mode 0600), writes DIR/<node>/verify.json, and DIR/summary.json for all
-			nodes. The copies can be read later with --from-dir DIR/<node>.`),
+			root dir> (mode 0600), writes DIR/<node>/verify.json, DIR/<node>/nodestate-node.json (the
+			node's kubelet version), and DIR/summary.json for all nodes. The copies can be read
+			later with --from-dir DIR/<node>, judged by the kubelet version recorded.`),
 		Example: cmdutil.Examples(`
 			kubectl nodestate collect worker-1 worker-2 -d ./nodestate-bundle
 			kubectl nodestate collect --all-nodes -l node-role.kubernetes.io/gpu -d ./bundle`),
@@ -69,9 +70,12 @@ func (o *Options) Validate() error {
 
 // nodeSummary is one node's entry in summary.json.
 type nodeSummary struct {
-	Node  string              `json:"node"`
-	Error string              `json:"error,omitempty"`
-	Files []render.FileResult `json:"files,omitempty"`
+	Node string `json:"node"`
+	// KubeletVersion is the node's status.nodeInfo.kubeletVersion, also written to
+	// DIR/<node>/nodestate-node.json so that --from-dir DIR/<node> judges by it.
+	KubeletVersion string              `json:"kubeletVersion,omitempty"`
+	Error          string              `json:"error,omitempty"`
+	Files          []render.FileResult `json:"files,omitempty"`
 }
 
 // Run copies, verifies and summarises.
@@ -92,6 +96,10 @@ func (o *Options) Run(ctx context.Context) error {
 		if err := fetch.WriteFiles(nodeDir, s.Files); err != nil {
 			return err
 		}
+		info := cmdutil.NodeInfo{Node: s.Node, KubeletVersion: s.KubeletVersion}
+		if err := writeJSON(filepath.Join(nodeDir, cmdutil.NodeInfoFile), info); err != nil {
+			return err
+		}
 		results, err := o.Source.Decode(s)
 		if err != nil {
 			return err
@@ -105,7 +113,7 @@ func (o *Options) Run(ctx context.Context) error {
 		if err := writeJSON(filepath.Join(nodeDir, "verify.json"), results); err != nil {
 			return err
 		}
-		summary = append(summary, nodeSummary{Node: s.Node, Files: results})
+		summary = append(summary, nodeSummary{Node: s.Node, KubeletVersion: s.KubeletVersion, Files: results})
 		all = append(all, results...)
 		return nil
 	})

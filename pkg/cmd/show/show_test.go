@@ -183,7 +183,7 @@ func TestShowOversizedFileWarns(t *testing.T) {
 	if code != 1 {
 		t.Errorf("exit %d, want 1", code)
 	}
-	want := "warning: " + dir + ": cpu_manager_state is unreadable (larger than the 64 MiB cap for a checkpoint; not read); nothing to show\n"
+	want := "warning: " + dir + ": cpu_manager_state is unreadable (over the 64 MiB cap; not read); nothing to show\n"
 	if errOut != want {
 		t.Errorf("stderr:\n got %q\nwant %q", errOut, want)
 	}

@@ -41,12 +41,18 @@ func NewCmdVerify(flags *genericclioptions.ConfigFlags, streams genericiooptions
 		Use:   "verify [NODE...] [--all-nodes] | --from-dir DIR | --from-file FILE",
 		Short: "Verify the checksum and format of every checkpoint file",
 		Long: cmdutil.LongDesc(`
-			Verify recognises each checkpoint file's format and version, recomputes every checksum
-			with the exact rule of the kubelet that wrote it, and says which rule matched. With
-			--kubelet-version it predicts what that kubelet would make of the file on restart.
+			Verify recognises each checkpoint file's format and version, recomputes every checksum,
+			and says in a sentence what one kubelet makes of each file on restart (-o wide and
+			-o json add the checksum rule ids and values).
 
-			Exit status: 0 when every file is valid, 1 when a file is not, 2 when a node or file
-			could not be read at all.`),
+			A node runs one kubelet, so all its files are judged by one: a live node's own version;
+			offline, --kubelet-version, else the version collect recorded, else the newest release
+			that could have written all the files together. A line on stderr says which and why.
+			Files no single kubelet writes together (a 1.19 device file beside 1.37 CPU files) are
+			reported as a finding.
+
+			Exit status: 0 when every file is valid, 1 when a file is not valid, 2 when a node or
+			file could not be read at all, 3 on a usage error.`),
 		Example:           example,
 		ValidArgsFunction: cmdutil.CompleteNodeNames(flags),
 		RunE:              cmdutil.RunE(o),
@@ -75,6 +81,17 @@ func (o *Options) Run(ctx context.Context) error {
 			var err error
 			if rs, err = o.Source.Decode(s); err != nil {
 				return err
+			}
+			// Offline, the one kubelet judging the files heads the output (on stderr: -o json
+			// stays parseable); live, each node is judged by its own, shown in -o wide.
+			if o.Source.Offline() && s.Judged != "" {
+				fmt.Fprintln(o.ErrOut, s.Judged)
+			}
+			for _, f := range s.Findings {
+				if s.Node != "" {
+					f = "node " + s.Node + ": " + f
+				}
+				fmt.Fprintln(o.ErrOut, f)
 			}
 			if len(rs) == 0 {
 				fmt.Fprintf(o.ErrOut, "%s: no checkpoint files found (is it the kubelet root dir? see --kubelet-root-dir)\n", cmdutil.Where(s, &o.Source))
