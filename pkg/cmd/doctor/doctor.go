@@ -68,7 +68,7 @@ func NewCmdDoctor(flags *genericclioptions.ConfigFlags, streams genericiooptions
 			(or .json) are the defaults. Checks whose input is missing are skipped and named.
 
 			Exit status: 0 when nothing is an error, 1 when something is, 2 when a node could
-			not be read.`),
+			not be read, 3 on a usage error.`),
 		Example:           example,
 		ValidArgsFunction: cmdutil.CompleteNodeNames(flags),
 		RunE:              cmdutil.RunE(o),
