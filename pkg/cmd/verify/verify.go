@@ -71,6 +71,10 @@ func (o *Options) Run(ctx context.Context) error {
 	ro.Stream = stream
 	err := o.Each(ctx, o.ErrOut, func(s *cmdutil.Snapshot) error {
 		for _, w := range s.Warnings {
+			if s.Node == "" { // offline
+				fmt.Fprintf(o.ErrOut, "warning: %s\n", w)
+				continue
+			}
 			fmt.Fprintf(o.ErrOut, "warning: node %s: %s\n", s.Node, w)
 		}
 		var rs []render.FileResult

@@ -131,6 +131,15 @@ func TestVerifyCollectedBundle(t *testing.T) {
 	if errOut != "Judged by kubelet v1.37.1: --kubelet-version.\n" {
 		t.Errorf("stderr %q", errOut)
 	}
+	// A node file collect did not write is said, and the files are judged without it.
+	if err := os.WriteFile(filepath.Join(dir, cmdutil.NodeInfoFile), []byte("not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, _ = run(t, "verify", "--from-dir", dir)
+	if !strings.HasPrefix(errOut, "warning: nodestate-node.json is not what collect writes") ||
+		!strings.Contains(errOut, "Judged by kubelet v1.37.1: the newest release") {
+		t.Errorf("stderr %q", errOut)
+	}
 }
 
 type item struct {
