@@ -192,7 +192,7 @@ func TestLiveCommands(t *testing.T) {
 		if r.ExitCode != 0 || len(rows) != 1+len(cur.files) {
 			t.Fatalf("want exit 0 and %d rows: %s", len(cur.files), r)
 		}
-		if !strings.Contains(strings.Join(rows[0], " "), "KUBELET STORED/COMPUTED") {
+		if !strings.Contains(strings.Join(rows[0], " "), "KUBELET RULE DETAIL") {
 			t.Errorf("wide header %q", rows[0])
 		}
 		for _, row := range rows[1:] {

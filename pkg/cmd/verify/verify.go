@@ -47,9 +47,10 @@ func NewCmdVerify(flags *genericclioptions.ConfigFlags, streams genericiooptions
 
 			A node runs one kubelet, so all its files are judged by one: a live node's own version;
 			offline, --kubelet-version, else the version collect recorded, else the newest release
-			that could have written all the files together. A line on stderr says which and why.
-			Files no single kubelet writes together (a 1.19 device file beside 1.37 CPU files) are
-			reported as a finding.
+			that could have written all the files together; offline, a line on stderr says which
+			and why. A file no kubelet writes beside the others (a 1.19 device file beside 1.37
+			CPU files: it was never rewritten) is a finding: its row says so, and offline a
+			"Finding:" line on stderr too.
 
 			Exit status: 0 when every file is valid, 1 when a file is not valid, 2 when a node or
 			file could not be read at all, 3 on a usage error.`),
@@ -86,16 +87,17 @@ func (o *Options) Run(ctx context.Context) error {
 			if rs, err = o.Source.Decode(s); err != nil {
 				return err
 			}
-			// Offline, the one kubelet judging the files heads the output (on stderr: -o json
-			// stays parseable); live, each node is judged by its own, shown in -o wide.
-			if o.Source.Offline() && s.Judged != "" {
-				fmt.Fprintln(o.ErrOut, s.Judged)
-			}
-			for _, f := range s.Findings {
-				if s.Node != "" {
-					f = "node " + s.Node + ": " + f
+			// Offline, the one kubelet judging the files and the files apart from the others
+			// head the output (on stderr: -o json stays parseable). Live, each node is judged by
+			// its own kubelet (-o wide shows it) and a file apart says so in its row, so that a
+			// fan-out's stderr stays one line per node not read.
+			if o.Source.Offline() {
+				if s.Judged != "" {
+					fmt.Fprintln(o.ErrOut, s.Judged)
 				}
-				fmt.Fprintln(o.ErrOut, f)
+				for _, f := range s.Findings {
+					fmt.Fprintln(o.ErrOut, f)
+				}
 			}
 			if len(rs) == 0 {
 				fmt.Fprintf(o.ErrOut, "%s: no checkpoint files found (is it the kubelet root dir? see --kubelet-root-dir)\n", cmdutil.Where(s, &o.Source))
