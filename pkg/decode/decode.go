@@ -223,7 +223,8 @@ func allMatch(cs []ChecksumResult) bool {
 }
 
 // breaksOf replays the other releases' restore paths (gates at their defaults) on a file reader
-// accepts, for the nearest ones on either side that refuse it.
+// accepts, for the nearest ones on either side that refuse it as corrupted: a checksum they
+// check does not match (a release that cannot parse the layout at all is another story).
 func breaksOf(kind Kind, in *input, reader Kubelet, rootDir string) *Breaks {
 	b := &Breaks{}
 	for _, v := range releases {
@@ -232,7 +233,7 @@ func breaksOf(kind Kind, in *input, reader Kubelet, rootDir string) *Breaks {
 			continue
 		}
 		out := simulate(kind, in, k, rootDir)
-		if out.verdict != Corrupt && out.verdict != Unreadable {
+		if out.verdict != Corrupt {
 			continue
 		}
 		if v.LessThan(reader.Version) {

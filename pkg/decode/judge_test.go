@@ -115,6 +115,16 @@ func TestBreaks(t *testing.T) {
 	if rep.Verdict != Valid || rep.Breaks == nil || rep.Breaks.Older != "1.36" || rep.Breaks.Newer != "" {
 		t.Fatalf("verdict %s, breaks %+v", rep.Verdict, rep.Breaks)
 	}
+	// Judged by 1.36, the same CPU file of the broken node breaks upgrades only: 1.17 refuses it
+	// too, but cannot parse it at all, which is not the mismatch.
+	raw, err = os.ReadFile(filepath.Join("..", "..", "examples", "broken-node", "cpu_manager_state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k136 := MustParseKubelet("v1.36.4")
+	if rep := Decode(KindCPU, raw, Options{Kubelet: &k136}); rep.Verdict != Valid || rep.Breaks == nil || *rep.Breaks != (Breaks{Newer: "1.37"}) {
+		t.Fatalf("cpu file for 1.36: verdict %s, breaks %+v", rep.Verdict, rep.Breaks)
+	}
 	// An intact file breaks nothing.
 	raw, err = os.ReadFile(filepath.Join("..", "..", "examples", "kubelet-root", "memory_manager_state"))
 	if err != nil {

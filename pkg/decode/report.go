@@ -39,7 +39,7 @@ type Report struct {
 	WrittenBy string `json:"writtenBy,omitempty"`
 	ReadBy    string `json:"readBy,omitempty"`
 	// Breaks, for a file its reader accepts although a checksum does not match, names the
-	// nearest releases that would refuse it.
+	// nearest releases that would refuse it as corrupted.
 	Breaks *Breaks `json:"breaks,omitempty"`
 	// Apart is set by a caller judging a node's files together (ChooseJudge): no kubelet that
 	// writes the node's other files writes this one in its format.

@@ -313,7 +313,7 @@ func TestVerifyChecksumStates(t *testing.T) {
 	}
 	c := altered.Checksums[0]
 	if want := "checksum " + strconv.FormatUint(c.Stored, 10) + "/" + strconv.FormatUint(c.Computed, 10); rs[2][2] != "corrupt" || rs[2][5] != want {
-		t.Errorf("altered checksum row: %q, want CHECKSUMS %q", rs[2], want)
+		t.Errorf("altered checksum row: %q, want DETAIL %q", rs[2], want)
 	}
 	out = printed(t, func(b *bytes.Buffer) error {
 		return Verify(b, Options{}, []FileResult{{Report: zero}, {Report: altered}})
