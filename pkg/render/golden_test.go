@@ -95,32 +95,8 @@ func src(node string, multi bool) Source {
 // and an oversized file as cmdutil reports them); with nodes, worker-1 all valid, worker-2 the
 // broken node and worker-3 a node that could not be read.
 func verifyResults(t testing.TB, multi bool) []FileResult {
-	// The broken node's files are judged together by one kubelet, as cmdutil does offline: the
-	// newest that writes most of them, the others marked apart.
 	broken := func(node string) []FileResult {
-		var out []FileResult
-		var formats []decode.FileFormat
-		for _, f := range decode.Files {
-			if _, err := os.Stat(filepath.Join(repo, "examples/broken-node", f.Path)); err != nil {
-				continue
-			}
-			rep := decodeFile(t, f.Kind, "examples/broken-node/"+f.Path)
-			formats = append(formats, decode.FileFormat{File: f.Path, Kind: f.Kind, Format: rep.Format})
-		}
-		judge, _ := decode.ChooseJudge(formats)
-		for _, f := range formats {
-			raw, err := os.ReadFile(filepath.Join(repo, "examples/broken-node", f.File))
-			if err != nil {
-				t.Fatal(err)
-			}
-			rep := decode.Decode(f.Kind, raw, decode.Options{Kubelet: &judge.Kubelet})
-			rep.File = f.File
-			for _, a := range judge.Apart {
-				rep.Apart = rep.Apart || a.File == f.File
-			}
-			out = append(out, FileResult{Node: node, Report: rep})
-		}
-		return append(out,
+		return append(judgedTogether(t, "examples/broken-node", node),
 			FileResult{Node: node, Report: &decode.Report{File: "pod_status_manager_state", Kind: decode.KindPodStatus, Verdict: decode.Unreadable,
 				Error: "larger than the 64 MiB cap for a checkpoint; not read", Cause: "over the 64 MiB cap; not read"}},
 			FileResult{Node: node, Report: &decode.Report{File: ".482910377", Verdict: decode.NotRead,
@@ -130,18 +106,38 @@ func verifyResults(t testing.TB, multi bool) []FileResult {
 	if !multi {
 		return broken("")
 	}
-	var out []FileResult
-	for _, f := range decode.Files {
-		if _, err := os.Stat(filepath.Join(repo, root1, f.Path)); err != nil {
-			continue
-		}
-		rep := decodeFile(t, f.Kind, root1+f.Path)
-		rep.File = f.Path
-		out = append(out, FileResult{Node: "worker-1", Report: rep})
-	}
-	out = append(out, broken("worker-2")...)
+	out := append(judgedTogether(t, root1, "worker-1"), broken("worker-2")...)
 	return append(out, FileResult{Node: "worker-3", Report: &decode.Report{File: "-", Verdict: decode.Unreadable,
 		Cause: "API error", Error: `Get "https://10.0.0.1:6443/api/v1/nodes/worker-3": dial tcp 10.0.0.1:6443: connect: connection refused`}})
+}
+
+// judgedTogether decodes a kubelet dir's files as cmdutil does offline: all by the one kubelet
+// that writes most of them (decode.ChooseJudge), the files it does not write marked apart.
+func judgedTogether(t testing.TB, dir, node string) []FileResult {
+	var formats []decode.FileFormat
+	raws := map[string][]byte{}
+	for _, f := range decode.Files {
+		raw, err := os.ReadFile(filepath.Join(repo, dir, f.Path))
+		if err != nil {
+			continue
+		}
+		raws[f.Path] = raw
+		formats = append(formats, decode.FileFormat{File: f.Path, Kind: f.Kind, Format: decode.Decode(f.Kind, raw, decode.Options{}).Format})
+	}
+	judge, ok := decode.ChooseJudge(formats)
+	if !ok {
+		t.Fatalf("%s: no judge", dir)
+	}
+	var out []FileResult
+	for _, f := range formats {
+		rep := decode.Decode(f.Kind, raws[f.File], decode.Options{Kubelet: &judge.Kubelet})
+		rep.File = f.File
+		for _, a := range judge.Apart {
+			rep.Apart = rep.Apart || a.File == f.File
+		}
+		out = append(out, FileResult{Node: node, Report: rep})
+	}
+	return out
 }
 
 func cpuInput(t testing.TB, multi bool) []CPUs {
