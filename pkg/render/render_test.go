@@ -405,3 +405,42 @@ func TestPodsMarkDebugPods(t *testing.T) {
 		t.Errorf("JSON marks %d rows as debugPod, want 2:\n%s", n, js)
 	}
 }
+
+// Meaning words each verdict: what was checked, by which kubelet, what it means.
+func TestMeaning(t *testing.T) {
+	ok := func(field string) decode.ChecksumResult { return decode.ChecksumResult{Field: field, Match: true} }
+	bad := func(field string) decode.ChecksumResult { return decode.ChecksumResult{Field: field, Stored: 1, Computed: 2} }
+	for _, tc := range []struct {
+		name string
+		r    decode.Report
+		want string
+	}{
+		{"valid, the device file's capitalised field in lower case",
+			decode.Report{Reader: "v1.37.1", Verdict: decode.Valid, Checksums: []decode.ChecksumResult{ok("Checksum")}},
+			"checksum matches: kubelet v1.37.1 restores it"},
+		{"valid for the judge, refused by newer kubelets",
+			decode.Report{Reader: "v1.36.4", Verdict: decode.Valid, Checksums: []decode.ChecksumResult{bad("dataChecksum"), ok("checksum")},
+				Breaks: &decode.Breaks{Newer: "1.37"}},
+			"checksum matches: kubelet v1.36.4 restores it; dataChecksum does not match: an upgrade to 1.37 or newer would refuse it"},
+		{"valid, refused both ways",
+			decode.Report{Reader: "v1.30.14", Verdict: decode.Valid, Checksums: []decode.ChecksumResult{ok("a"), bad("b")},
+				Breaks: &decode.Breaks{Older: "1.29", Newer: "1.31"}},
+			"a matches: kubelet v1.30.14 restores it; b does not match: a downgrade to 1.29 or older would refuse it, and an upgrade to 1.31 or newer would refuse it"},
+		{"not read by the judge",
+			decode.Report{Reader: "v1.33.13", Verdict: decode.NotRead, WrittenBy: "1.34+"},
+			"kubelet v1.33.13 does not read this file (written by kubelet 1.34+)"},
+		{"unreadable, no checksum to blame",
+			decode.Report{Reader: "v1.37.1", Verdict: decode.Unreadable, Cause: "unexpected end of JSON input"},
+			"kubelet v1.37.1 cannot decode it: unexpected end of JSON input"},
+		{"unknown format: no kubelet judged it",
+			decode.Report{Verdict: decode.UnknownFormat, Error: "JSON, but not a cpu_manager_state checkpoint of any known kubelet version"},
+			"JSON, but not a cpu_manager_state checkpoint of any known kubelet version"},
+		{"apart from the node's other files",
+			decode.Report{Reader: "v1.37.1", Verdict: decode.Valid, Checksums: []decode.ChecksumResult{ok("checksum")}, WrittenBy: "1.31-1.34", Apart: true},
+			"checksum matches: kubelet v1.37.1 restores it; left by kubelet 1.31-1.34, never rewritten since"},
+	} {
+		if got := Meaning(&tc.r); got != tc.want {
+			t.Errorf("%s:\n got %q\nwant %q", tc.name, got, tc.want)
+		}
+	}
+}
