@@ -409,7 +409,9 @@ func TestPodsMarkDebugPods(t *testing.T) {
 // Meaning words each verdict: what was checked, by which kubelet, what it means.
 func TestMeaning(t *testing.T) {
 	ok := func(field string) decode.ChecksumResult { return decode.ChecksumResult{Field: field, Match: true} }
-	bad := func(field string) decode.ChecksumResult { return decode.ChecksumResult{Field: field, Stored: 1, Computed: 2} }
+	bad := func(field string) decode.ChecksumResult {
+		return decode.ChecksumResult{Field: field, Stored: 1, Computed: 2}
+	}
 	for _, tc := range []struct {
 		name string
 		r    decode.Report

@@ -42,8 +42,10 @@ func NewCmdVerify(flags *genericclioptions.ConfigFlags, streams genericiooptions
 		Short: "Verify the checksum and format of every checkpoint file",
 		Long: cmdutil.LongDesc(`
 			Verify recognises each checkpoint file's format and version, recomputes every checksum,
-			and says in a sentence what one kubelet makes of each file on restart (-o wide and
-			-o json add the checksum rule ids and values).
+			and says in a sentence what one kubelet makes of each file on restart. -o wide shows
+			the facts behind the sentence instead (the kubelet, the checksum rule id that accepted
+			the file, stored/computed values that differ); -o json has everything, the kubelet's
+			error text word for word included.
 
 			A node runs one kubelet, so all its files are judged by one: a live node's own version;
 			offline, --kubelet-version, else the version collect recorded, else the newest release
