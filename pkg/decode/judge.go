@@ -181,9 +181,6 @@ func minorOf(k Kubelet) string {
 	return minorText(k.Version.WithPatch(0))
 }
 
-// MinorOf is minorOf for callers outside the package.
-func MinorOf(k Kubelet) string { return minorOf(k) }
-
 // joinFiles lists file paths: "a, b and c".
 func joinFiles(fs []FileFormat) string {
 	names := make([]string, len(fs))
