@@ -109,8 +109,9 @@ func Execute(ctx context.Context, root *cobra.Command, streams genericiooptions.
 		}
 		return exit.Code
 	}
+	// Not from a command's Run (RunE gives those an exit code): cobra's own parsing failed.
 	fmt.Fprintln(streams.ErrOut, "error: "+err.Error())
-	return 1
+	return cmdutil.ExitUsage
 }
 
 // addKlogFlags adds kubectl's -v. At the default level client-go's own log lines (such as the

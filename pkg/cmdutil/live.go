@@ -1,9 +1,7 @@
 package cmdutil
 
 import (
-	"context"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -61,30 +59,6 @@ func (o *LiveOptions) Validate(nodes []string) error {
 	return nil
 }
 
-// EachSnapshot reads every source (the offline files, or each live node as it completes) and
-// hands it to fn.
-func EachSnapshot(ctx context.Context, src *SourceOptions, live *LiveOptions, nodes []string, errOut io.Writer, fn func(*Snapshot) error) error {
-	if src.Offline() {
-		s, err := src.LoadOffline()
-		if err != nil {
-			return &ExitError{Code: ExitUnreadable, Message: err.Error()}
-		}
-		return fn(s)
-	}
-	return eachLiveSnapshot(ctx, src, live, nodes, errOut, fn)
-}
-
-// Where names a snapshot's origin in messages.
-func Where(s *Snapshot, src *SourceOptions) string {
-	switch {
-	case s.Node != "":
-		return "node " + s.Node
-	case src.FromDir != "":
-		return src.FromDir
-	}
-	return src.FromFile
-}
-
 // CompleteNodeNames completes node names for NODE arguments.
 func CompleteNodeNames(flags *genericclioptions.ConfigFlags) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
@@ -136,11 +110,6 @@ func (o *ReadOptions) Validate() error {
 		return err
 	}
 	return o.Live.Validate(o.Nodes)
-}
-
-// Each reads every source and hands it to fn (see EachSnapshot).
-func (o *ReadOptions) Each(ctx context.Context, errOut io.Writer, fn func(*Snapshot) error) error {
-	return EachSnapshot(ctx, &o.Source, &o.Live, o.Nodes, errOut, fn)
 }
 
 // RenderOptions are the printer options the flags ask for.

@@ -104,7 +104,7 @@ func decodeChecksummed(rep *Report, raw []byte, opts Options) *Report {
 		if out.result.zeroAccepted {
 			rep.Rule += " (stored checksum 0, accepted unverified)"
 		}
-		rep.Decoded = out.result.layoutModel()
+		rep.Decoded = out.model
 		// Only when that layout really loses something: newer kubelets read older files through
 		// newer layouts that keep everything (DRA, pod allocation files).
 		if f != nil && out.result.layout != f.Layout && !reflect.DeepEqual(rep.Decoded, bestEffortModel(f, in)) {

@@ -66,30 +66,30 @@ func (p cpusetParser) parse(s string) error {
 	if s == "" {
 		return nil
 	}
-	for _, r := range strings.Split(s, ",") {
-		var bounds []string
-		if p.splitAll {
-			bounds = strings.Split(r, "-")
-		} else {
-			bounds = strings.SplitN(r, "-", 2)
+	// strings.Split(s, ","), element by element, without allocating (a node has thousands).
+	for rest, more := s, true; more; {
+		var r string
+		r, rest, more = strings.Cut(rest, ",")
+		first, second, isRange := strings.Cut(r, "-")
+		if !isRange {
+			if _, err := strconv.Atoi(r); err != nil {
+				return err
+			}
+			continue
 		}
-		switch len(bounds) {
-		case 1:
-			if _, err := strconv.Atoi(bounds[0]); err != nil {
-				return err
-			}
-		case 2:
-			start, err := strconv.Atoi(bounds[0])
-			if err != nil {
-				return err
-			}
-			end, err := strconv.Atoi(bounds[1])
-			if err != nil {
-				return err
-			}
-			if start > end && p.reversed != "" {
-				return fmt.Errorf(p.reversed, r, start, end)
-			}
+		if p.splitAll && strings.Contains(second, "-") {
+			continue // strings.Split gave three parts or more: neither branch of the kubelet's
+		}
+		start, err := strconv.Atoi(first)
+		if err != nil {
+			return err
+		}
+		end, err := strconv.Atoi(second)
+		if err != nil {
+			return err
+		}
+		if start > end && p.reversed != "" {
+			return fmt.Errorf(p.reversed, r, start, end)
 		}
 	}
 	return nil
@@ -146,6 +146,16 @@ func (c cpuRestore) check(model any, k Kubelet) error {
 }
 
 func (c cpuRestore) containers(text string, sets map[string]map[string]string) error {
+	// The common case, every set good, without sorting thousands of keys.
+	bad := false
+	for _, containers := range sets {
+		for _, set := range containers {
+			bad = bad || c.Parse.parse(set) != nil
+		}
+	}
+	if !bad {
+		return nil
+	}
 	for _, pod := range sortedKeys(sets) {
 		for _, container := range sortedKeys(sets[pod]) {
 			if set := sets[pod][container]; c.Parse.parse(set) != nil {

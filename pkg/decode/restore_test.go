@@ -3,6 +3,8 @@ package decode
 import (
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -163,4 +165,67 @@ func TestCPUSetParserHugeRange(t *testing.T) {
 	if err := cpusetGT.parse("99999999999999999999"); err == nil || !strings.Contains(err.Error(), "value out of range") {
 		t.Fatalf("got %v", err)
 	}
+}
+
+// kubeletParse is the kubelet's cpuset.Parse loop as written (strings.Split, then Split or
+// SplitN), minus building the set: the reference the allocation-free parser must equal.
+func kubeletParse(p cpusetParser, s string) error {
+	if s == "" {
+		return nil
+	}
+	for _, r := range strings.Split(s, ",") {
+		bounds := strings.SplitN(r, "-", 2)
+		if p.splitAll {
+			bounds = strings.Split(r, "-")
+		}
+		if len(bounds) == 1 {
+			if _, err := strconv.Atoi(bounds[0]); err != nil {
+				return err
+			}
+		} else if len(bounds) == 2 {
+			start, err := strconv.Atoi(bounds[0])
+			if err != nil {
+				return err
+			}
+			end, err := strconv.Atoi(bounds[1])
+			if err != nil {
+				return err
+			}
+			if start > end && p.reversed != "" {
+				return fmt.Errorf(p.reversed, r, start, end)
+			}
+		}
+	}
+	return nil
+}
+
+func TestCPUSetParserMatchesKubelet(t *testing.T) {
+	alphabet := []string{"0", "1", "7", "12", "-", ",", "x", "+", " ", "99999999999999999999"}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < 20000; i++ {
+		var b strings.Builder
+		for n := rng.IntN(7); n >= 0; n-- {
+			b.WriteString(alphabet[rng.IntN(len(alphabet))])
+		}
+		s := b.String()
+		for _, p := range []cpusetParser{cpusetUnchecked, cpusetGE, cpusetGT} {
+			got, want := fmt.Sprint(p.parse(s)), fmt.Sprint(kubeletParse(p, s))
+			if got != want {
+				t.Fatalf("%+v on %q: %s, kubelet %s", p, s, got, want)
+			}
+		}
+	}
+}
+
+func FuzzCPUSetParser(f *testing.F) {
+	for _, s := range []string{"", "0-3,7", "2,x", "5-3", "1-2-3", "--", "0-1,"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, p := range []cpusetParser{cpusetUnchecked, cpusetGE, cpusetGT} {
+			if got, want := fmt.Sprint(p.parse(s)), fmt.Sprint(kubeletParse(p, s)); got != want {
+				t.Fatalf("%+v on %q: %s, kubelet %s", p, s, got, want)
+			}
+		}
+	})
 }

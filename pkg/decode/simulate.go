@@ -12,6 +12,7 @@ type readOutcome struct {
 	err     string
 	cause   string
 	result  attemptResult // the accepting attempt, when valid
+	model   any           // its version-neutral model, when valid
 	// restoreFailed: the file loaded, then a restore check refused its content.
 	restoreFailed bool
 }
@@ -37,8 +38,9 @@ func simulate(kind Kind, in *input, k Kubelet, rootDir string) readOutcome {
 			if i > 0 && attempts[0].Keeps && !isJSONError(first.err) {
 				res.keptFrom = &first
 			}
-			if cause = restoreErrorOf(kind, k, res.layoutModel()); cause == nil {
-				return readOutcome{verdict: Valid, result: res}
+			model := res.layoutModel()
+			if cause = restoreErrorOf(kind, k, model); cause == nil {
+				return readOutcome{verdict: Valid, result: res, model: model}
 			}
 			break
 		}

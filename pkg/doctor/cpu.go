@@ -95,9 +95,11 @@ func newStaticOptions(e *env) (staticOptions, error) {
 	// ValidateStaticPolicyOptions.
 	if opts[optAlignBySocket] {
 		if e.cfg.topologyPolicy() == "single-numa-node" {
+			//lint:ignore ST1005 the kubelet's own text, typo included
 			return nil, fmt.Errorf("Topolgy manager %s policy is incompatible with CPUManager %s policy option", "single-numa-node", optAlignBySocket)
 		}
 		if e.topo.NumSockets > e.topo.NumNUMANodes {
+			//lint:ignore ST1005 the kubelet's own text
 			return nil, errors.New("Align by socket is not compatible with hardware where number of sockets are more than number of NUMA")
 		}
 	}
@@ -115,7 +117,7 @@ func newStaticPolicy(e *env, n int) (*cpuManager, error) {
 		strict: e.era.StrictReservation && opts[optStrictCPUReservation]}
 	reserved := e.reservedSystemCPUs
 	if reserved.Size() == 0 {
-		reserved = takeByTopology(e.topo, e.topo.CPUs(), n, m.spread)
+		reserved = takeByTopology(e.topo, e.topo.CPUs(), n, m.spread, opts[optPreferAlignByUncoreCache])
 	}
 	if reserved.Size() != n {
 		return nil, fmt.Errorf("[cpumanager] unable to reserve the required amount of CPUs (size of %s did not equal %d)", reserved, n)

@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/machine"
@@ -34,6 +35,9 @@ type Input struct {
 	RootDir string
 	// LivePods is the set of pod UIDs the API server has for the node; nil = unknown.
 	LivePods map[string]bool
+	// LiveContainers is, for live pods, the names of their containers (init containers too); a
+	// pod absent here has unknown containers.
+	LiveContainers map[string]map[string]bool
 }
 
 // Severity ranks a finding. Only errors make the command exit 1.
@@ -80,6 +84,9 @@ type Fix struct {
 	Verified bool `json:"verified"`
 	// Text says the fix in words.
 	Text string `json:"text"`
+	// Alternatives are other verified ways, e.g. keeping the new config and deleting the state
+	// written under the old one.
+	Alternatives []Fix `json:"alternatives,omitempty"`
 }
 
 // Result is doctor's answer for one node.
@@ -139,7 +146,10 @@ func Diagnose(in Input) Result {
 
 	res.Findings = append(res.Findings, fileFindings(in, res.KubeletStart.Error)...)
 	res.Findings = append(res.Findings, configFindings(in)...)
-	res.Findings = append(res.Findings, cpuFindings(in, cpuRep)...)
+	// When the CPU manager's own check passed, it has compared the state with the machine
+	// (knowing what strict-cpu-reservation leaves out); doctor's cruder comparison would not.
+	cpuChecked := res.KubeletStart.CPU != nil && res.KubeletStart.CPU.Phase == PhaseOK
+	res.Findings = append(res.Findings, cpuFindings(in, cpuRep, cpuChecked)...)
 	res.Findings = append(res.Findings, memoryFindings(in, memRep)...)
 	res.Findings = append(res.Findings, deviceFindings(in)...)
 	res.Findings = append(res.Findings, draFindings(in)...)
@@ -202,6 +212,9 @@ func startFinding(in StartInput, p Prediction, fix *Fix) Finding {
 	}
 	if fix != nil {
 		f.Fix = fix.Text
+	}
+	if p.Memory != nil && p.Phase == PhaseMemoryStart && len(p.Memory.Details) > 0 {
+		f.Message += " (" + strings.Join(p.Memory.Details, "; ") + ")"
 	}
 	return f
 }

@@ -10,6 +10,23 @@ import (
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 )
 
+// refusedFile is what a kubelet does when it refuses one kind of checkpoint at start (read from
+// the 1.37 managers): most stop the kubelet, a few log and start with empty state.
+var refusedFile = map[decode.Kind]struct {
+	Severity Severity
+	Effect   string
+}{
+	decode.KindCPU:       {SeverityError, "the CPU manager fails to start, and the kubelet with it"},
+	decode.KindMemory:    {SeverityError, "the memory manager fails to start, and the kubelet with it"},
+	decode.KindDRA:       {SeverityError, "the DRA manager cannot be created, and the kubelet stops"},
+	decode.KindPodStatus: {SeverityError, "the allocation manager cannot restore it, and the kubelet stops"},
+	decode.KindAllocated: {SeverityError, "the allocation manager cannot restore it, and the kubelet stops"},
+	decode.KindActuated:  {SeverityError, "the allocation manager cannot restore it, and the kubelet stops"},
+	decode.KindDevices: {SeverityWarning, "the device manager logs it and starts without the devices' allocations: " +
+		"until those pods restart it may hand their devices to other pods"},
+	decode.KindDRAHealth: {SeverityWarning, "the DRA manager logs it and starts with no device health"},
+}
+
 // fileFindings: a checkpoint the target kubelet refuses (decode's verdict). A refusal that is
 // already the start prediction's error is not said twice.
 func fileFindings(in Input, startErr string) []Finding {
@@ -26,8 +43,12 @@ func fileFindings(in Input, startErr string) []Finding {
 		if r.Reader != "" {
 			who = "kubelet " + r.Reader
 		}
-		out = append(out, Finding{Severity: SeverityError, Check: "file-refused", File: r.File,
-			Message: fmt.Sprintf("%s refuses this file (%s): %s", who, r.Verdict, r.Error),
+		impact, ok := refusedFile[r.Kind]
+		if !ok {
+			impact.Severity, impact.Effect = SeverityWarning, "it is not a file the kubelet restores at start"
+		}
+		out = append(out, Finding{Severity: impact.Severity, Check: "file-refused", File: r.File,
+			Message: fmt.Sprintf("%s refuses this file (%s), so %s: %s", who, r.Verdict, impact.Effect, r.Error),
 			Fix:     fmt.Sprintf("drain the node, then delete %s before that kubelet starts", onNode(in, r.File))})
 	}
 	return out
@@ -64,7 +85,7 @@ func configFindings(in Input) []Finding {
 
 // cpuFindings checks cpu_manager_state on its own terms: overlaps, CPUs the machine lacks,
 // online CPUs the state forgot, stale pods.
-func cpuFindings(in Input, rep *decode.Report) []Finding {
+func cpuFindings(in Input, rep *decode.Report, checkedByStart bool) []Finding {
 	cs, ok := decodedCPU(rep)
 	if !ok || cs == nil {
 		return nil
@@ -125,7 +146,7 @@ func cpuFindings(in Input, rep *decode.Report) []Finding {
 		}
 	}
 	known := cpuset.New(ids...)
-	if in.Machine != nil && cs.PolicyName == cpuPolicyStatic && !def.IsEmpty() {
+	if in.Machine != nil && cs.PolicyName == cpuPolicyStatic && !def.IsEmpty() && !checkedByStart {
 		online := in.Machine.Online()
 		if extra := known.Difference(online); !extra.IsEmpty() {
 			out = append(out, Finding{Severity: SeverityError, Check: "cpu-outside-machine", File: file,
@@ -138,10 +159,31 @@ func cpuFindings(in Input, rep *decode.Report) []Finding {
 				Fix:     "the machine has CPUs the state was not written for (resize, onlined CPU): drain the node and delete the file"})
 		}
 	}
+	const cpuFreed = "its exclusive CPUs return to the shared pool at the kubelet's next reconcile"
 	if in.LivePods != nil {
 		for _, pod := range sortedUnion(cs.Entries, cs.PodEntries) {
 			if !in.LivePods[pod] {
-				out = append(out, staleFinding(file, pod, "its exclusive CPUs return to the shared pool at the kubelet's next reconcile"))
+				out = append(out, staleFinding(file, pod, cpuFreed))
+			}
+		}
+	}
+	out = append(out, staleContainers(in, file, sortedKeys(cs.Entries), func(pod string) []string { return sortedKeys(cs.Entries[pod]) }, cpuFreed)...)
+	return out
+}
+
+// staleContainers: entries of containers a live pod no longer has.
+func staleContainers(in Input, file string, pods []string, ctrs func(string) []string, what string) []Finding {
+	var out []Finding
+	for _, pod := range pods {
+		live, known := in.LiveContainers[pod]
+		if !known || (in.LivePods != nil && !in.LivePods[pod]) {
+			continue
+		}
+		for _, c := range ctrs(pod) {
+			if !live[c] {
+				out = append(out, Finding{Severity: SeverityWarning, Check: "stale-container", File: file, Entry: pod + "/" + c,
+					Message: "pod " + pod + " has no container " + c + " any more, but it still holds resources here",
+					Fix:     "nothing to do if the kubelet runs: " + what})
 			}
 		}
 	}
@@ -260,13 +302,15 @@ func memoryFindings(in Input, rep *decode.Report) []Finding {
 			}
 		}
 	}
+	const memFreed = "its NUMA memory is released at the kubelet's next reconcile"
 	if in.LivePods != nil {
 		for _, pod := range sortedUnion(ms.Entries, ms.PodEntries) {
 			if !in.LivePods[pod] {
-				out = append(out, staleFinding(file, pod, "its NUMA memory is released at the kubelet's next reconcile"))
+				out = append(out, staleFinding(file, pod, memFreed))
 			}
 		}
 	}
+	out = append(out, staleContainers(in, file, sortedKeys(ms.Entries), func(pod string) []string { return sortedKeys(ms.Entries[pod]) }, memFreed)...)
 	return out
 }
 

@@ -66,11 +66,61 @@ func proposeFix(in StartInput, p Prediction) *Fix {
 			words = append(words, w)
 		}
 	}
+	// Only when no file is to blame yet: a config that keeps what was asked for may need the
+	// state written under the old one gone.
+	if fix.Delete == "" {
+		if alt := configAndDelete(in, p, fix.Config); alt != nil {
+			fix.Alternatives = append(fix.Alternatives, *alt)
+			words = append(words, alt.Text)
+			fix.Verified = true
+		}
+	}
 	if len(words) == 0 {
 		return &Fix{Text: "change the kubelet config (no single change doctor tried lets it start): " + p.Error}
 	}
 	fix.Text = strings.Join(words, ", or ")
 	return fix
+}
+
+// configAndDelete looks for a config change that keeps what the new config asks for but
+// needs the state written under the old one gone: the change, then the file to delete.
+func configAndDelete(in StartInput, p Prediction, chosen json.RawMessage) *Fix {
+	for _, c := range configCandidates(in, p) {
+		b, _ := json.Marshal(c.change)
+		if string(b) == string(chosen) {
+			continue
+		}
+		cfg := cloneConfig(in.Config)
+		c.apply(cfg)
+		try := in
+		try.Config = cfg
+		q, err := PredictStart(try)
+		if err != nil || q.Starts {
+			continue
+		}
+		var rep *decode.Report
+		switch q.Phase {
+		case PhaseCPUStart:
+			rep, try.CPU = in.CPU, nil
+		case PhaseMemoryStart:
+			rep, try.Memory = in.Memory, nil
+		default:
+			continue
+		}
+		if rep == nil {
+			continue
+		}
+		if q, err := PredictStart(try); err != nil || !q.Starts {
+			continue
+		}
+		f := &Fix{Config: b, Delete: path.Join(rootDir(in), rep.File), Loses: loses(rep), Verified: true}
+		f.Text = "set " + string(b) + " in the kubelet config, then drain the node and delete " + f.Delete
+		if len(f.Loses) > 0 {
+			f.Text += fmt.Sprintf(" (this drops %d assignment(s) of the drained pods: %s)", len(f.Loses), strings.Join(f.Loses, "; "))
+		}
+		return f
+	}
+	return nil
 }
 
 func rootDir(in StartInput) string {
@@ -171,7 +221,7 @@ func configCandidates(in StartInput, p Prediction) []candidate {
 				n := reservedCount(in)
 				topo := discover(in.Machine)
 				if n > 0 {
-					if set := takeByTopology(topo, def.Intersection(topo.CPUs()), n, false); set.Size() == n {
+					if set := takeByTopology(topo, def.Intersection(topo.CPUs()), n, false, false); set.Size() == n {
 						s := set.String()
 						out = append(out, candidate{map[string]any{"reservedSystemCPUs": s}, func(c *KubeletConfig) { c.ReservedSystemCPUs = s }})
 					}

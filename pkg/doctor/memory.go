@@ -201,9 +201,70 @@ func (m *memManager) validateState(e *env, ms *decode.MemoryState) error {
 		}
 	}
 	if !statesEqual(machineState(ms.MachineState), expected, e.era.GroupedMemoryCompare) {
-		return errors.New("[memorymanager] the expected machine state is different from the real one")
+		return &stateMismatch{details: diffStates(machineState(ms.MachineState), expected)}
 	}
 	return nil
+}
+
+// stateMismatch is the kubelet's error, with what differs (the kubelet only logs that).
+type stateMismatch struct{ details []string }
+
+func (*stateMismatch) Error() string {
+	return "[memorymanager] the expected machine state is different from the real one"
+}
+
+// diffStates says, node by node and field by field, how the stored machine state differs from
+// the one the assignments and the machine imply.
+func diffStates(stored, expected machineState) []string {
+	var out []string
+	ids := map[int]bool{}
+	for id := range stored {
+		ids[id] = true
+	}
+	for id := range expected {
+		ids[id] = true
+	}
+	for _, id := range sortedInts(ids) {
+		s, x := stored[id], expected[id]
+		switch {
+		case s == nil:
+			out = append(out, fmt.Sprintf("NUMA node %d: not in the stored state, but the machine has it", id))
+			continue
+		case x == nil:
+			out = append(out, fmt.Sprintf("NUMA node %d: in the stored state, but not on the machine", id))
+			continue
+		}
+		if s.NumberOfAssignments != x.NumberOfAssignments {
+			out = append(out, fmt.Sprintf("NUMA node %d: numberOfAssignments %d stored, %d from the assignments", id, s.NumberOfAssignments, x.NumberOfAssignments))
+		}
+		if !sameCells(s.Cells, x.Cells) {
+			out = append(out, fmt.Sprintf("NUMA node %d: cells %v stored, %v from the assignments", id, s.Cells, x.Cells))
+		}
+		names := map[string]bool{}
+		for n := range s.MemoryMap {
+			names[n] = true
+		}
+		for n := range x.MemoryMap {
+			names[n] = true
+		}
+		for _, n := range sortedKeys(names) {
+			st, xt := s.MemoryMap[n], x.MemoryMap[n]
+			if st == nil || xt == nil {
+				out = append(out, fmt.Sprintf("NUMA node %d %s: stored %v, expected %v", id, n, st != nil, xt != nil))
+				continue
+			}
+			for _, f := range []struct {
+				name   string
+				sv, xv uint64
+			}{{"total", st.Total, xt.Total}, {"systemReserved", st.SystemReserved, xt.SystemReserved}, {"allocatable", st.Allocatable, xt.Allocatable},
+				{"reserved", st.Reserved, xt.Reserved}, {"free", st.Free, xt.Free}} {
+				if f.sv != f.xv {
+					out = append(out, fmt.Sprintf("NUMA node %d %s %s: %d stored, %d expected (%+d)", id, n, f.name, f.sv, f.xv, int64(f.xv)-int64(f.sv)))
+				}
+			}
+		}
+	}
+	return out
 }
 
 // update is updateExpectedMachineState: a block is taken from each node of its affinity in

@@ -34,6 +34,8 @@ type ManagerResult struct {
 	// Phase is "ok", "NewManager" or "Start".
 	Phase string `json:"phase"`
 	Error string `json:"error,omitempty"`
+	// Details say what the kubelet only logs: how the memory machine state differs.
+	Details []string `json:"details,omitempty"`
 }
 
 // Prediction is what the kubelet's CPU and memory managers make of the state at start.
@@ -109,19 +111,17 @@ func PredictStart(in StartInput) (Prediction, error) {
 	p.CPU = &ManagerResult{Policy: in.Config.cpuPolicy(), Phase: PhaseOK}
 	p.Memory = &ManagerResult{Policy: in.Config.memoryPolicy(), Phase: PhaseOK}
 	// With its gate off (1.25, before GA) a manager is the kubelet's fake: it checks nothing.
-	if !e.gate("CPUManager") {
+	cpu, cpuErr := &cpuManager{policy: "fake"}, error(nil)
+	if e.gate("CPUManager") {
+		cpu, cpuErr = newCPUManager(e)
+	} else {
 		p.CPU.Policy = "fake (CPUManager gate off)"
 	}
-	if !e.gate("MemoryManager") {
+	mem, memErr := &memManager{policy: "fake"}, error(nil)
+	if e.gate("MemoryManager") {
+		mem, memErr = newMemManager(e)
+	} else {
 		p.Memory.Policy = "fake (MemoryManager gate off)"
-	}
-	cpu, cpuErr := newCPUManager(e)
-	mem, memErr := newMemManager(e)
-	if !e.gate("CPUManager") {
-		cpu, cpuErr = &cpuManager{policy: "fake"}, nil
-	}
-	if !e.gate("MemoryManager") {
-		mem, memErr = &memManager{policy: "fake"}, nil
 	}
 	if cpuErr != nil {
 		p.CPU.Phase, p.CPU.Error = "NewManager", cpuErr.Error()
@@ -132,6 +132,9 @@ func PredictStart(in StartInput) (Prediction, error) {
 		p.Memory.Phase, p.Memory.Error = "NewManager", memErr.Error()
 	} else if err := mem.start(e, in.Memory); err != nil {
 		p.Memory.Phase, p.Memory.Error = "Start", err.Error()
+		if m, ok := err.(*stateMismatch); ok {
+			p.Memory.Details = m.details
+		}
 	}
 	// The kubelet's order: both NewManagers come before either Start.
 	for _, step := range []struct {
@@ -210,9 +213,10 @@ func (e *env) capacity() map[string]resource.Quantity {
 func parseResourceList(m map[string]string) (map[string]resource.Quantity, error) {
 	out := map[string]resource.Quantity{}
 	for k, v := range m {
+		// The vectors' harness reports the parser's own error, as for reservedSystemCPUs.
 		q, err := resource.ParseQuantity(v)
 		if err != nil {
-			return nil, fmt.Errorf("failed to parse quantity %q for %q resource: %w", v, k, err)
+			return nil, err
 		}
 		if q.Sign() == -1 {
 			return nil, fmt.Errorf("resource quantity for %q cannot be negative: %v", k, v)

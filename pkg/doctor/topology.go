@@ -11,6 +11,8 @@ import (
 // cpuInfo is one CPU as the CPU manager's topology.Discover records it.
 type cpuInfo struct {
 	Core, Socket, NUMA int
+	// Uncore is the L3 cache id; without one, the socket (as topology.Discover falls back).
+	Uncore int
 }
 
 // cpuTopology is the CPU manager's CPUTopology built from a machine the way cadvisor and
@@ -24,9 +26,15 @@ type cpuTopology struct {
 func discover(m *machine.Machine) *cpuTopology {
 	type key struct{ numa, socket, core int }
 	cores := map[key][]int{}
+	uncore := map[key]int{}
 	for _, c := range m.CPUs {
 		k := key{c.NUMA, c.Socket, c.Core}
 		cores[k] = append(cores[k], c.ID)
+		if c.UncoreCache != nil {
+			uncore[k] = *c.UncoreCache
+		} else if _, ok := uncore[k]; !ok {
+			uncore[k] = c.Socket
+		}
 	}
 	t := &cpuTopology{NumCPUs: len(m.CPUs), NumSockets: m.Sockets(), NumCores: len(cores), Details: map[int]cpuInfo{}}
 	numas := map[int]bool{}
@@ -36,7 +44,7 @@ func discover(m *machine.Machine) *cpuTopology {
 			id = min(id, th)
 		}
 		for _, th := range threads {
-			t.Details[th] = cpuInfo{Core: id, Socket: k.socket, NUMA: k.numa}
+			t.Details[th] = cpuInfo{Core: id, Socket: k.socket, NUMA: k.numa, Uncore: uncore[k]}
 		}
 		numas[k.numa] = true
 	}
@@ -108,6 +116,7 @@ func cpuID(id int, _ cpuInfo) int   { return id }
 func coreOf(_ int, i cpuInfo) int   { return i.Core }
 func socketOf(_ int, i cpuInfo) int { return i.Socket }
 func numaOf(_ int, i cpuInfo) int   { return i.NUMA }
+func uncoreOf(_ int, i cpuInfo) int { return i.Uncore }
 
 func (d details) cpusIn(field func(int, cpuInfo) int, ids ...int) cpuset.CPUSet {
 	want := map[int]bool{}
@@ -247,9 +256,61 @@ func (a *accumulator) takeFullCores() {
 
 func (a *accumulator) satisfied() bool { return a.needed < 1 }
 
+// sortedUncores lists the uncore caches NUMA node by NUMA node, fewest available CPUs first.
+func (a *accumulator) sortedUncores() []int {
+	var out []int
+	for _, n := range a.sortedNUMANodes() {
+		out = append(out, a.sortIDs(a.within(numaOf, n, uncoreOf), uncoreOf)...)
+	}
+	return out
+}
+
+// takeUncoreCache is prefer-align-cpus-by-uncorecache: whole caches while they fit, else the
+// first cores of one cache when they are exactly enough.
+func (a *accumulator) takeUncoreCache() {
+	all := details(a.topo.Details)
+	total := all.count(uncoreOf)
+	perUncore := 0
+	if len(total) > 0 {
+		perUncore = a.topo.NumCPUs / len(total)
+	}
+	for _, u := range a.sortedUncores() {
+		if a.needed >= perUncore {
+			a.takeFull(a.sortedUncores(), uncoreOf, func(id int, total map[int]int) int { return total[id] })
+		}
+		if a.satisfied() {
+			return
+		}
+		a.takePartialUncore(u)
+		if a.satisfied() {
+			return
+		}
+	}
+}
+
+func (a *accumulator) takePartialUncore(u int) {
+	perCore := a.topo.CPUsPerCore()
+	if perCore == 0 {
+		return
+	}
+	cores := a.within(uncoreOf, u, coreOf)
+	if need := (a.needed + perCore - 1) / perCore; len(cores) > need {
+		cores = cores[:need]
+	}
+	free := a.details.cpusIn(coreOf, cores...)
+	if a.needed%2 != 0 && perCore > 1 {
+		if list := free.List(); len(list) > a.needed {
+			free = cpuset.New(list[:len(list)-1]...)
+		}
+	}
+	if free.Size() == a.needed {
+		a.take(free)
+	}
+}
+
 // takeByTopology is takeByTopologyNUMAPacked; on failure it returns the empty set, as the
 // kubelet does (NewStaticPolicy then reports the size mismatch).
-func takeByTopology(t *cpuTopology, available cpuset.CPUSet, n int, spread bool) cpuset.CPUSet {
+func takeByTopology(t *cpuTopology, available cpuset.CPUSet, n int, spread, preferUncore bool) cpuset.CPUSet {
 	a := newAccumulator(t, available, n, spread)
 	if a.satisfied() {
 		return a.result
@@ -260,6 +321,9 @@ func takeByTopology(t *cpuTopology, available cpuset.CPUSet, n int, spread bool)
 	steps := []func(){a.takeFullNUMANodes, a.takeFullSockets}
 	if !a.numaFirst {
 		steps = []func(){a.takeFullSockets, a.takeFullNUMANodes}
+	}
+	if preferUncore {
+		steps = append(steps, a.takeUncoreCache)
 	}
 	if !spread {
 		steps = append(steps, a.takeFullCores)

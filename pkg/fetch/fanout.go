@@ -3,12 +3,14 @@ package fetch
 import (
 	"context"
 	"sync"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // NodeResult is one node's outcome in FetchAll: Files or Err (an *Error), never both.
 type NodeResult struct {
 	Node  string
-	Files *NodeFiles
+	Files *Snapshot
 	Err   error
 }
 
@@ -21,29 +23,36 @@ func (f *Fetcher) FetchAll(ctx context.Context, nodes []string, concurrency int,
 	if concurrency < 1 {
 		concurrency = DefaultConcurrency
 	}
-	var mu sync.Mutex
+	var mu sync.Mutex // each is called from the workers, one at a time
 	report := func(r NodeResult) {
 		mu.Lock()
 		defer mu.Unlock()
 		each(r)
 	}
-	sem := make(chan struct{}, concurrency)
-	var wg sync.WaitGroup
-	for _, node := range nodes {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
+	// A plain errgroup.Group, not WithContext: one node's failure is its result, not a reason
+	// to stop the others. Go blocks while concurrency fetches run.
+	canceled := func(node string) bool {
+		if ctx.Err() == nil {
+			return false
 		}
-		// select picks at random when both are ready: check again before starting.
-		if ctx.Err() != nil {
-			report(NodeResult{Node: node, Err: withNode(ctx.Err(), node, f.Options.WithDefaults().Namespace)})
+		report(NodeResult{Node: node, Err: withNode(ctx.Err(), node, f.Options.WithDefaults().Namespace)})
+		return true
+	}
+	var g errgroup.Group
+	g.SetLimit(concurrency)
+	for _, node := range nodes {
+		if canceled(node) {
 			continue
 		}
-		wg.Go(func() {
-			defer func() { <-sem }()
+		g.Go(func() error {
+			// Cancelled while waiting for a slot: don't start a pod.
+			if canceled(node) {
+				return nil
+			}
 			files, err := f.Fetch(ctx, node)
 			report(NodeResult{Node: node, Files: files, Err: err})
+			return nil
 		})
 	}
-	wg.Wait()
+	_ = g.Wait() // the workers return nil: errors travel in each result
 }

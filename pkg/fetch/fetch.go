@@ -29,14 +29,19 @@ type Fetcher struct {
 	Exec ExecFunc
 }
 
-// NodeFiles is what Fetch read from one node.
-type NodeFiles struct {
-	Node           string
-	KubeletVersion string            // status.nodeInfo.kubeletVersion: picks the format rules
-	Files          map[string][]byte // requested path -> content
-	Missing        []string          // requested paths that are not regular files on the node
-	Pods           *PodIndex         // the node's pods, to name pod UIDs and container IDs
-	Warnings       []string          // non-fatal: tar's stderr, a failed pod index or deletion
+// Snapshot is the checkpoint files read from one place: a live node (Fetch) or files copied
+// off one (package local). It is the one snapshot type from the read to the report.
+type Snapshot struct {
+	Node               string            // the node read live; "" for copied files
+	Source             string            // the directory, archive or file copied files came from
+	KubeletVersion     string            // status.nodeInfo.kubeletVersion: picks the format rules
+	KubeletVersionFrom string            // for copies, where KubeletVersion was recorded (collect's record)
+	Files              map[string][]byte // requested path -> content
+	Missing            []string          // requested paths that are not regular files on the node
+	Oversized          []string          // requested paths skipped for exceeding the per-file cap
+	TempFiles          []string          // leftover ".<digits>" files of interrupted kubelet writes
+	Pods               *PodIndex         // the node's pods, to name pod UIDs and container IDs
+	Warnings           []string          // non-fatal: tar's stderr, a failed pod index or deletion
 }
 
 // Validate checks the options and paths, for the command layer's Validate step; Fetch checks
@@ -64,7 +69,7 @@ func (f *Fetcher) exec() ExecFunc {
 // Fetch reads f.Paths from nodeName: it checks the node, creates the debug pod, waits for it
 // to run, execs one tar, parses it, indexes the node's pods, and deletes the pod on every way
 // out (success, error, timeout, ctx cancelled). Every error is an *Error for nodeName.
-func (f *Fetcher) Fetch(ctx context.Context, nodeName string) (nf *NodeFiles, err error) {
+func (f *Fetcher) Fetch(ctx context.Context, nodeName string) (nf *Snapshot, err error) {
 	opts := f.Options.WithDefaults()
 	defer func() { err = withNode(err, nodeName, opts.Namespace) }()
 	if err := f.Validate(); err != nil {
@@ -118,7 +123,7 @@ func (f *Fetcher) Fetch(ctx context.Context, nodeName string) (nf *NodeFiles, er
 	if err != nil {
 		return nil, err
 	}
-	nf = &NodeFiles{
+	nf = &Snapshot{
 		Node:           nodeName,
 		KubeletVersion: node.Status.NodeInfo.KubeletVersion,
 		Files:          files,

@@ -70,7 +70,7 @@ func TestFetch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &NodeFiles{
+	want := &Snapshot{
 		Node:           "n1",
 		KubeletVersion: "v1.36.3",
 		Files: map[string][]byte{
@@ -89,7 +89,7 @@ func TestFetch(t *testing.T) {
 		Warnings: []string{"tar: ./x: Cannot open: Permission denied"},
 	}
 	if diff := cmp.Diff(want, nf); diff != "" {
-		t.Errorf("NodeFiles (-want +got):\n%s", diff)
+		t.Errorf("Snapshot (-want +got):\n%s", diff)
 	}
 	if gotTarget != "kube-system/nodestate-n1-xxxxx/nodestate" {
 		t.Errorf("exec into %s", gotTarget)

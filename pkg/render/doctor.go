@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	"sigs.k8s.io/yaml"
 
@@ -64,7 +65,11 @@ func startRow(s doctor.KubeletStart) []string {
 	if s.Fix != nil {
 		fix = s.Fix.Text
 	}
-	return []string{"error", "kubelet-start", file, s.Phase, oneLine(fmt.Sprintf("kubelet %s will not start: %s", s.Kubelet, s.Error)), oneLine(fix)}
+	msg := fmt.Sprintf("kubelet %s will not start: %s", s.Kubelet, s.Error)
+	if s.Memory != nil && s.Phase == doctor.PhaseMemoryStart && len(s.Memory.Details) > 0 {
+		msg += " (" + strings.Join(s.Memory.Details, "; ") + ")"
+	}
+	return []string{"error", "kubelet-start", file, s.Phase, oneLine(msg), oneLine(fix)}
 }
 
 func printOne(w io.Writer, f Format, r DoctorResult) error {

@@ -92,28 +92,26 @@ func src(node string, multi bool) Source {
 }
 
 // verifyResults is what verify prints: offline, examples/broken-node (with a leftover temp file
-// and an oversized file as cmdutil reports them); with nodes, worker-1 all valid, worker-2 the
+// and an oversized file as the nodestate library reports them); with nodes, worker-1 all valid, worker-2 the
 // broken node and worker-3 a node that could not be read.
-func verifyResults(t testing.TB, multi bool) []FileResult {
-	broken := func(node string) []FileResult {
+func verifyResults(t testing.TB, multi bool) []FileRow {
+	broken := func(node string) []FileRow {
 		return append(judgedTogether(t, "examples/broken-node", node),
-			FileResult{Node: node, Report: &decode.Report{File: "pod_status_manager_state", Kind: decode.KindPodStatus, Verdict: decode.Unreadable,
-				Error: "larger than the 64 MiB cap for a checkpoint; not read", Cause: "over the 64 MiB cap; not read"}},
-			FileResult{Node: node, Report: &decode.Report{File: ".482910377", Verdict: decode.NotRead,
-				Error: "leftover temp file of an interrupted kubelet write; the kubelet ignores it and it is safe to delete",
-				Cause: "temp file of an interrupted write; safe to delete"}})
+			OversizedRow(node, "pod_status_manager_state", decode.KindPodStatus),
+			TempFileRow(node, ".482910377"))
 	}
 	if !multi {
 		return broken("")
 	}
 	out := append(judgedTogether(t, root1, "worker-1"), broken("worker-2")...)
-	return append(out, FileResult{Node: "worker-3", Report: &decode.Report{File: "-", Verdict: decode.Unreadable,
-		Cause: "API error", Error: `Get "https://10.0.0.1:6443/api/v1/nodes/worker-3": dial tcp 10.0.0.1:6443: connect: connection refused`}})
+	return append(out, NodeFailedRow("worker-3", false, "API error",
+		`Get "https://10.0.0.1:6443/api/v1/nodes/worker-3": dial tcp 10.0.0.1:6443: connect: connection refused`))
 }
 
-// judgedTogether decodes a kubelet dir's files as cmdutil does offline: all by the one kubelet
-// that writes most of them (decode.ChooseJudge), the files it does not write marked apart.
-func judgedTogether(t testing.TB, dir, node string) []FileResult {
+// judgedTogether decodes a kubelet dir's files as the nodestate library does offline: all by the
+// one kubelet that writes most of them (decode.ChooseJudge), the files it does not write marked
+// apart.
+func judgedTogether(t testing.TB, dir, node string) []FileRow {
 	var formats []decode.FileFormat
 	raws := map[string][]byte{}
 	for _, f := range decode.Files {
@@ -128,14 +126,14 @@ func judgedTogether(t testing.TB, dir, node string) []FileResult {
 	if !ok {
 		t.Fatalf("%s: no judge", dir)
 	}
-	var out []FileResult
+	var out []FileRow
 	for _, f := range formats {
 		rep := decode.Decode(f.Kind, raws[f.File], decode.Options{Kubelet: &judge.Kubelet})
 		rep.File = f.File
 		for _, a := range judge.Apart {
 			rep.Apart = rep.Apart || a.File == f.File
 		}
-		out = append(out, FileResult{Node: node, Report: rep})
+		out = append(out, FileRow{Node: node, Report: rep})
 	}
 	return out
 }
@@ -265,7 +263,7 @@ func TestGoldenStream(t *testing.T) {
 			o := Options{Format: f, ShowNode: true, Stream: true, NodeWidth: len("worker-1")}
 			var b bytes.Buffer
 			for _, node := range []string{"worker-1", "worker-2", "worker-3"} {
-				var block []FileResult
+				var block []FileRow
 				for _, r := range rows {
 					if r.Node == node {
 						block = append(block, r)

@@ -25,14 +25,22 @@ func isDebugPod(names PodNames, uid string) bool {
 // DebugPodMark follows the POD cell of this plugin's own debug pods in tables.
 const DebugPodMark = " (nodestate debug pod)"
 
-// podRef is how a pod is shown: namespace/name when known, else its UID.
-func podRef(names PodNames, uid string) (ref, namespace, name string) {
+// podName resolves a pod UID to its namespace and name ("" when unknown).
+func podName(names PodNames, uid string) (namespace, name string) {
 	if names != nil {
 		if ns, n, ok := names.Pod(uid); ok {
-			return ns + "/" + n, ns, n
+			return ns, n
 		}
 	}
-	return uid, "", ""
+	return "", ""
+}
+
+// podCell is how a row shows its pod: namespace/name when the name is known, else the UID.
+func podCell(namespace, name, uid string) string {
+	if name == "" {
+		return uid
+	}
+	return namespace + "/" + name
 }
 
 // Source is one node's (or one directory's) decoded files with the names to show them by.

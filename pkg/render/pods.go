@@ -48,7 +48,7 @@ func PodRows(in []PodAllocations) []PodRow {
 	for _, n := range in {
 		var node []PodRow
 		for uid, p := range n.State.Pods {
-			_, ns, name := podRef(n.Names, uid)
+			ns, name := podName(n.Names, uid)
 			base := PodRow{Node: n.Node, Namespace: ns, Pod: name, PodUID: uid, Source: podSources[n.File],
 				LimitsKnown: !n.State.RequestsOnly, ResizeStatus: p.ResizeStatus, DebugPod: isDebugPod(n.Names, uid)}
 			for c, res := range p.Containers {
@@ -93,10 +93,7 @@ func PrintPods(w io.Writer, o Options, in []PodAllocations) error {
 	}
 	t := newTable(w, o, headers...)
 	for _, r := range rows {
-		pod := r.Namespace + "/" + r.Pod
-		if r.Pod == "" {
-			pod = r.PodUID
-		}
+		pod := podCell(r.Namespace, r.Pod, r.PodUID)
 		if r.DebugPod {
 			pod += DebugPodMark
 		}

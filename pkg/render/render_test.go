@@ -302,7 +302,7 @@ func TestVerifyChecksumStates(t *testing.T) {
 	zero := decodeFile(t, decode.KindCPU, "testdata/kubelet/cpu_manager_state/v1.18.0/static-numa.checksum-zero.json")
 	altered := decodeFile(t, decode.KindCPU, "testdata/kubelet/cpu_manager_state/v1.18.0/static-numa.checksum-altered.json")
 	out := printed(t, func(b *bytes.Buffer) error {
-		return Verify(b, Options{Format: Wide}, []FileResult{{Report: zero}, {Report: altered}})
+		return Verify(b, Options{Format: Wide}, []FileRow{{Report: zero}, {Report: altered}})
 	})
 	rs := rows(out)
 	if len(rs) != 3 {
@@ -316,7 +316,7 @@ func TestVerifyChecksumStates(t *testing.T) {
 		t.Errorf("altered checksum row: %q, want DETAIL %q", rs[2], want)
 	}
 	out = printed(t, func(b *bytes.Buffer) error {
-		return Verify(b, Options{}, []FileResult{{Report: zero}, {Report: altered}})
+		return Verify(b, Options{}, []FileRow{{Report: zero}, {Report: altered}})
 	})
 	rs = rows(out)
 	if want := "checksum is 0, which kubelet " + zero.Reader + " accepts unverified: it restores the file"; rs[1][3] != want {

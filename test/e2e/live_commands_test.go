@@ -360,7 +360,6 @@ func TestLiveCommands(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		left := DebugPod(ns, "nodestate-left-behind", cur.name)
-		left.Labels["kubectl-nodestate/node"] = cur.name
 		if _, err := Client().CoreV1().Pods(ns).Create(ctx, left, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmdutil"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/render"
 )
 
@@ -38,7 +39,7 @@ func NewCmdCollect(flags *genericclioptions.ConfigFlags, streams genericiooption
 			Collect copies every checkpoint file of each node to DIR/<node>/<path under the kubelet
 			root dir> (mode 0600), writes DIR/<node>/verify.json, DIR/<node>/nodestate-node.json (the
 			node's kubelet version), and DIR/summary.json for all nodes. The copies can be read
-			later with --from-dir DIR/<node>, judged by the kubelet version recorded.`),
+			later with --from-dir DIR/<node>, judged by the kubelet version recorded.`) + "\n\n" + cmdutil.ExitStatusHelp,
 		Example: cmdutil.Examples(`
 			kubectl nodestate collect worker-1 worker-2 -d ./nodestate-bundle
 			kubectl nodestate collect --all-nodes -l node-role.kubernetes.io/gpu -d ./bundle`),
@@ -73,9 +74,9 @@ type nodeSummary struct {
 	Node string `json:"node"`
 	// KubeletVersion is the node's status.nodeInfo.kubeletVersion, also written to
 	// DIR/<node>/nodestate-node.json so that --from-dir DIR/<node> judges by it.
-	KubeletVersion string              `json:"kubeletVersion,omitempty"`
-	Error          string              `json:"error,omitempty"`
-	Files          []render.FileResult `json:"files,omitempty"`
+	KubeletVersion string           `json:"kubeletVersion,omitempty"`
+	Error          string           `json:"error,omitempty"`
+	Files          []render.FileRow `json:"files,omitempty"`
 }
 
 // Run copies, verifies and summarises.
@@ -84,37 +85,39 @@ func (o *Options) Run(ctx context.Context) error {
 		return err
 	}
 	var summary []nodeSummary
-	var all []render.FileResult
+	var all []render.FileRow
 	worst := cmdutil.ExitOK
-	err := o.Each(ctx, o.ErrOut, func(s *cmdutil.Snapshot) error {
-		if s.Err != nil {
-			worst = max(worst, cmdutil.ReportNodeError(o.ErrOut, s.Err))
-			summary = append(summary, nodeSummary{Node: s.Node, Error: s.Err.Error()})
+	err := o.Read(ctx, o.ErrOut, func(n *nodestate.NodeResult) error {
+		if n.Err != nil {
+			worst = max(worst, cmdutil.ReportNodeError(o.ErrOut, n.Err))
+			summary = append(summary, nodeSummary{Node: n.Node, Error: n.Err.Error()})
 			return nil
 		}
-		nodeDir := filepath.Join(o.Dir, s.Node)
-		if err := fetch.WriteFiles(nodeDir, s.Files); err != nil {
+		nodeDir := filepath.Join(o.Dir, n.Node)
+		if err := fetch.WriteFiles(nodeDir, n.Snapshot.Files); err != nil {
 			return err
 		}
-		info := cmdutil.NodeInfo{Node: s.Node, KubeletVersion: s.KubeletVersion}
-		if err := writeJSON(filepath.Join(nodeDir, cmdutil.NodeInfoFile), info); err != nil {
+		info := nodestate.NodeInfo{Node: n.Node, KubeletVersion: n.Snapshot.KubeletVersion}
+		if err := writeJSON(filepath.Join(nodeDir, nodestate.NodeInfoFile), info); err != nil {
 			return err
 		}
-		results, err := o.Source.Decode(s)
-		if err != nil {
-			return err
-		}
-		for _, r := range results {
-			r.Decoded = nil // the raw files are next to it
-			if r.Verdict != decode.Valid && r.Verdict != decode.NotRead {
+		rows := make([]render.FileRow, len(n.Rows))
+		for i, r := range n.Rows {
+			if v := r.Verdict(); v != decode.Valid && v != decode.NotRead {
 				worst = max(worst, cmdutil.ExitNotValid)
 			}
+			if r.Report != nil {
+				rep := *r.Report
+				rep.Decoded = nil // the raw files are next to it
+				r.Report = &rep
+			}
+			rows[i] = r
 		}
-		if err := writeJSON(filepath.Join(nodeDir, "verify.json"), results); err != nil {
+		if err := writeJSON(filepath.Join(nodeDir, "verify.json"), rows); err != nil {
 			return err
 		}
-		summary = append(summary, nodeSummary{Node: s.Node, KubeletVersion: s.KubeletVersion, Files: results})
-		all = append(all, results...)
+		summary = append(summary, nodeSummary{Node: n.Node, KubeletVersion: n.Snapshot.KubeletVersion, Files: rows})
+		all = append(all, rows...)
 		return nil
 	})
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/doctor"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch/local"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/machine"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/render"
 )
 
@@ -148,24 +149,27 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	var results []render.DoctorResult
 	worst := cmdutil.ExitOK
-	err := o.Each(ctx, o.ErrOut, func(s *cmdutil.Snapshot) error {
-		for _, w := range s.Warnings {
-			fmt.Fprintf(o.ErrOut, "warning: node %s: %s\n", s.Node, w)
+	err := o.Read(ctx, o.ErrOut, func(n *nodestate.NodeResult) error {
+		for _, w := range n.Warnings() {
+			fmt.Fprintf(o.ErrOut, "warning: node %s: %s\n", n.Node, w)
 		}
-		if s.Err != nil {
-			worst = max(worst, cmdutil.ReportNodeError(o.ErrOut, s.Err))
-			results = append(results, render.DoctorResult{Node: s.Node, Error: s.Err.Error()})
+		if n.Err != nil {
+			worst = max(worst, cmdutil.ReportNodeError(o.ErrOut, n.Err))
+			results = append(results, render.DoctorResult{Node: n.Node, Error: n.Err.Error()})
 			return nil
 		}
-		res, code, err := o.diagnose(s)
-		if err != nil {
-			return err
+		switch j := n.Judged; {
+		case j.Basis == nodestate.BasisRecorded:
+			fmt.Fprintf(o.ErrOut, "using kubelet %s: %s\n", j.Kubelet, j.Why)
+		case j.Basis == nodestate.BasisFiles && j.Kubelet != nil:
+			fmt.Fprintf(o.ErrOut, "using kubelet %s for the files only: %s\n", j.Kubelet, j.Why)
 		}
+		res, code := o.diagnose(n)
 		worst = max(worst, code)
 		for _, sk := range res.Skipped {
-			fmt.Fprintf(o.ErrOut, "%s: skipped %s\n", cmdutil.Where(s, &o.Source), sk)
+			fmt.Fprintf(o.ErrOut, "%s: skipped %s\n", n.Where, sk)
 		}
-		results = append(results, render.DoctorResult{Node: s.Node, Result: res})
+		results = append(results, render.DoctorResult{Node: n.Node, Result: res})
 		return nil
 	})
 	if err != nil && !cmdutil.Interrupted(err) {
@@ -180,14 +184,17 @@ func (o *Options) Run(ctx context.Context) error {
 	return cmdutil.Exit(worst)
 }
 
-// diagnose decodes the snapshot for the target kubelet and runs doctor on it.
-func (o *Options) diagnose(s *cmdutil.Snapshot) (doctor.Result, int, error) {
-	kubelet := o.Source.Kubelet
-	if kubelet == nil && s.KubeletVersion != "" {
-		if k, err := decode.ParseKubelet(s.KubeletVersion, nil); err == nil {
-			kubelet = &k
-		}
+// diagnose judges the node's files for the target kubelet and runs doctor on them.
+func (o *Options) diagnose(n *nodestate.NodeResult) (doctor.Result, int) {
+	s := n.Snapshot
+	// The kubelet the library judged the files by: --kubelet-version, else the version collect
+	// recorded, else the live node's. A release only guessed from the files' formats predicts
+	// no start: the start depends on the version, which the files do not say.
+	kubelet := n.Judged.Kubelet
+	if n.Judged.Basis == nodestate.BasisFiles {
+		kubelet = nil
 	}
+	judgedBy := kubelet
 	// The config's feature gates are the kubelet's too (the command line wins): they change
 	// how it reads some files.
 	if kubelet != nil && o.config != nil && len(o.config.FeatureGates) > 0 {
@@ -202,23 +209,32 @@ func (o *Options) diagnose(s *cmdutil.Snapshot) (doctor.Result, int, error) {
 		k.Gates = gates
 		kubelet = &k
 	}
-	src := o.Source
-	src.Kubelet = kubelet
-	rows, err := src.Decode(s)
-	if err != nil {
-		return doctor.Result{}, 0, err
+	rows := n.Rows
+	if kubelet != judgedBy {
+		rows, _ = nodestate.Judge(s, o.kindOf, kubelet, o.Source.KubeletRootDir)
 	}
 	in := doctor.Input{Machine: o.machine, Config: o.config, Kubelet: kubelet, RootDir: o.Source.KubeletRootDir}
 	for _, r := range rows {
-		in.Files = append(in.Files, r.Report)
+		if r.Report != nil {
+			in.Files = append(in.Files, r.Report)
+		}
 	}
 	if len(in.Files) == 0 {
-		fmt.Fprintf(o.ErrOut, "%s: no checkpoint files found: the kubelet would start with fresh state\n", cmdutil.Where(s, &o.Source))
+		fmt.Fprintf(o.ErrOut, "%s: no checkpoint files found: the kubelet would start with fresh state\n", n.Where)
 	}
 	res := doctor.Diagnose(in)
 	code := cmdutil.ExitOK
 	if res.HasErrors() {
 		code = cmdutil.ExitNotValid
 	}
-	return res, code, nil
+	return res, code
+}
+
+// kindOf is a file's kind: --kind for --from-file, else its path's.
+func (o *Options) kindOf(p string) decode.Kind {
+	if o.Source.FromFile != "" && o.Source.Kind != "" {
+		return decode.Kind(o.Source.Kind)
+	}
+	k, _ := decode.ParseKind(p)
+	return k
 }

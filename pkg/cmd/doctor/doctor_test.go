@@ -12,7 +12,12 @@ import (
 	"github.com/kubectl-nodestate/kubectl-nodestate/internal/cmdtest"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
+var (
+	update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
+	// contractEvery: run the contract on every Nth case (1 = all 1,548 case x version runs).
+	contractEvery = 5
+	allCases      = flag.Bool("all-cases", false, "run the contract on every case, not every 5th")
+)
 
 const vectors = "../../../testdata/kubelet-start"
 
@@ -64,11 +69,15 @@ func kubeletConfig(t *testing.T, caseDir string) string {
 	return p
 }
 
-// TestContract runs the offline contract over every 5th case and every version:
+// TestContract runs the offline contract over every 5th case (-all-cases: every case) and every
+// version:
 // `doctor --from-dir D --machine M --kubelet-config C --kubelet-version V -o json` prints an
 // object whose kubeletStart has the kubelet's starts and exact error; exit 1 when it fails.
 func TestContract(t *testing.T) {
 	m := loadManifest(t)
+	if *allCases {
+		contractEvery = 1
+	}
 	names := make([]string, 0, len(m.Cases))
 	for n := range m.Cases {
 		names = append(names, n)
@@ -76,7 +85,7 @@ func TestContract(t *testing.T) {
 	sort.Strings(names)
 	runs := 0
 	for i, name := range names {
-		if i%5 != 0 {
+		if i%contractEvery != 0 {
 			continue
 		}
 		c := m.Cases[name]
@@ -160,5 +169,42 @@ func TestNoInputs(t *testing.T) {
 	}
 	if !strings.Contains(out, `"check": "cpu-overlap"`) || !strings.Contains(out, `"phase": "not-predicted"`) {
 		t.Errorf("stdout %s", out)
+	}
+}
+
+// A collect bundle records the node's kubelet version: without --kubelet-version doctor predicts
+// the start for it (the library's choice, as verify judges by it), and says so.
+func TestRecordedKubeletVersion(t *testing.T) {
+	src := filepath.Join("..", "..", "..", "examples", "doctor-node")
+	tmp := t.TempDir()
+	for _, f := range []string{"cpu_manager_state", "memory_manager_state", "machine.json", "kubelet-config.yaml"} {
+		b, err := os.ReadFile(filepath.Join(src, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(tmp, f), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(tmp, "nodestate-node.json"), []byte(`{"node":"worker-1","kubeletVersion":"v1.34.10"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := cmdtest.Run(t, "doctor", "--from-dir", tmp, "-o", "json")
+	if code != 0 || !strings.Contains(errOut, "using kubelet v1.34.10: node worker-1's version, recorded by collect in nodestate-node.json\n") {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	var res struct {
+		KubeletStart struct {
+			Kubelet string `json:"kubelet"`
+			Starts  bool   `json:"starts"`
+		} `json:"kubeletStart"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || res.KubeletStart.Kubelet != "v1.34.10" || !res.KubeletStart.Starts {
+		t.Errorf("%v: %s", err, out)
+	}
+	// --kubelet-version still asks about another release, and no record is claimed.
+	out, errOut, _ = cmdtest.Run(t, "doctor", "--from-dir", tmp, "--kubelet-version", "v1.37.1", "-o", "json")
+	if strings.Contains(errOut, "recorded by collect") || !strings.Contains(out, `"kubelet": "v1.37.1"`) {
+		t.Errorf("stderr %q\n%s", errOut, out)
 	}
 }

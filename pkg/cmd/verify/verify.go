@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmdutil"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/render"
 )
 
@@ -52,10 +53,7 @@ func NewCmdVerify(flags *genericclioptions.ConfigFlags, streams genericiooptions
 			that could have written all the files together; offline, a line on stderr says which
 			and why. A file no kubelet writes beside the others (a 1.19 device file beside 1.37
 			CPU files: it was never rewritten) is a finding: its row says so, and offline a
-			"Finding:" line on stderr too.
-
-			Exit status: 0 when every file is valid, 1 when a file is not valid, 2 when a node or
-			file could not be read at all, 3 on a usage error.`),
+			"Finding:" line on stderr too.`) + "\n\n" + cmdutil.ExitStatusHelp,
 		Example:           example,
 		ValidArgsFunction: cmdutil.CompleteNodeNames(flags),
 		RunE:              cmdutil.RunE(o),
@@ -67,61 +65,53 @@ func NewCmdVerify(flags *genericclioptions.ConfigFlags, streams genericiooptions
 // Run reads, judges and prints. Live nodes print as they complete (in table form); json and
 // yaml print once everything is read.
 func (o *Options) Run(ctx context.Context) error {
-	var results []render.FileResult
+	var rows []render.FileRow
 	worst := cmdutil.ExitOK
 	ro := o.RenderOptions()
 	stream := !o.Source.Offline() && (ro.Format == render.Table || ro.Format == render.Wide)
 	ro.Stream = stream
-	err := o.Each(ctx, o.ErrOut, func(s *cmdutil.Snapshot) error {
-		for _, w := range s.Warnings {
-			if s.Node == "" { // offline
+	err := o.Read(ctx, o.ErrOut, func(n *nodestate.NodeResult) error {
+		for _, w := range n.Warnings() {
+			if n.Node == "" { // offline
 				fmt.Fprintf(o.ErrOut, "warning: %s\n", w)
 				continue
 			}
-			fmt.Fprintf(o.ErrOut, "warning: node %s: %s\n", s.Node, w)
+			fmt.Fprintf(o.ErrOut, "warning: node %s: %s\n", n.Node, w)
 		}
-		var rs []render.FileResult
-		if s.Err != nil {
-			rs = []render.FileResult{failureRow(s)}
-			worst = max(worst, cmdutil.ReportNodeError(o.ErrOut, s.Err))
-		} else {
-			var err error
-			if rs, err = o.Source.Decode(s); err != nil {
-				return err
+		// Offline, the one kubelet judging the files and the files apart from the others head
+		// the output (on stderr: -o json stays parseable). Live, each node is judged by its own
+		// kubelet (-o wide shows it) and a file apart says so in its row, so that a fan-out's
+		// stderr stays one line per node not read.
+		if o.Source.Offline() && n.Err == nil {
+			if line := n.Judged.Sentence(); line != "" {
+				fmt.Fprintln(o.ErrOut, line)
 			}
-			// Offline, the one kubelet judging the files and the files apart from the others
-			// head the output (on stderr: -o json stays parseable). Live, each node is judged by
-			// its own kubelet (-o wide shows it) and a file apart says so in its row, so that a
-			// fan-out's stderr stays one line per node not read.
-			if o.Source.Offline() {
-				if s.Judged != "" {
-					fmt.Fprintln(o.ErrOut, s.Judged)
-				}
-				for _, f := range s.Findings {
-					fmt.Fprintln(o.ErrOut, f)
-				}
-			}
-			if len(rs) == 0 {
-				fmt.Fprintf(o.ErrOut, "%s: no checkpoint files found (is it the kubelet root dir? see --kubelet-root-dir)\n", cmdutil.Where(s, &o.Source))
-				worst = max(worst, cmdutil.ExitUnreadable)
+			for _, a := range n.Judged.Apart {
+				fmt.Fprintln(o.ErrOut, "Finding: "+a.Sentence())
 			}
 		}
-		for _, r := range rs {
-			if r.Verdict != decode.Valid && r.Verdict != decode.NotRead {
+		if n.Err != nil {
+			worst = max(worst, cmdutil.ReportNodeError(o.ErrOut, n.Err))
+		} else if len(n.Rows) == 0 {
+			fmt.Fprintf(o.ErrOut, "%s: no checkpoint files found (is it the kubelet root dir? see --kubelet-root-dir)\n", n.Where)
+			worst = max(worst, cmdutil.ExitUnreadable)
+		}
+		for _, r := range n.Rows {
+			if v := r.Verdict(); v != decode.Valid && v != decode.NotRead {
 				worst = max(worst, cmdutil.ExitNotValid)
 			}
 		}
-		if stream && len(rs) > 0 {
+		if stream && len(n.Rows) > 0 {
 			if ro.NodeWidth == 0 {
 				ro.NodeWidth = cmdutil.NodeColumnWidth(o.Live.Resolved)
 			}
-			if err := render.Verify(o.Out, ro, rs); err != nil {
+			if err := render.Verify(o.Out, ro, n.Rows); err != nil {
 				return err
 			}
 			ro.NoHeader = true
 			return nil
 		}
-		results = append(results, rs...)
+		rows = append(rows, n.Rows...)
 		return nil
 	})
 	// Interrupted: still print what was read, then say so.
@@ -129,7 +119,7 @@ func (o *Options) Run(ctx context.Context) error {
 		return err
 	}
 	if !stream {
-		if perr := render.Verify(o.Out, ro, results); perr != nil {
+		if perr := render.Verify(o.Out, ro, rows); perr != nil {
 			return perr
 		}
 	}
@@ -137,15 +127,4 @@ func (o *Options) Run(ctx context.Context) error {
 		return err
 	}
 	return cmdutil.Exit(worst)
-}
-
-// failureRow is the row of a node that could not be read: a short reason in the table, the
-// one-line explanation with its fix in -o wide and json.
-func failureRow(s *cmdutil.Snapshot) render.FileResult {
-	verdict := decode.Unreadable
-	if cmdutil.Skipped(s.Err) {
-		verdict = decode.NotRead
-	}
-	return render.FileResult{Node: s.Node, Report: &decode.Report{File: "-", Verdict: verdict,
-		Cause: cmdutil.FailureReason(s.Err), Error: s.Err.Error()}}
 }

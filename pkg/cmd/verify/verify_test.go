@@ -16,7 +16,7 @@ import (
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/internal/cmdtest"
 	"github.com/kubectl-nodestate/kubectl-nodestate/internal/tabletest"
-	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmdutil"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
 )
 
 const repo = "../../.."
@@ -109,7 +109,7 @@ func TestVerifyCollectedBundle(t *testing.T) {
 		}
 	}
 	info := `{"node": "worker-9", "kubeletVersion": "v1.36.4"}`
-	if err := os.WriteFile(filepath.Join(dir, cmdutil.NodeInfoFile), []byte(info), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, nodestate.NodeInfoFile), []byte(info), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	out, errOut, code := run(t, "verify", "--from-dir", dir, "-o", "json")
@@ -132,7 +132,7 @@ func TestVerifyCollectedBundle(t *testing.T) {
 		t.Errorf("stderr %q", errOut)
 	}
 	// A node file collect did not write is said, and the files are judged without it.
-	if err := os.WriteFile(filepath.Join(dir, cmdutil.NodeInfoFile), []byte("not json"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, nodestate.NodeInfoFile), []byte("not json"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	_, errOut, _ = run(t, "verify", "--from-dir", dir)
@@ -349,8 +349,8 @@ func TestVerifyUsageErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, errOut, code := run(t, append([]string{"verify"}, tc.args...)...)
-			if code == 0 {
-				t.Errorf("exit 0")
+			if code != 3 {
+				t.Errorf("exit %d, want 3 (usage error)", code)
 			}
 			if !strings.HasPrefix(errOut, tc.want) {
 				t.Errorf("stderr:\n got %q\nwant %q...", errOut, tc.want)

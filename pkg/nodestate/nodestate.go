@@ -1,0 +1,250 @@
+// Package nodestate is the library under the commands: it reads checkpoint files (from live
+// nodes through package fetch, or from copies through package local), decodes and judges each
+// with package decode, and hands back one typed result per node as soon as that node is done.
+// It runs from a plain Config and knows no flags, streams or exit codes; the commands in
+// pkg/cmd (and doctor) are thin shells around it, as stern's commands are around its library.
+package nodestate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch/local"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/render"
+)
+
+// Config says what to read and how to judge it. Set one source: FromDir or FromFile (files
+// copied off a node), or live nodes (Nodes, or AllNodes with an optional Selector) with Client
+// and RESTConfig.
+type Config struct {
+	// FromDir is a directory laid out like the kubelet root dir, or a tar/tar.gz of one.
+	FromDir string
+	// FromFile is one checkpoint file; Kind names its kind, else its base name does.
+	FromFile string
+	Kind     decode.Kind
+
+	// Nodes are the live nodes to read; AllNodes reads every node matching Selector instead.
+	Nodes    []string
+	AllNodes bool
+	Selector string
+	// Client and RESTConfig reach the cluster (live only).
+	Client     kubernetes.Interface
+	RESTConfig *rest.Config
+	// Fetch configures the debug pods (namespace, image, timeouts); its KubeletRootDir is
+	// replaced by KubeletRootDir.
+	Fetch fetch.Options
+	// Concurrency bounds the nodes read at once (fetch.DefaultConcurrency if < 1).
+	Concurrency int
+	// Exec replaces the remote exec into the debug pods, for tests (as fetch.Fetcher.Exec).
+	Exec fetch.ExecFunc
+
+	// KubeletRootDir is the kubelet's --root-dir on the node (decode.DefaultRootDir if "").
+	KubeletRootDir string
+	// Kubelet judges every file as this kubelet would; nil judges a node's files by the version
+	// collect recorded with copies, else a live node's own version, else the newest release
+	// that writes the files together (see Judge).
+	Kubelet *decode.Kubelet
+	// KubeletWhy says, for the header line, why Kubelet judges ("the kubelet version asked for"
+	// when empty).
+	KubeletWhy string
+}
+
+// Offline reports whether the files come from copies on disk.
+func (c *Config) Offline() bool { return c.FromDir != "" || c.FromFile != "" }
+
+// NodeResult is one node (or one copied directory or file), read and judged.
+type NodeResult struct {
+	// Node is the live node's name; "" for copies.
+	Node string
+	// Where names the origin in messages: "node NAME", or the copied path.
+	Where string
+	// Snapshot is what was read; nil when Err is set.
+	Snapshot *fetch.Snapshot
+	// Rows are the judged files in the kubelet's file order, then oversized and temp files; a
+	// node that could not be read has the one row saying why.
+	Rows []render.FileRow
+	// Judged is the one kubelet that judged the files, why, and the files apart from the others
+	// (findings); zero when Err is set.
+	Judged Judgement
+	// Names resolves the pod UIDs and container IDs of the files (nil offline).
+	Names render.PodNames
+	// Err is why the node could not be read at all (a *fetch.Error for live nodes).
+	Err error
+}
+
+// Warnings are the non-fatal problems of the read.
+func (n *NodeResult) Warnings() []string {
+	if n.Snapshot == nil {
+		return nil
+	}
+	return n.Snapshot.Warnings
+}
+
+// Skipped reports a node that was not read by design (a Windows node): not a failure.
+func (n *NodeResult) Skipped() bool {
+	return n.Err != nil && fetch.ReasonOf(n.Err) == fetch.ReasonUnsupportedOS
+}
+
+// ErrInterrupted is Run's error when ctx was cancelled (Ctrl-C): every node started was still
+// reported, and every debug pod created was deleted before Run returned.
+var ErrInterrupted = errors.New("interrupted; every debug pod created was deleted")
+
+// Reader runs a Config. New resolves the node list; Run reads.
+type Reader struct {
+	cfg     Config
+	nodes   []string
+	fetcher *fetch.Fetcher
+}
+
+// New checks the config and, for live nodes, lists them when AllNodes is set.
+func New(ctx context.Context, cfg Config) (*Reader, error) {
+	if cfg.KubeletRootDir == "" {
+		cfg.KubeletRootDir = decode.DefaultRootDir
+	}
+	r := &Reader{cfg: cfg}
+	switch {
+	case cfg.FromDir != "" && cfg.FromFile != "":
+		return nil, errors.New("read a directory or a file, not both")
+	case cfg.Offline():
+		return r, nil
+	case cfg.Client == nil || cfg.RESTConfig == nil:
+		return nil, errors.New("live nodes need a Client and a RESTConfig")
+	}
+	opts := cfg.Fetch
+	opts.KubeletRootDir = cfg.KubeletRootDir
+	r.fetcher = &fetch.Fetcher{Client: cfg.Client, Config: cfg.RESTConfig, Paths: decode.Paths(), Options: opts, Exec: cfg.Exec}
+	if err := r.fetcher.Validate(); err != nil {
+		return nil, err
+	}
+	r.nodes = cfg.Nodes
+	if cfg.AllNodes {
+		nodes, err := fetch.NodeNames(ctx, cfg.Client, cfg.Selector)
+		if err != nil {
+			return nil, fetch.ExplainError(err, opts.WithDefaults().Namespace)
+		}
+		if len(nodes) == 0 {
+			return nil, fmt.Errorf("no nodes match %q", cfg.Selector)
+		}
+		r.nodes = nodes
+	}
+	return r, nil
+}
+
+// Nodes is the live node list being read (nil offline).
+func (r *Reader) Nodes() []string { return r.nodes }
+
+// Run reads every source and calls each with its result as soon as it is judged: live nodes
+// in the order they complete, at most Concurrency at a time. Calls to each never overlap. An
+// error from each stops the reporting (nodes already started still finish and clean up) and
+// is returned. Copies that cannot be read at all are an error of Run; a live node that cannot
+// be read is a result with Err. After ctx is cancelled Run returns ErrInterrupted.
+func (r *Reader) Run(ctx context.Context, each func(*NodeResult) error) error {
+	if r.cfg.Offline() {
+		snap, err := r.loadOffline()
+		if err != nil {
+			return err
+		}
+		return each(r.judge(snap))
+	}
+	var eachErr error
+	r.fetcher.FetchAll(ctx, r.nodes, r.cfg.Concurrency, func(fr fetch.NodeResult) {
+		if eachErr != nil {
+			return
+		}
+		res := &NodeResult{Node: fr.Node, Where: "node " + fr.Node, Err: fr.Err}
+		if fr.Err != nil {
+			res.Rows = []render.FileRow{render.NodeFailedRow(fr.Node, res.Skipped(), failureReason(fr.Err), fr.Err.Error())}
+		} else {
+			res = r.judge(fr.Files)
+		}
+		eachErr = each(res)
+	})
+	if eachErr != nil {
+		return eachErr
+	}
+	if ctx.Err() != nil {
+		return ErrInterrupted
+	}
+	return nil
+}
+
+// failureReason is the few words a failed node's row has room for.
+func failureReason(err error) string {
+	var fe *fetch.Error
+	if errors.As(err, &fe) && fe.Short != "" {
+		return fe.Short
+	}
+	return string(fetch.ReasonOf(err))
+}
+
+// loadOffline reads FromDir or FromFile.
+func (r *Reader) loadOffline() (*fetch.Snapshot, error) {
+	if r.cfg.FromDir != "" {
+		snap, err := local.Read(r.cfg.FromDir, append(decode.Paths(), NodeInfoFile), local.DefaultLimits)
+		if err != nil {
+			return nil, err
+		}
+		// A collect bundle records the node's kubelet version: it judges the copies.
+		if b, ok := snap.Files[NodeInfoFile]; ok {
+			delete(snap.Files, NodeInfoFile)
+			var info NodeInfo
+			if err := json.Unmarshal(b, &info); err != nil {
+				snap.Warnings = append(snap.Warnings, fmt.Sprintf("%s is not what collect writes (%v): ignored", NodeInfoFile, err))
+			} else if info.KubeletVersion != "" {
+				snap.KubeletVersion = info.KubeletVersion
+				snap.KubeletVersionFrom = fmt.Sprintf("node %s's version, recorded by collect in %s", info.Node, NodeInfoFile)
+			}
+		}
+		return snap, nil
+	}
+	if _, ok := r.fileKind(); !ok {
+		return nil, fmt.Errorf("cannot tell which checkpoint %s is: give the file its name on the node (e.g. cpu_manager_state) or pass --kind", r.cfg.FromFile)
+	}
+	b, err := local.ReadFile(r.cfg.FromFile, local.DefaultLimits)
+	if err != nil {
+		return nil, err
+	}
+	return &fetch.Snapshot{Source: r.cfg.FromFile, Files: map[string][]byte{r.cfg.FromFile: b}}, nil
+}
+
+// fileKind is the kind of FromFile: Kind, else the file's name on the node.
+func (r *Reader) fileKind() (decode.Kind, bool) {
+	if r.cfg.Kind != "" {
+		return r.cfg.Kind, true
+	}
+	return decode.ParseKind(path.Base(r.cfg.FromFile))
+}
+
+// judge decodes a snapshot into a result.
+func (r *Reader) judge(s *fetch.Snapshot) *NodeResult {
+	res := &NodeResult{Node: s.Node, Where: s.Source, Snapshot: s}
+	if s.Node != "" {
+		res.Where = "node " + s.Node
+	}
+	if s.Pods != nil {
+		res.Names = podNames{s.Pods}
+	}
+	kindOf := func(p string) decode.Kind {
+		k, _ := decode.ParseKind(p)
+		return k
+	}
+	if r.cfg.FromFile != "" {
+		kindOf = func(string) decode.Kind { k, _ := r.fileKind(); return k }
+	}
+	res.Rows, res.Judged = Judge(s, kindOf, r.cfg.Kubelet, r.cfg.KubeletRootDir)
+	if r.cfg.Kubelet != nil {
+		res.Judged.Why = r.cfg.KubeletWhy
+		if res.Judged.Why == "" {
+			res.Judged.Why = "the kubelet version asked for"
+		}
+	}
+	return res
+}
