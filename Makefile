@@ -7,7 +7,7 @@ COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -s -w -X $(PKG)/pkg/version.version=$(VERSION) -X $(PKG)/pkg/version.commit=$(COMMIT) -X $(PKG)/pkg/version.date=$(DATE)
 
-.PHONY: help build test lint demo fuzz bench e2e e2e-scale dist krew-test release-check ci
+.PHONY: help build test lint demo fuzz bench e2e e2e-scale e2e-node dist krew-test release-check ci
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -36,6 +36,9 @@ e2e: ## live commands end to end on a real kube-apiserver + etcd + kwok (builds/
 
 e2e-scale: ## the plugin's verify --all-nodes over 1,000 simulated nodes, at two concurrencies in one run
 	NODESTATE_E2E_PLUGIN_SCALE_NODES=$${NODES:-1000} NODESTATE_E2E_SCALE_NODES=$${NODES:-1000} hack/e2e.sh -run 'TestLiveScale|TestSmokeScale'
+
+e2e-node: ## live commands on ONE real kubelet + containerd in a network namespace (root; builds/caches the kubelet)
+	hack/e2e-node.sh
 
 dist: ## cross-built release archives + sha256 sums + krew manifest under dist/
 	VERSION=$(VERSION) COMMIT=$(COMMIT) DATE=$(DATE) hack/dist.sh

@@ -85,6 +85,9 @@ type ReadOptions struct {
 	Source SourceOptions
 	Live   LiveOptions
 	Nodes  []string
+	// ReadMachine and ReadKubeletConfig also read each live node's machine and kubelet config
+	// (doctor, collect); see nodestate.Config.
+	ReadMachine, ReadKubeletConfig bool
 }
 
 // NewReadOptions returns ReadOptions reading live nodes through flags.

@@ -49,6 +49,7 @@ func (o *ReadOptions) Config() (nodestate.Config, error) {
 	}
 	cfg.Nodes, cfg.AllNodes, cfg.Selector = o.Nodes, live.AllNodes, live.Selector
 	cfg.Client, cfg.RESTConfig, cfg.Concurrency = client, config, live.Concurrency
+	cfg.Machine, cfg.KubeletConfig = o.ReadMachine, o.ReadKubeletConfig
 	cfg.Fetch = fetch.Options{
 		Namespace:         ns,
 		Image:             live.Image,

@@ -24,6 +24,8 @@ type Fetcher struct {
 	Config  *rest.Config // for exec; unused when Exec is set
 	Options Options
 	Paths   []string // relative to Options.KubeletRootDir, e.g. "cpu_manager_state"
+	// Machine also reads the node's sysfs topology (in the same exec) into Snapshot.Sysfs.
+	Machine bool
 
 	// Exec replaces the remote exec, for tests. Nil means RemoteExec(Client, Config).
 	Exec ExecFunc
@@ -35,12 +37,13 @@ type Snapshot struct {
 	Node               string            // the node read live; "" for copied files
 	Source             string            // the directory, archive or file copied files came from
 	KubeletVersion     string            // status.nodeInfo.kubeletVersion: picks the format rules
-	KubeletVersionFrom string            // for copies, where KubeletVersion was recorded (collect's record)
+	KubeletVersionFrom string            // for copies, where KubeletVersion was recorded (collect's node.json)
 	Files              map[string][]byte // requested path -> content
 	Missing            []string          // requested paths that are not regular files on the node
 	Oversized          []string          // requested paths skipped for exceeding the per-file cap
 	TempFiles          []string          // leftover ".<digits>" files of interrupted kubelet writes
 	Pods               *PodIndex         // the node's pods, to name pod UIDs and container IDs
+	Sysfs              []byte            // the machine's sysfs dump (machine.FromSysfs), if asked for
 	Warnings           []string          // non-fatal: tar's stderr, a failed pod index or deletion
 }
 
@@ -119,16 +122,17 @@ func (f *Fetcher) Fetch(ctx context.Context, nodeName string) (nf *Snapshot, err
 	if err != nil {
 		return nil, err
 	}
-	files, missing, warnings, err := f.collect(ctx, created, opts)
+	got, err := f.collect(ctx, created, opts)
 	if err != nil {
 		return nil, err
 	}
 	nf = &Snapshot{
 		Node:           nodeName,
 		KubeletVersion: node.Status.NodeInfo.KubeletVersion,
-		Files:          files,
-		Missing:        missing,
-		Warnings:       warnings,
+		Files:          got.files,
+		Missing:        got.missing,
+		Warnings:       got.warnings,
+		Sysfs:          got.sysfs,
 	}
 	// After the read, so every pod named in the files that still exists is in the index. A
 	// failure here loses names, not data: warn and go on.

@@ -84,7 +84,8 @@ func TestFetch(t *testing.T) {
 			Containers: map[string]ContainerRef{
 				"c0ffee": {"team-a", "app", "main"},
 			},
-			Debug: map[string]bool{"uid-debug": true},
+			ContainerNames: map[string]map[string]bool{"uid-debug": {"nodestate": true}},
+			Debug:          map[string]bool{"uid-debug": true},
 		},
 		Warnings: []string{"tar: ./x: Cannot open: Permission denied"},
 	}

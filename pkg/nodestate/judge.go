@@ -1,6 +1,7 @@
 package nodestate
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -57,14 +58,43 @@ func (a Apart) Sentence() string {
 		a.File, a.Format, a.WrittenBy, joinAnd(a.Others))
 }
 
-// NodeInfoFile is what collect writes beside a node's files: the node and its kubelet version,
-// so that reading the copies later judges them by that kubelet.
-const NodeInfoFile = "nodestate-node.json"
+// Files collect writes beside a node's checkpoint files. NodeInfoFile is the bundle's one node
+// record: reading the copies later judges them by its kubelet version, and doctor takes
+// machine.json and the kubelet config from beside it.
+const (
+	NodeInfoFile   = "node.json"
+	NodeInfoSchema = "kubectl-nodestate/node/v1"
+	MachineFile    = "machine.json"
+	ConfigzFile    = "kubelet-config.json"
+	ConfigYAMLFile = "kubelet-config.yaml"
+)
 
-// NodeInfo is the content of NodeInfoFile.
+// NodeInfo is NodeInfoFile: what the files alone do not say about the node.
 type NodeInfo struct {
+	Schema         string `json:"schema"`
 	Node           string `json:"node"`
 	KubeletVersion string `json:"kubeletVersion,omitempty"`
+	// KubeletConfig is the file holding the kubelet config and where it came from, or why
+	// there is none.
+	KubeletConfig     string `json:"kubeletConfig,omitempty"`
+	KubeletConfigFrom string `json:"kubeletConfigFrom,omitempty"`
+	KubeletConfigNote string `json:"kubeletConfigNote,omitempty"`
+	// Machine is machine.json, or MachineError why it could not be read.
+	Machine      string `json:"machine,omitempty"`
+	MachineError string `json:"machineError,omitempty"`
+}
+
+// ParseNodeInfo reads NodeInfoFile. The schema must be collect's: "node.json" is a common name
+// (kubectl get node -o json > node.json), and another file's version must not judge the node.
+func ParseNodeInfo(b []byte) (NodeInfo, error) {
+	var info NodeInfo
+	if err := json.Unmarshal(b, &info); err != nil {
+		return NodeInfo{}, err
+	}
+	if info.Schema != NodeInfoSchema {
+		return NodeInfo{}, fmt.Errorf("schema %q, want %q", info.Schema, NodeInfoSchema)
+	}
+	return info, nil
 }
 
 // Judge decodes every file of s, in the kubelet's file order, all by one kubelet (a node runs

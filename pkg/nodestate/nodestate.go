@@ -7,7 +7,6 @@ package nodestate
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path"
@@ -18,6 +17,7 @@ import (
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch/local"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/machine"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/render"
 )
 
@@ -48,9 +48,19 @@ type Config struct {
 
 	// KubeletRootDir is the kubelet's --root-dir on the node (decode.DefaultRootDir if "").
 	KubeletRootDir string
+	// Machine also reads each live node's machine from sysfs, in the same exec as the files
+	// (NodeResult.Machine).
+	Machine bool
+	// KubeletConfig also reads each live node's kubelet config: configz through the API
+	// server when the user may already GET nodes/proxy, else config.yaml from the kubelet
+	// root dir (NodeResult.KubeletConfig).
+	KubeletConfig bool
+	// Configz replaces the GET of configz through the API server, for tests.
+	Configz ConfigzFunc
+
 	// Kubelet judges every file as this kubelet would; nil judges a node's files by the version
-	// collect recorded with copies, else a live node's own version, else the newest release
-	// that writes the files together (see Judge).
+	// collect recorded with copies (node.json), else a live node's own version, else the newest
+	// release that writes the files together (see Judge).
 	Kubelet *decode.Kubelet
 	// KubeletWhy says, for the header line, why Kubelet judges ("the kubelet version asked for"
 	// when empty).
@@ -78,6 +88,16 @@ type NodeResult struct {
 	Names render.PodNames
 	// Err is why the node could not be read at all (a *fetch.Error for live nodes).
 	Err error
+
+	// Machine is the node's machine from sysfs (Config.Machine), or why not in MachineErr.
+	Machine    *machine.Machine
+	MachineErr error
+	// KubeletConfig is the kubelet's config as read (Config.KubeletConfig): configz's JSON or
+	// config.yaml, as KubeletConfigFrom says; nil if neither could be read.
+	KubeletConfig     []byte
+	KubeletConfigFrom string
+	// KubeletConfigNote says why configz was not used, or why there is no config at all.
+	KubeletConfigNote string
 }
 
 // Warnings are the non-fatal problems of the read.
@@ -102,6 +122,9 @@ type Reader struct {
 	cfg     Config
 	nodes   []string
 	fetcher *fetch.Fetcher
+	// configz reads a node's configz, nil when the user may not (noConfigz says why).
+	configz   ConfigzFunc
+	noConfigz string
 }
 
 // New checks the config and, for live nodes, lists them when AllNodes is set.
@@ -124,6 +147,10 @@ func New(ctx context.Context, cfg Config) (*Reader, error) {
 	if err := r.fetcher.Validate(); err != nil {
 		return nil, err
 	}
+	if r.configz = cfg.Configz; r.configz == nil {
+		r.configz = APIConfigz(cfg.Client)
+	}
+	r.withExtras(ctx, r.fetcher)
 	r.nodes = cfg.Nodes
 	if cfg.AllNodes {
 		nodes, err := fetch.NodeNames(ctx, cfg.Client, cfg.Selector)
@@ -163,7 +190,12 @@ func (r *Reader) Run(ctx context.Context, each func(*NodeResult) error) error {
 		if fr.Err != nil {
 			res.Rows = []render.FileRow{render.NodeFailedRow(fr.Node, res.Skipped(), failureReason(fr.Err), fr.Err.Error())}
 		} else {
+			// Extras first: they take config.yaml out of the checkpoint files.
+			extras := &NodeResult{Node: fr.Node, Snapshot: fr.Files}
+			r.addExtras(ctx, extras)
 			res = r.judge(fr.Files)
+			res.Machine, res.MachineErr = extras.Machine, extras.MachineErr
+			res.KubeletConfig, res.KubeletConfigFrom, res.KubeletConfigNote = extras.KubeletConfig, extras.KubeletConfigFrom, extras.KubeletConfigNote
 		}
 		eachErr = each(res)
 	})
@@ -195,8 +227,8 @@ func (r *Reader) loadOffline() (*fetch.Snapshot, error) {
 		// A collect bundle records the node's kubelet version: it judges the copies.
 		if b, ok := snap.Files[NodeInfoFile]; ok {
 			delete(snap.Files, NodeInfoFile)
-			var info NodeInfo
-			if err := json.Unmarshal(b, &info); err != nil {
+			info, err := ParseNodeInfo(b)
+			if err != nil {
 				snap.Warnings = append(snap.Warnings, fmt.Sprintf("%s is not what collect writes (%v): ignored", NodeInfoFile, err))
 			} else if info.KubeletVersion != "" {
 				snap.KubeletVersion = info.KubeletVersion

@@ -303,11 +303,11 @@ func TestOfflineJudgement(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "cpu_manager_state"), raw, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, NodeInfoFile), []byte(`{"node":"w9","kubeletVersion":"v1.36.4"}`), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, NodeInfoFile), []byte(`{"schema":"kubectl-nodestate/node/v1","node":"w9","kubeletVersion":"v1.36.4"}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	res := read(Config{FromDir: dir})
-	if res.Judged.Basis != BasisRecorded || res.Judged.Sentence() != "Judged by kubelet v1.36.4: node w9's version, recorded by collect in nodestate-node.json." ||
+	if res.Judged.Basis != BasisRecorded || res.Judged.Sentence() != "Judged by kubelet v1.36.4: node w9's version, recorded by collect in node.json." ||
 		len(res.Rows) != 1 || res.Rows[0].Reader() != "v1.36.4" {
 		t.Errorf("recorded: %+v, rows %d", res.Judged, len(res.Rows))
 	}

@@ -32,14 +32,21 @@ type Options struct {
 // NewCmdCollect returns the collect command.
 func NewCmdCollect(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &Options{ReadOptions: cmdutil.NewReadOptions(flags), IOStreams: streams}
+	o.ReadMachine, o.ReadKubeletConfig = true, true
 	cmd := &cobra.Command{
 		Use:   "collect NODE... | --all-nodes -d DIR",
 		Short: "Copy nodes' raw checkpoint files into a directory, with a verification summary",
 		Long: cmdutil.LongDesc(`
 			Collect copies every checkpoint file of each node to DIR/<node>/<path under the kubelet
-			root dir> (mode 0600), writes DIR/<node>/verify.json, DIR/<node>/nodestate-node.json (the
-			node's kubelet version), and DIR/summary.json for all nodes. The copies can be read
-			later with --from-dir DIR/<node>, judged by the kubelet version recorded.`) + "\n\n" + cmdutil.ExitStatusHelp,
+			root dir> (mode 0600), writes DIR/<node>/verify.json, and DIR/summary.json for all
+			nodes. The copies can be read later with --from-dir DIR/<node>, judged by the kubelet
+			version recorded in node.json.
+
+			Beside the files it writes what doctor needs to judge the node offline:
+			machine.json (the node's CPUs, NUMA memory and hugepages, from sysfs), the kubelet
+			config it could read (kubelet-config.json from configz, when you may GET
+			nodes/proxy; else kubelet-config.yaml, the config.yaml of the kubelet root dir), and
+			node.json (the kubelet version and where each came from).`) + "\n\n" + cmdutil.ExitStatusHelp,
 		Example: cmdutil.Examples(`
 			kubectl nodestate collect worker-1 worker-2 -d ./nodestate-bundle
 			kubectl nodestate collect --all-nodes -l node-role.kubernetes.io/gpu -d ./bundle`),
@@ -73,7 +80,7 @@ func (o *Options) Validate() error {
 type nodeSummary struct {
 	Node string `json:"node"`
 	// KubeletVersion is the node's status.nodeInfo.kubeletVersion, also written to
-	// DIR/<node>/nodestate-node.json so that --from-dir DIR/<node> judges by it.
+	// DIR/<node>/node.json so that --from-dir DIR/<node> judges by it.
 	KubeletVersion string           `json:"kubeletVersion,omitempty"`
 	Error          string           `json:"error,omitempty"`
 	Files          []render.FileRow `json:"files,omitempty"`
@@ -97,10 +104,6 @@ func (o *Options) Run(ctx context.Context) error {
 		if err := fetch.WriteFiles(nodeDir, n.Snapshot.Files); err != nil {
 			return err
 		}
-		info := nodestate.NodeInfo{Node: n.Node, KubeletVersion: n.Snapshot.KubeletVersion}
-		if err := writeJSON(filepath.Join(nodeDir, nodestate.NodeInfoFile), info); err != nil {
-			return err
-		}
 		rows := make([]render.FileRow, len(n.Rows))
 		for i, r := range n.Rows {
 			if v := r.Verdict(); v != decode.Valid && v != decode.NotRead {
@@ -114,6 +117,9 @@ func (o *Options) Run(ctx context.Context) error {
 			rows[i] = r
 		}
 		if err := writeJSON(filepath.Join(nodeDir, "verify.json"), rows); err != nil {
+			return err
+		}
+		if err := o.writeNodeInfo(nodeDir, n); err != nil {
 			return err
 		}
 		summary = append(summary, nodeSummary{Node: n.Node, KubeletVersion: n.Snapshot.KubeletVersion, Files: rows})
@@ -131,6 +137,34 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	fmt.Fprintf(o.ErrOut, "wrote %d node(s) to %s\n", len(summary), o.Dir)
 	return cmdutil.Exit(worst)
+}
+
+// writeNodeInfo writes machine.json, the kubelet config and node.json; what could not be read
+// is said on stderr and in node.json, and is no failure of collect.
+func (o *Options) writeNodeInfo(dir string, n *nodestate.NodeResult) error {
+	info := nodestate.NodeInfo{Schema: nodestate.NodeInfoSchema, Node: n.Node, KubeletVersion: n.Snapshot.KubeletVersion, KubeletConfigNote: n.KubeletConfigNote}
+	if n.Machine != nil {
+		if err := writeJSON(filepath.Join(dir, nodestate.MachineFile), n.Machine); err != nil {
+			return err
+		}
+		info.Machine = nodestate.MachineFile
+	} else if n.MachineErr != nil {
+		info.MachineError = n.MachineErr.Error()
+		fmt.Fprintf(o.ErrOut, "warning: node %s: no %s: %v\n", n.Node, nodestate.MachineFile, n.MachineErr)
+	}
+	if n.KubeletConfig != nil {
+		name := nodestate.ConfigYAMLFile
+		if n.KubeletConfigFrom == nodestate.FromConfigz {
+			name = nodestate.ConfigzFile
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), n.KubeletConfig, 0o600); err != nil {
+			return err
+		}
+		info.KubeletConfig, info.KubeletConfigFrom = name, n.KubeletConfigFrom
+	} else {
+		fmt.Fprintf(o.ErrOut, "warning: node %s: no kubelet config: %s\n", n.Node, n.KubeletConfigNote)
+	}
+	return writeJSON(filepath.Join(dir, nodestate.NodeInfoFile), info)
 }
 
 func writeJSON(path string, v any) error {

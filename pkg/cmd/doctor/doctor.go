@@ -5,7 +5,7 @@ package doctor
 import (
 	"context"
 	"fmt"
-
+	"path"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -22,6 +22,14 @@ import (
 )
 
 var example = cmdutil.Examples(`
+	# Would the kubelet of these nodes start again as they are now (machine from sysfs, config
+	# from configz or the kubelet root dir's config.yaml, pods from the API)?
+	kubectl nodestate doctor worker-1 worker-2
+	kubectl nodestate doctor --all-nodes -l node-role.kubernetes.io/worker
+
+	# Before rolling out a config to a pool: every node's state against the new config
+	kubectl nodestate doctor --all-nodes -l pool=cpu-pinned --kubelet-config ./new-config.yaml
+
 	# Would the kubelet start again with the files copied off a node (collect bundle)?
 	kubectl nodestate doctor --from-dir ./worker-1
 
@@ -31,10 +39,11 @@ var example = cmdutil.Examples(`
 	# After a resize or with a CPU offlined: the machine as it will be
 	kubectl nodestate doctor --from-dir ./worker-1 --machine ./machine-after.json --kubelet-version v1.37.1 -o json`)
 
-// Bundle files that default --machine and --kubelet-config (collect writes them).
+// Bundle files that default --machine and --kubelet-config (collect writes them). The
+// bundle's node.json defaults the kubelet version: the library reads it, as for verify.
 var (
-	bundleMachine = "machine.json"
-	bundleConfigs = []string{"kubelet-config.yaml", "kubelet-config.json"}
+	bundleMachine = nodestate.MachineFile
+	bundleConfigs = []string{nodestate.ConfigYAMLFile, nodestate.ConfigzFile}
 )
 
 // Options is the doctor command's state.
@@ -64,9 +73,15 @@ func NewCmdDoctor(flags *genericclioptions.ConfigFlags, streams genericiooptions
 			overlapping or stale assignments, memory drift, devices held twice, and files the
 			target kubelet refuses.
 
+			On live nodes, the debug pod reads the machine from sysfs in the same exec as the
+			files; the kubelet config comes from configz through the API server when you may
+			already GET nodes/proxy, else from config.yaml in the kubelet root dir; the version
+			from the node's status, and the pods from the API (for stale entries).
+
 			--machine, --kubelet-config and --kubelet-version describe the machine, config and
-			kubelet about to be used; in a collect bundle, machine.json and kubelet-config.yaml
-			(or .json) are the defaults. Checks whose input is missing are skipped and named.
+			kubelet about to be used; in a collect bundle, machine.json, kubelet-config.yaml
+			(or .json) and node.json's kubelet version are the defaults. Checks whose input is
+			missing are skipped and named.
 
 			Exit status: 0 when nothing is an error, 1 when something is, 2 when a node could
 			not be read, 3 on a usage error.`),
@@ -87,6 +102,8 @@ func (o *Options) Complete(args []string) error {
 	if err := o.ReadOptions.Complete(args); err != nil {
 		return err
 	}
+	// Live nodes bring their own machine and config, unless the flags give the ones to be.
+	o.ReadMachine, o.ReadKubeletConfig = o.MachineFile == "", o.ConfigFile == ""
 	bundle := map[string][]byte{}
 	if o.Source.FromDir != "" && (o.MachineFile == "" || o.ConfigFile == "") {
 		want := append([]string{bundleMachine}, bundleConfigs...)
@@ -195,11 +212,15 @@ func (o *Options) diagnose(n *nodestate.NodeResult) (doctor.Result, int) {
 		kubelet = nil
 	}
 	judgedBy := kubelet
+	config := o.config
+	if config == nil && n.KubeletConfig != nil {
+		config = o.nodeConfig(n)
+	}
 	// The config's feature gates are the kubelet's too (the command line wins): they change
 	// how it reads some files.
-	if kubelet != nil && o.config != nil && len(o.config.FeatureGates) > 0 {
+	if kubelet != nil && config != nil && len(config.FeatureGates) > 0 {
 		gates := map[string]bool{}
-		for k, v := range o.config.FeatureGates {
+		for k, v := range config.FeatureGates {
 			gates[k] = v
 		}
 		for k, v := range kubelet.Gates {
@@ -213,7 +234,8 @@ func (o *Options) diagnose(n *nodestate.NodeResult) (doctor.Result, int) {
 	if kubelet != judgedBy {
 		rows, _ = nodestate.Judge(s, o.kindOf, kubelet, o.Source.KubeletRootDir)
 	}
-	in := doctor.Input{Machine: o.machine, Config: o.config, Kubelet: kubelet, RootDir: o.Source.KubeletRootDir}
+	in := doctor.Input{Machine: o.machine, Config: config, Kubelet: kubelet, RootDir: o.Source.KubeletRootDir}
+	o.liveInputs(n, &in)
 	for _, r := range rows {
 		if r.Report != nil {
 			in.Files = append(in.Files, r.Report)
@@ -228,6 +250,57 @@ func (o *Options) diagnose(n *nodestate.NodeResult) (doctor.Result, int) {
 		code = cmdutil.ExitNotValid
 	}
 	return res, code
+}
+
+// nodeConfig parses the kubelet config read from a live node, saying where it came from.
+func (o *Options) nodeConfig(n *nodestate.NodeResult) *doctor.KubeletConfig {
+	from := "configz"
+	if n.KubeletConfigFrom == nodestate.FromConfigYAML {
+		from = path.Join(o.Source.KubeletRootDir, nodestate.KubeletConfigFile)
+	}
+	c, err := doctor.ParseKubeletConfig(n.KubeletConfig)
+	if err != nil {
+		fmt.Fprintf(o.ErrOut, "%s: kubelet config from %s: %v\n", n.Where, from, err)
+		return nil
+	}
+	note := ""
+	if n.KubeletConfigNote != "" {
+		note = " (" + n.KubeletConfigNote + ")"
+	}
+	fmt.Fprintf(o.ErrOut, "%s: using kubelet config from %s%s\n", n.Where, from, note)
+	return c
+}
+
+// liveInputs fills in what a live node brings: its machine (unless --machine gives one), and
+// its pods, for the stale-entry checks. The plugin's own debug pods count as live: the files
+// still list the one that just read them, and it is no finding.
+func (o *Options) liveInputs(n *nodestate.NodeResult, in *doctor.Input) {
+	if n.Node == "" {
+		return
+	}
+	if in.Machine == nil {
+		switch {
+		case n.Machine != nil:
+			in.Machine = n.Machine
+		case n.MachineErr != nil:
+			fmt.Fprintf(o.ErrOut, "%s: machine not read: %v\n", n.Where, n.MachineErr)
+		}
+	}
+	if in.Config == nil && n.KubeletConfig == nil && o.ReadKubeletConfig {
+		fmt.Fprintf(o.ErrOut, "%s: kubelet config not read: %s\n", n.Where, n.KubeletConfigNote)
+	}
+	ix := n.Snapshot.Pods
+	if ix == nil {
+		return
+	}
+	in.LivePods = map[string]bool{}
+	for uid := range ix.Pods {
+		in.LivePods[uid] = true
+	}
+	for uid := range ix.Debug {
+		in.LivePods[uid] = true
+	}
+	in.LiveContainers = ix.ContainerNames
 }
 
 // kindOf is a file's kind: --kind for --from-file, else its path's.

@@ -186,11 +186,11 @@ func TestRecordedKubeletVersion(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(tmp, "nodestate-node.json"), []byte(`{"node":"worker-1","kubeletVersion":"v1.34.10"}`), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(tmp, "node.json"), []byte(`{"schema":"kubectl-nodestate/node/v1","node":"worker-1","kubeletVersion":"v1.34.10"}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	out, errOut, code := cmdtest.Run(t, "doctor", "--from-dir", tmp, "-o", "json")
-	if code != 0 || !strings.Contains(errOut, "using kubelet v1.34.10: node worker-1's version, recorded by collect in nodestate-node.json\n") {
+	if code != 0 || !strings.Contains(errOut, "using kubelet v1.34.10: node worker-1's version, recorded by collect in node.json\n") {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 	var res struct {
@@ -206,5 +206,45 @@ func TestRecordedKubeletVersion(t *testing.T) {
 	out, errOut, _ = cmdtest.Run(t, "doctor", "--from-dir", tmp, "--kubelet-version", "v1.37.1", "-o", "json")
 	if strings.Contains(errOut, "recorded by collect") || !strings.Contains(out, `"kubelet": "v1.37.1"`) {
 		t.Errorf("stderr %q\n%s", errOut, out)
+	}
+}
+
+// TestBundle: a collect bundle is a complete input: machine.json, kubelet-config.yaml and
+// node.json's kubelet version are the defaults, and a flag still wins.
+func TestBundle(t *testing.T) {
+	dir := filepath.Join(vectors, "cases", "cpu-s2c8t2n2-healthy-assigned__w1.37.1")
+	tmp := t.TempDir()
+	copyFile := func(from, to string) {
+		b, err := os.ReadFile(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(tmp, to), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	copyFile(filepath.Join(dir, "cpu_manager_state"), "cpu_manager_state")
+	copyFile(filepath.Join(dir, "machine.json"), "machine.json")
+	copyFile(kubeletConfig(t, dir), "kubelet-config.yaml")
+	if err := os.WriteFile(filepath.Join(tmp, "node.json"), []byte(`{"schema":"kubectl-nodestate/node/v1","node":"w1","kubeletVersion":"v1.34.10"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "v1.34.10"},
+		{[]string{"--kubelet-version", "v1.31.14"}, "v1.31.14"},
+	} {
+		out, errOut, code := cmdtest.Run(t, append([]string{"doctor", "--from-dir", tmp, "-o", "json"}, tc.args...)...)
+		var got struct {
+			KubeletStart struct {
+				Starts  bool   `json:"starts"`
+				Kubelet string `json:"kubelet"`
+			} `json:"kubeletStart"`
+		}
+		if err := json.Unmarshal([]byte(out), &got); err != nil || code != 0 || !got.KubeletStart.Starts || got.KubeletStart.Kubelet != tc.want {
+			t.Errorf("%q: exit %d, %+v, want kubelet %s (%v)\n%s\n%s", tc.args, code, got, tc.want, err, out, errOut)
+		}
 	}
 }

@@ -108,12 +108,12 @@ func TestVerifyCollectedBundle(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	info := `{"node": "worker-9", "kubeletVersion": "v1.36.4"}`
+	info := `{"schema": "kubectl-nodestate/node/v1", "node": "worker-9", "kubeletVersion": "v1.36.4"}`
 	if err := os.WriteFile(filepath.Join(dir, nodestate.NodeInfoFile), []byte(info), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	out, errOut, code := run(t, "verify", "--from-dir", dir, "-o", "json")
-	want := "Judged by kubelet v1.36.4: node worker-9's version, recorded by collect in nodestate-node.json.\n"
+	want := "Judged by kubelet v1.36.4: node worker-9's version, recorded by collect in node.json.\n"
 	if code != 0 || errOut != want {
 		t.Fatalf("exit %d, stderr %q, want %q\n%s", code, errOut, want, out)
 	}
@@ -131,14 +131,17 @@ func TestVerifyCollectedBundle(t *testing.T) {
 	if errOut != "Judged by kubelet v1.37.1: --kubelet-version.\n" {
 		t.Errorf("stderr %q", errOut)
 	}
-	// A node file collect did not write is said, and the files are judged without it.
-	if err := os.WriteFile(filepath.Join(dir, nodestate.NodeInfoFile), []byte("not json"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	_, errOut, _ = run(t, "verify", "--from-dir", dir)
-	if !strings.HasPrefix(errOut, "warning: nodestate-node.json is not what collect writes") ||
-		!strings.Contains(errOut, "Judged by kubelet v1.37.1: the newest release") {
-		t.Errorf("stderr %q", errOut)
+	// A node file collect did not write (not JSON, or another schema such as a Node object
+	// saved by kubectl) is said, and the files are judged without it.
+	for _, other := range []string{"not json", `{"kind": "Node", "status": {"nodeInfo": {"kubeletVersion": "v1.36.4"}}}`} {
+		if err := os.WriteFile(filepath.Join(dir, nodestate.NodeInfoFile), []byte(other), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, errOut, _ = run(t, "verify", "--from-dir", dir)
+		if !strings.HasPrefix(errOut, "warning: node.json is not what collect writes") ||
+			!strings.Contains(errOut, "Judged by kubelet v1.37.1: the newest release") {
+			t.Errorf("%s: stderr %q", other, errOut)
+		}
 	}
 }
 
