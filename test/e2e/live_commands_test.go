@@ -331,7 +331,7 @@ func TestLiveCommands(t *testing.T) {
 				t.Errorf("verify --from-dir of the collected %s: %s", n.name, r)
 			}
 			// Without the flag, the kubelet version collect recorded judges the copy.
-			if r := RunPlugin(t, "verify", "--from-dir", filepath.Join(dir, n.name)); !strings.Contains(r.Stderr, "recorded by collect") {
+			if r := RunPlugin(t, "verify", "--from-dir", filepath.Join(dir, n.name)); !strings.Contains(r.Stderr, "recorded by collect in node.json") {
 				t.Errorf("verify --from-dir of the collected %s is not judged by the recorded version: %s", n.name, r)
 			}
 		}
