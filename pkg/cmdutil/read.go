@@ -28,6 +28,7 @@ func (o *ReadOptions) Config() (nodestate.Config, error) {
 		Kind:           decode.Kind(src.Kind),
 		KubeletRootDir: src.KubeletRootDir,
 		Kubelet:        src.Kubelet,
+		KubeletWhy:     "--kubelet-version",
 	}
 	if src.Offline() {
 		return cfg, nil

@@ -34,7 +34,7 @@ func (o *SourceOptions) AddFlags(cmd *cobra.Command) {
 	f.StringVar(&o.FromDir, "from-dir", "", "Read files copied off a node: a directory laid out like the kubelet root dir, or a tar/tar.gz of one")
 	f.StringVar(&o.FromFile, "from-file", "", "Read one checkpoint file (its kind is taken from its name unless --kind is given)")
 	f.StringVar(&o.Kind, "kind", "", "Kind of the --from-file file: "+strings.Join(kindNames(), ", "))
-	f.StringVar(&o.KubeletVersion, "kubelet-version", "", "Judge the files as this kubelet version would on restart (e.g. v1.36.4); default: the node's version, or offline the last release writing each file's format")
+	f.StringVar(&o.KubeletVersion, "kubelet-version", "", "Judge the files as this kubelet version would on restart (e.g. v1.36.4); default: the node's version; offline, the version collect recorded, else the newest release that could have written all the files")
 	f.StringVar(&o.FeatureGates, "feature-gates", "", "Feature gates of that kubelet, e.g. PodLevelResourceManagers=true")
 	f.StringVar(&o.KubeletRootDir, "kubelet-root-dir", decode.DefaultRootDir, "The kubelet's --root-dir on the node")
 	f.StringVarP(&o.Output, "output", "o", "", "Output format: one of "+strings.Join(render.Formats, "|"))

@@ -84,6 +84,7 @@ func decodeChecksummed(rep *Report, raw []byte, opts Options) *Report {
 	switch {
 	case f != nil:
 		rep.Format = f.ID
+		rep.WrittenBy, rep.ReadBy = WrittenBy(rep.Kind, f.ID), ReadBy(rep.Kind, f.ID)
 		if reader == nil {
 			reader = index.home[f]
 		}
@@ -123,10 +124,15 @@ func decodeChecksummed(rep *Report, raw []byte, opts Options) *Report {
 		} else if rep.Verdict != Valid && allMatch(rep.Checksums) {
 			rep.Notes = append(rep.Notes, fmt.Sprintf("the file is intact (its %s checksum matches): kubelet %s refuses it because it reads the %s format differently", f.ID, reader, f.ID))
 		}
+		mismatch := false
 		for _, c := range rep.Checksums {
 			if !c.Match && !c.ZeroAccepted && len(rep.Checksums) > 1 {
 				rep.Notes = append(rep.Notes, fmt.Sprintf("%s does not match: %s would reject this file", c.Field, c.Readers))
+				mismatch = true
 			}
+		}
+		if mismatch && rep.Verdict == Valid {
+			rep.Breaks = breaksOf(rep.Kind, in, *reader, opts.RootDir)
 		}
 	}
 	return rep
@@ -214,4 +220,30 @@ func allMatch(cs []ChecksumResult) bool {
 		}
 	}
 	return len(cs) > 0
+}
+
+// breaksOf replays the other releases' restore paths (gates at their defaults) on a file reader
+// accepts, for the nearest ones on either side that refuse it as corrupted: a checksum they
+// check does not match (a release that cannot parse the layout at all is another story).
+func breaksOf(kind Kind, in *input, reader Kubelet, rootDir string) *Breaks {
+	b := &Breaks{}
+	for _, v := range releases {
+		k := Kubelet{Version: v, Gates: map[string]bool{}}
+		if v.Major() == reader.Version.Major() && v.Minor() == reader.Version.Minor() {
+			continue
+		}
+		out := simulate(kind, in, k, rootDir)
+		if out.verdict != Corrupt {
+			continue
+		}
+		if v.LessThan(reader.Version) {
+			b.Older = minorOf(k)
+		} else if b.Newer == "" {
+			b.Newer = minorOf(k)
+		}
+	}
+	if *b == (Breaks{}) {
+		return nil
+	}
+	return b
 }

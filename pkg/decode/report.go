@@ -34,6 +34,16 @@ type Report struct {
 	Checksums []ChecksumResult `json:"checksums,omitempty"`
 	// Notes are facts an operator should know (e.g. which other kubelets would reject it).
 	Notes []string `json:"notes,omitempty"`
+	// WrittenBy and ReadBy say which kubelets write the detected format and which decode it into
+	// its own layout ("1.11-1.19", "1.37+").
+	WrittenBy string `json:"writtenBy,omitempty"`
+	ReadBy    string `json:"readBy,omitempty"`
+	// Breaks, for a file its reader accepts although a checksum does not match, names the
+	// nearest releases that would refuse it as corrupted.
+	Breaks *Breaks `json:"breaks,omitempty"`
+	// Apart is set by a caller judging a node's files together (ChooseJudge): no kubelet that
+	// writes the node's other files writes this one in its format.
+	Apart bool `json:"apart,omitempty"`
 	// Decoded is the version-neutral content (*CPUState, *MemoryState, ...) when it parsed.
 	Decoded any `json:"decoded,omitempty"`
 }
@@ -50,4 +60,11 @@ type ChecksumResult struct {
 	ZeroAccepted bool `json:"zeroAccepted,omitempty"`
 	// Readers says which kubelets check this checksum.
 	Readers string `json:"readers,omitempty"`
+}
+
+// Breaks names the releases nearest to the reader that refuse a file it accepts: Older the
+// newest release before it, Newer the oldest after it (either may be empty).
+type Breaks struct {
+	Older string `json:"older,omitempty"`
+	Newer string `json:"newer,omitempty"`
 }

@@ -1,34 +1,161 @@
 package nodestate
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/render"
 )
 
-// Judge decodes every file of s, in the kubelet's file order, as reader would (nil: the node's
-// own kubelet version when s has one, else each format's last writer), then adds a row for
-// each file over the size cap and each leftover temp file. kindOf names a file's kind.
-func Judge(s *fetch.Snapshot, kindOf func(path string) decode.Kind, reader *decode.Kubelet, rootDir string) []render.FileRow {
+// Basis is where the one kubelet judging a node's files comes from.
+type Basis string
+
+// The bases, in the order they are tried.
+const (
+	BasisConfig   Basis = "config"   // Config.Kubelet (--kubelet-version)
+	BasisRecorded Basis = "recorded" // the version collect recorded beside copied files
+	BasisNode     Basis = "node"     // the live node's status.nodeInfo.kubeletVersion
+	BasisFiles    Basis = "files"    // the newest release that writes the files (decode.ChooseJudge)
+)
+
+// Judgement is the one kubelet that judged a node's files, why, and the files it does not write
+// beside the others.
+type Judgement struct {
+	// Kubelet is nil when nothing names one: no version known and no file of a known format.
+	Kubelet *decode.Kubelet
+	Basis   Basis
+	// Why is a clause for a header line: "node worker-9's version, recorded by collect in ...".
+	Why string
+	// Apart are the files no kubelet writing the node's other files writes in their format:
+	// left by another kubelet and never rewritten since (a finding).
+	Apart []Apart
+}
+
+// Sentence is the header line: "Judged by kubelet v1.37.1: <why>." ("" when none judged).
+func (j Judgement) Sentence() string {
+	if j.Kubelet == nil {
+		return ""
+	}
+	return fmt.Sprintf("Judged by kubelet %s: %s.", j.Kubelet, j.Why)
+}
+
+// Apart is a file apart from the node's others.
+type Apart struct {
+	File, Format string
+	// WrittenBy says which kubelets write the file in its format ("1.11-1.19").
+	WrittenBy string
+	// Others are the node's files the newest release writing the most of them writes.
+	Others []string
+}
+
+// Sentence says the finding in one sentence.
+func (a Apart) Sentence() string {
+	return fmt.Sprintf("%s (%s) is written only by kubelet %s, never by the kubelet that wrote %s: another kubelet left it, and none has rewritten it since.",
+		a.File, a.Format, a.WrittenBy, joinAnd(a.Others))
+}
+
+// Files collect writes beside a node's checkpoint files. NodeInfoFile is the bundle's one node
+// record: reading the copies later judges them by its kubelet version, and doctor takes
+// machine.json and the kubelet config from beside it.
+const (
+	NodeInfoFile   = "node.json"
+	NodeInfoSchema = "kubectl-nodestate/node/v1"
+	MachineFile    = "machine.json"
+	ConfigzFile    = "kubelet-config.json"
+	ConfigYAMLFile = "kubelet-config.yaml"
+)
+
+// NodeInfo is NodeInfoFile: what the files alone do not say about the node.
+type NodeInfo struct {
+	Schema         string `json:"schema"`
+	Node           string `json:"node"`
+	KubeletVersion string `json:"kubeletVersion,omitempty"`
+	// KubeletConfig is the file holding the kubelet config and where it came from, or why
+	// there is none.
+	KubeletConfig     string `json:"kubeletConfig,omitempty"`
+	KubeletConfigFrom string `json:"kubeletConfigFrom,omitempty"`
+	KubeletConfigNote string `json:"kubeletConfigNote,omitempty"`
+	// Machine is machine.json, or MachineError why it could not be read.
+	Machine      string `json:"machine,omitempty"`
+	MachineError string `json:"machineError,omitempty"`
+}
+
+// ParseNodeInfo reads NodeInfoFile. The schema must be collect's: "node.json" is a common name
+// (kubectl get node -o json > node.json), and another file's version must not judge the node.
+func ParseNodeInfo(b []byte) (NodeInfo, error) {
+	var info NodeInfo
+	if err := json.Unmarshal(b, &info); err != nil {
+		return NodeInfo{}, err
+	}
+	if info.Schema != NodeInfoSchema {
+		return NodeInfo{}, fmt.Errorf("schema %q, want %q", info.Schema, NodeInfoSchema)
+	}
+	return info, nil
+}
+
+// Judge decodes every file of s, in the kubelet's file order, all by one kubelet (a node runs
+// one): reader when given, else the version s carries (the one collect recorded for copies, the
+// node's own live), else the newest release that writes the files together
+// (decode.ChooseJudge). It then adds a row for each file over the size cap and each leftover
+// temp file. Whoever judges, files no release writes beside the others are marked apart (row
+// and Judgement). kindOf names a file's kind. Judgement.Why is left empty for a given reader:
+// the caller knows why it gave one.
+func Judge(s *fetch.Snapshot, kindOf func(path string) decode.Kind, reader *decode.Kubelet, rootDir string) ([]render.FileRow, Judgement) {
+	j := Judgement{Kubelet: reader, Basis: BasisConfig}
 	var versionNote string
 	if reader == nil && s.KubeletVersion != "" {
 		if k, err := decode.ParseKubelet(s.KubeletVersion, nil); err == nil {
-			reader = &k
+			j.Kubelet, j.Basis, j.Why = &k, BasisNode, "the node's own kubelet version"
+			if s.KubeletVersionFrom != "" {
+				j.Basis, j.Why = BasisRecorded, s.KubeletVersionFrom
+			}
 		} else {
-			versionNote = fmt.Sprintf("the node reports kubelet version %q, which names no release: judged by the file's own format instead (see --kubelet-version)", s.KubeletVersion)
+			versionNote = fmt.Sprintf("the node reports kubelet version %q, which names no release: judged by the newest release that writes the files instead (see --kubelet-version)", s.KubeletVersion)
 		}
 	}
-	opts := decode.Options{Kubelet: reader, RootDir: rootDir}
-	var rows []render.FileRow
-	for _, p := range sortedPaths(s.Files) {
-		rep := decode.Decode(kindOf(p), s.Files[p], opts)
-		rep.File = p
-		if versionNote != "" {
-			rep.Notes = append(rep.Notes, versionNote)
+	paths := sortedPaths(s.Files)
+	decodeAll := func(k *decode.Kubelet) []*decode.Report {
+		opts := decode.Options{Kubelet: k, RootDir: rootDir}
+		reps := make([]*decode.Report, len(paths))
+		for i, p := range paths {
+			rep := decode.Decode(kindOf(p), s.Files[p], opts)
+			rep.File = p
+			if versionNote != "" {
+				rep.Notes = append(rep.Notes, versionNote)
+			}
+			reps[i] = rep
 		}
+		return reps
+	}
+	reps := decodeAll(j.Kubelet)
+	formats := make([]decode.FileFormat, len(reps))
+	for i, r := range reps {
+		formats[i] = decode.FileFormat{File: r.File, Kind: r.Kind, Format: r.Format}
+	}
+	if choice, ok := decode.ChooseJudge(formats); ok {
+		if j.Kubelet == nil {
+			j.Kubelet, j.Basis, j.Why = &choice.Kubelet, BasisFiles, choice.Why()
+			reps = decodeAll(j.Kubelet)
+		}
+		var others []string
+		for _, f := range choice.Writes {
+			others = append(others, f.File)
+		}
+		for _, f := range choice.Apart {
+			j.Apart = append(j.Apart, Apart{File: f.File, Format: f.Format, WrittenBy: decode.WrittenBy(f.Kind, f.Format), Others: others})
+			for _, r := range reps {
+				if r.File == f.File {
+					r.Apart = true
+				}
+			}
+		}
+	}
+	rows := make([]render.FileRow, 0, len(reps)+len(s.Oversized)+len(s.TempFiles))
+	for _, rep := range reps {
 		rows = append(rows, render.FileRow{Node: s.Node, Report: rep})
 	}
 	for _, p := range s.Oversized {
@@ -38,7 +165,15 @@ func Judge(s *fetch.Snapshot, kindOf func(path string) decode.Kind, reader *deco
 	for _, p := range s.TempFiles {
 		rows = append(rows, render.TempFileRow(s.Node, p))
 	}
-	return rows
+	return rows, j
+}
+
+// joinAnd lists names: "a", "a and b", "a, b and c".
+func joinAnd(names []string) string {
+	if len(names) <= 1 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
 
 // sortedPaths orders files as decode.Files lists them, then any other path (--from-file).

@@ -58,9 +58,13 @@ type Config struct {
 	// Configz replaces the GET of configz through the API server, for tests.
 	Configz ConfigzFunc
 
-	// Kubelet judges every file as this kubelet would; nil judges a live node's files for its
-	// own kubelet version, and copied files for the last release writing each file's format.
+	// Kubelet judges every file as this kubelet would; nil judges a node's files by the version
+	// collect recorded with copies (node.json), else a live node's own version, else the newest
+	// release that writes the files together (see Judge).
 	Kubelet *decode.Kubelet
+	// KubeletWhy says, for the header line, why Kubelet judges ("the kubelet version asked for"
+	// when empty).
+	KubeletWhy string
 }
 
 // Offline reports whether the files come from copies on disk.
@@ -77,6 +81,9 @@ type NodeResult struct {
 	// Rows are the judged files in the kubelet's file order, then oversized and temp files; a
 	// node that could not be read has the one row saying why.
 	Rows []render.FileRow
+	// Judged is the one kubelet that judged the files, why, and the files apart from the others
+	// (findings); zero when Err is set.
+	Judged Judgement
 	// Names resolves the pod UIDs and container IDs of the files (nil offline).
 	Names render.PodNames
 	// Err is why the node could not be read at all (a *fetch.Error for live nodes).
@@ -213,7 +220,22 @@ func failureReason(err error) string {
 // loadOffline reads FromDir or FromFile.
 func (r *Reader) loadOffline() (*fetch.Snapshot, error) {
 	if r.cfg.FromDir != "" {
-		return local.Read(r.cfg.FromDir, decode.Paths(), local.DefaultLimits)
+		snap, err := local.Read(r.cfg.FromDir, append(decode.Paths(), NodeInfoFile), local.DefaultLimits)
+		if err != nil {
+			return nil, err
+		}
+		// A collect bundle records the node's kubelet version: it judges the copies.
+		if b, ok := snap.Files[NodeInfoFile]; ok {
+			delete(snap.Files, NodeInfoFile)
+			info, err := ParseNodeInfo(b)
+			if err != nil {
+				snap.Warnings = append(snap.Warnings, fmt.Sprintf("%s is not what collect writes (%v): ignored", NodeInfoFile, err))
+			} else if info.KubeletVersion != "" {
+				snap.KubeletVersion = info.KubeletVersion
+				snap.KubeletVersionFrom = fmt.Sprintf("node %s's version, recorded by collect in %s", info.Node, NodeInfoFile)
+			}
+		}
+		return snap, nil
 	}
 	if _, ok := r.fileKind(); !ok {
 		return nil, fmt.Errorf("cannot tell which checkpoint %s is: give the file its name on the node (e.g. cpu_manager_state) or pass --kind", r.cfg.FromFile)
@@ -249,6 +271,12 @@ func (r *Reader) judge(s *fetch.Snapshot) *NodeResult {
 	if r.cfg.FromFile != "" {
 		kindOf = func(string) decode.Kind { k, _ := r.fileKind(); return k }
 	}
-	res.Rows = Judge(s, kindOf, r.cfg.Kubelet, r.cfg.KubeletRootDir)
+	res.Rows, res.Judged = Judge(s, kindOf, r.cfg.Kubelet, r.cfg.KubeletRootDir)
+	if r.cfg.Kubelet != nil {
+		res.Judged.Why = r.cfg.KubeletWhy
+		if res.Judged.Why == "" {
+			res.Judged.Why = "the kubelet version asked for"
+		}
+	}
 	return res
 }

@@ -95,7 +95,7 @@ func TestJudgeRowsAndOrder(t *testing.T) {
 		}
 	}
 	s := &fetch.Snapshot{Files: files, Oversized: []string{"pod_status_manager_state"}, TempFiles: []string{".123", "device-plugins/.9"}}
-	rs := Judge(s, byName, nil, "")
+	rs, _ := Judge(s, byName, nil, "")
 	var got []string
 	for _, r := range rs {
 		got = append(got, r.File()+"="+string(r.Verdict()))
@@ -111,10 +111,10 @@ func TestJudgeRowsAndOrder(t *testing.T) {
 	// The oversized row carries its kind (so the show commands count it) and a cause; no
 	// report is made up for it.
 	over := rs[7]
-	if over.Report != nil || over.Kind() != decode.KindPodStatus || over.NotDecoded.Reason != render.Oversized || over.Why() != render.MsgOversized {
+	if over.Report != nil || over.Kind() != decode.KindPodStatus || over.NotDecoded.Reason != render.Oversized || over.Why() != render.CauseOversized {
 		t.Errorf("oversized row: %+v", over.NotDecoded)
 	}
-	if rs[8].Report != nil || rs[8].Kind() != "" || rs[8].Why() != render.MsgTempFile {
+	if rs[8].Report != nil || rs[8].Kind() != "" || rs[8].Why() != render.CauseTempFile {
 		t.Errorf("temp row: %+v", rs[8].NotDecoded)
 	}
 	for _, r := range rs[:7] {
@@ -134,25 +134,31 @@ func TestJudgeReader(t *testing.T) {
 	snap := func(version string) *fetch.Snapshot {
 		return &fetch.Snapshot{Node: "n1", KubeletVersion: version, Files: map[string][]byte{"cpu_manager_state": raw}}
 	}
-	// Offline: the last kubelet writing the format.
-	if rs := Judge(snap(""), byName, nil, ""); rs[0].Reader() != "v1.37.1" {
-		t.Errorf("offline reader: %q", rs[0].Reader())
+	// No version known: the newest release writing the file.
+	if rs, j := Judge(snap(""), byName, nil, ""); rs[0].Reader() != "v1.37.1" || j.Basis != BasisFiles || j.Kubelet.String() != "v1.37.1" {
+		t.Errorf("offline reader: %q, judgement %+v", rs[0].Reader(), j)
 	}
 	// Live: the node's own kubelet version.
-	if rs := Judge(snap("v1.36.4"), byName, nil, ""); rs[0].Reader() != "v1.36.4" || rs[0].Node != "n1" {
-		t.Errorf("node reader: %+v", rs[0].Report)
+	if rs, j := Judge(snap("v1.36.4"), byName, nil, ""); rs[0].Reader() != "v1.36.4" || rs[0].Node != "n1" || j.Basis != BasisNode {
+		t.Errorf("node reader: %+v, judgement %+v", rs[0].Report, j)
+	}
+	// Copies: the version collect recorded, said so.
+	rec := snap("v1.35.8")
+	rec.KubeletVersionFrom = "recorded"
+	if rs, j := Judge(rec, byName, nil, ""); rs[0].Reader() != "v1.35.8" || j.Basis != BasisRecorded || j.Why != "recorded" {
+		t.Errorf("recorded reader: %+v, judgement %+v", rs[0].Report, j)
 	}
 	// An explicit kubelet wins over the node's version.
 	k, err := decode.ParseKubelet("v1.35.8", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rs := Judge(snap("v1.36.4"), byName, &k, ""); rs[0].Reader() != "v1.35.8" {
+	if rs, j := Judge(snap("v1.36.4"), byName, &k, ""); rs[0].Reader() != "v1.35.8" || j.Basis != BasisConfig {
 		t.Errorf("explicit reader: %+v", rs[0].Report)
 	}
 	// A version naming no release does not stop the read: the format's own rules judge, and the
 	// report says why.
-	rs := Judge(snap("garbage"), byName, nil, "")
+	rs, _ := Judge(snap("garbage"), byName, nil, "")
 	if notes := rs[0].Report.Notes; rs[0].Reader() == "" || len(notes) == 0 || !strings.Contains(notes[len(notes)-1], `"garbage"`) {
 		t.Errorf("bad node version: %+v", rs[0].Report)
 	}
@@ -250,5 +256,65 @@ func TestJudgeMarksDebugPods(t *testing.T) {
 	d, ok := res.Names.(render.DebugPods)
 	if !ok || !d.DebugPod("uid-debug") || d.DebugPod("uid-app") {
 		t.Errorf("result names %#v do not mark exactly the debug pod", res.Names)
+	}
+}
+
+// A node runs one kubelet: with no version known, the broken example's 1.19 device file and 1.30
+// DRA file beside 1.37 files are judged by 1.37 too, and are findings; a collect bundle's
+// recorded version judges the copies.
+func TestOfflineJudgement(t *testing.T) {
+	read := func(cfg Config) *NodeResult {
+		t.Helper()
+		r, err := New(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res *NodeResult
+		if err := r.Run(context.Background(), func(n *NodeResult) error { res = n; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	broken := read(Config{FromDir: filepath.Join(repo, "examples/broken-node")})
+	j := broken.Judged
+	if j.Basis != BasisFiles || j.Kubelet.String() != "v1.37.1" || len(j.Apart) != 2 ||
+		j.Apart[0].File != "device-plugins/kubelet_internal_checkpoint" || j.Apart[0].WrittenBy != "1.11-1.19" {
+		t.Fatalf("judgement %+v", j)
+	}
+	want := "device-plugins/kubelet_internal_checkpoint (dev-v1) is written only by kubelet 1.11-1.19, never by the kubelet that wrote cpu_manager_state and memory_manager_state: another kubelet left it, and none has rewritten it since."
+	if got := j.Apart[0].Sentence(); got != want {
+		t.Errorf("finding:\n got %q\nwant %q", got, want)
+	}
+	for _, r := range broken.Rows {
+		if r.Report == nil {
+			continue
+		}
+		apart := r.File() == "device-plugins/kubelet_internal_checkpoint" || r.File() == "dra_manager_state"
+		if r.Reader() != "v1.37.1" || r.Report.Apart != apart {
+			t.Errorf("%s: reader %s, apart %v", r.File(), r.Reader(), r.Report.Apart)
+		}
+	}
+
+	dir := t.TempDir()
+	raw, err := os.ReadFile(filepath.Join(repo, "examples/kubelet-root/cpu_manager_state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cpu_manager_state"), raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, NodeInfoFile), []byte(`{"schema":"kubectl-nodestate/node/v1","node":"w9","kubeletVersion":"v1.36.4"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res := read(Config{FromDir: dir})
+	if res.Judged.Basis != BasisRecorded || res.Judged.Sentence() != "Judged by kubelet v1.36.4: node w9's version, recorded by collect in node.json." ||
+		len(res.Rows) != 1 || res.Rows[0].Reader() != "v1.36.4" {
+		t.Errorf("recorded: %+v, rows %d", res.Judged, len(res.Rows))
+	}
+	// The config's kubelet wins, with the caller's why.
+	k := decode.MustParseKubelet("v1.37.1")
+	res = read(Config{FromDir: dir, Kubelet: &k, KubeletWhy: "--kubelet-version"})
+	if res.Judged.Sentence() != "Judged by kubelet v1.37.1: --kubelet-version." || res.Rows[0].Reader() != "v1.37.1" {
+		t.Errorf("config: %+v", res.Judged)
 	}
 }

@@ -96,34 +96,46 @@ func src(node string, multi bool) Source {
 // broken node and worker-3 a node that could not be read.
 func verifyResults(t testing.TB, multi bool) []FileRow {
 	broken := func(node string) []FileRow {
-		var out []FileRow
-		for _, f := range decode.Files {
-			if _, err := os.Stat(filepath.Join(repo, "examples/broken-node", f.Path)); err != nil {
-				continue
-			}
-			rep := decodeFile(t, f.Kind, "examples/broken-node/"+f.Path)
-			rep.File = f.Path
-			out = append(out, FileRow{Node: node, Report: rep})
-		}
-		return append(out,
+		return append(judgedTogether(t, "examples/broken-node", node),
 			OversizedRow(node, "pod_status_manager_state", decode.KindPodStatus),
 			TempFileRow(node, ".482910377"))
 	}
 	if !multi {
 		return broken("")
 	}
-	var out []FileRow
-	for _, f := range decode.Files {
-		if _, err := os.Stat(filepath.Join(repo, root1, f.Path)); err != nil {
-			continue
-		}
-		rep := decodeFile(t, f.Kind, root1+f.Path)
-		rep.File = f.Path
-		out = append(out, FileRow{Node: "worker-1", Report: rep})
-	}
-	out = append(out, broken("worker-2")...)
+	out := append(judgedTogether(t, root1, "worker-1"), broken("worker-2")...)
 	return append(out, NodeFailedRow("worker-3", false, "API error",
 		`Get "https://10.0.0.1:6443/api/v1/nodes/worker-3": dial tcp 10.0.0.1:6443: connect: connection refused`))
+}
+
+// judgedTogether decodes a kubelet dir's files as the nodestate library does offline: all by the
+// one kubelet that writes most of them (decode.ChooseJudge), the files it does not write marked
+// apart.
+func judgedTogether(t testing.TB, dir, node string) []FileRow {
+	var formats []decode.FileFormat
+	raws := map[string][]byte{}
+	for _, f := range decode.Files {
+		raw, err := os.ReadFile(filepath.Join(repo, dir, f.Path))
+		if err != nil {
+			continue
+		}
+		raws[f.Path] = raw
+		formats = append(formats, decode.FileFormat{File: f.Path, Kind: f.Kind, Format: decode.Decode(f.Kind, raw, decode.Options{}).Format})
+	}
+	judge, ok := decode.ChooseJudge(formats)
+	if !ok {
+		t.Fatalf("%s: no judge", dir)
+	}
+	var out []FileRow
+	for _, f := range formats {
+		rep := decode.Decode(f.Kind, raws[f.File], decode.Options{Kubelet: &judge.Kubelet})
+		rep.File = f.File
+		for _, a := range judge.Apart {
+			rep.Apart = rep.Apart || a.File == f.File
+		}
+		out = append(out, FileRow{Node: node, Report: rep})
+	}
+	return out
 }
 
 func cpuInput(t testing.TB, multi bool) []CPUs {

@@ -308,15 +308,45 @@ func TestVerifyChecksumStates(t *testing.T) {
 	if len(rs) != 3 {
 		t.Fatalf("want a header and 2 rows:\n%s", out)
 	}
-	if rs[1][2] != "valid" || rs[1][3] != "checksum 0-accepted" {
+	if rs[1][2] != "valid" || rs[1][5] != "checksum 0 (accepted)" {
 		t.Errorf("zero checksum row: %q", rs[1])
 	}
-	if rs[2][2] != "corrupt" || rs[2][3] != "checksum MISMATCH" {
-		t.Errorf("altered checksum row: %q", rs[2])
-	}
 	c := altered.Checksums[0]
-	if want := strconv.FormatUint(c.Stored, 10) + "/" + strconv.FormatUint(c.Computed, 10); !strings.Contains(out, want) {
-		t.Errorf("wide output lacks stored/computed %s:\n%s", want, out)
+	if want := "checksum " + strconv.FormatUint(c.Stored, 10) + "/" + strconv.FormatUint(c.Computed, 10); rs[2][2] != "corrupt" || rs[2][5] != want {
+		t.Errorf("altered checksum row: %q, want DETAIL %q", rs[2], want)
+	}
+	out = printed(t, func(b *bytes.Buffer) error {
+		return Verify(b, Options{}, []FileRow{{Report: zero}, {Report: altered}})
+	})
+	rs = rows(out)
+	if want := "checksum is 0, which kubelet " + zero.Reader + " accepts unverified: it restores the file"; rs[1][3] != want {
+		t.Errorf("zero checksum sentence %q, want %q", rs[1][3], want)
+	}
+	if want := "checksum does not match: kubelet " + altered.Reader + " refuses it (checkpoint is corrupted)"; rs[2][3] != want {
+		t.Errorf("altered checksum sentence %q, want %q", rs[2][3], want)
+	}
+}
+
+// -o wide of the bundled examples fits a 160-column terminal, and no row says a thing twice.
+func TestVerifyWideFits(t *testing.T) {
+	for _, multi := range []bool{false, true} {
+		out := printed(t, func(b *bytes.Buffer) error {
+			return Verify(b, Options{Format: Wide, ShowNode: multi}, verifyResults(t, multi))
+		})
+		for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+			if len(line) > 160 {
+				t.Errorf("%d columns: %s", len(line), line)
+			}
+		}
+		for _, r := range rows(out)[1:] {
+			seen := map[string]bool{}
+			for _, c := range r {
+				if seen[c] && c != "-" {
+					t.Errorf("cell %q repeated in %q", c, r)
+				}
+				seen[c] = true
+			}
+		}
 	}
 }
 
@@ -373,5 +403,46 @@ func TestPodsMarkDebugPods(t *testing.T) {
 	js := printed(t, func(b *bytes.Buffer) error { return PrintPods(b, Options{Format: JSON}, in) })
 	if n := strings.Count(js, `"debugPod": true`); n != 2 {
 		t.Errorf("JSON marks %d rows as debugPod, want 2:\n%s", n, js)
+	}
+}
+
+// Meaning words each verdict: what was checked, by which kubelet, what it means.
+func TestMeaning(t *testing.T) {
+	ok := func(field string) decode.ChecksumResult { return decode.ChecksumResult{Field: field, Match: true} }
+	bad := func(field string) decode.ChecksumResult {
+		return decode.ChecksumResult{Field: field, Stored: 1, Computed: 2}
+	}
+	for _, tc := range []struct {
+		name string
+		r    decode.Report
+		want string
+	}{
+		{"valid, the device file's capitalised field in lower case",
+			decode.Report{Reader: "v1.37.1", Verdict: decode.Valid, Checksums: []decode.ChecksumResult{ok("Checksum")}},
+			"checksum matches: kubelet v1.37.1 restores it"},
+		{"valid for the judge, refused by newer kubelets",
+			decode.Report{Reader: "v1.36.4", Verdict: decode.Valid, Checksums: []decode.ChecksumResult{bad("dataChecksum"), ok("checksum")},
+				Breaks: &decode.Breaks{Newer: "1.37"}},
+			"checksum matches: kubelet v1.36.4 restores it; dataChecksum does not match: an upgrade to 1.37 or newer would refuse it"},
+		{"valid, refused both ways",
+			decode.Report{Reader: "v1.30.14", Verdict: decode.Valid, Checksums: []decode.ChecksumResult{ok("a"), bad("b")},
+				Breaks: &decode.Breaks{Older: "1.29", Newer: "1.31"}},
+			"a matches: kubelet v1.30.14 restores it; b does not match: a downgrade to 1.29 or older would refuse it, and an upgrade to 1.31 or newer would refuse it"},
+		{"not read by the judge",
+			decode.Report{Reader: "v1.33.13", Verdict: decode.NotRead, WrittenBy: "1.34+"},
+			"kubelet v1.33.13 does not read this file (written by kubelet 1.34+)"},
+		{"unreadable, no checksum to blame",
+			decode.Report{Reader: "v1.37.1", Verdict: decode.Unreadable, Cause: "unexpected end of JSON input"},
+			"kubelet v1.37.1 cannot decode it: unexpected end of JSON input"},
+		{"unknown format: no kubelet judged it",
+			decode.Report{Verdict: decode.UnknownFormat, Error: "JSON, but not a cpu_manager_state checkpoint of any known kubelet version"},
+			"JSON, but not a cpu_manager_state checkpoint of any known kubelet version"},
+		{"apart from the node's other files",
+			decode.Report{Reader: "v1.37.1", Verdict: decode.Valid, Checksums: []decode.ChecksumResult{ok("checksum")}, WrittenBy: "1.31-1.34", Apart: true},
+			"checksum matches: kubelet v1.37.1 restores it; left by kubelet 1.31-1.34, never rewritten since"},
+	} {
+		if got := Meaning(&tc.r); got != tc.want {
+			t.Errorf("%s:\n got %q\nwant %q", tc.name, got, tc.want)
+		}
 	}
 }

@@ -32,6 +32,9 @@ const (
 var (
 	MsgOversized = fmt.Sprintf("larger than the %d MiB cap for a checkpoint; not read", decode.MaxFileSize>>20)
 	MsgTempFile  = "leftover temp file of an interrupted kubelet write; the kubelet ignores it and it is safe to delete"
+	// Their causes: the few words a row's sentence has room for.
+	CauseOversized = fmt.Sprintf("over the %d MiB cap; not read", decode.MaxFileSize>>20)
+	CauseTempFile  = "temp file of an interrupted write; safe to delete"
 )
 
 // NotDecoded is a row's state when there is no report.
@@ -46,12 +49,12 @@ type NotDecoded struct {
 // OversizedRow is the row of a file over the size cap; its kind lets the show commands warn
 // about (and count) an oversized file of theirs.
 func OversizedRow(node, file string, kind decode.Kind) FileRow {
-	return FileRow{Node: node, NotDecoded: &NotDecoded{Reason: Oversized, File: file, Kind: kind, Cause: MsgOversized, Error: MsgOversized}}
+	return FileRow{Node: node, NotDecoded: &NotDecoded{Reason: Oversized, File: file, Kind: kind, Cause: CauseOversized, Error: MsgOversized}}
 }
 
 // TempFileRow is the row of a leftover temp file.
 func TempFileRow(node, file string) FileRow {
-	return FileRow{Node: node, NotDecoded: &NotDecoded{Reason: TempFile, File: file, Error: MsgTempFile}}
+	return FileRow{Node: node, NotDecoded: &NotDecoded{Reason: TempFile, File: file, Cause: CauseTempFile, Error: MsgTempFile}}
 }
 
 // NodeFailedRow is the row of a node that was not read: a short reason in the table, the
@@ -148,80 +151,182 @@ func (r FileRow) MarshalJSON() ([]byte, error) {
 	return json.Marshal(notDecodedJSON{Node: r.Node, File: n.File, Kind: n.Kind, Verdict: r.Verdict(), Error: n.Error, Cause: n.Cause})
 }
 
-// Verify prints one row per file: its format, verdict and checksums.
+// Verify prints one row per file: its format, the verdict, and a sentence saying what was
+// checked, by which kubelet, and what it means. -o wide trades the sentence for the facts behind
+// it (the kubelet, the rule id that accepted the file, each checksum with its values when they
+// differ) so that a row fits a 160-column terminal; -o json has everything, the kubelet's error
+// word for word included.
 func Verify(w io.Writer, o Options, rows []FileRow) error {
 	if done, err := printStructured(w, o, "CheckpointVerificationList", rows); done {
 		return err
 	}
-	headers := []string{"FILE", "FORMAT", "VERDICT", "CHECKSUMS", "DETAIL"}
+	headers := []string{"FILE", "FORMAT", "VERDICT", "MEANING"}
+	widths := []int{42, 13, 14}
 	if o.Format == Wide {
-		headers = append(headers, "KUBELET", "STORED/COMPUTED", "ERROR")
+		headers = []string{"FILE", "FORMAT", "VERDICT", "KUBELET", "RULE", "DETAIL"}
+		// Streamed live rows line up on these widths; narrow enough to keep a row within 160
+		// columns (a rarer longer cell, "unknown-format", only shifts its own row).
+		widths = []int{42, 13, 10, 8, 11}
 	}
-	t := newTable(w, o, headers...).fixedWidths(42, 13, 14, 42, 90, 34, 45)
-	for _, r := range rows {
-		var cells []string
-		if rep := r.Report; rep != nil {
-			cells = []string{rep.File, rep.Format, string(rep.Verdict), checksumSummary(rep.Kind, rep.Verdict, rep.Checksums), detail(rep)}
+	t := newTable(w, o, headers...).fixedWidths(widths...)
+	for _, row := range rows {
+		r := row.Report
+		if r == nil {
+			// Never decoded (a file over the cap, a temp file, a node not read): why.
 			if o.Format == Wide {
-				cells = append(cells, rep.Reader, storedComputed(rep), oneLine(rep.Error))
+				t.add(row.Node, row.File(), "", string(row.Verdict()), "", "", oneLine(row.Why()))
+			} else {
+				t.add(row.Node, row.File(), "", string(row.Verdict()), oneLine(row.Why()))
 			}
-		} else {
-			n := r.NotDecoded
-			cells = []string{n.File, "", string(r.Verdict()), checksumSummary(n.Kind, r.Verdict(), nil), oneLine(r.Why())}
-			if o.Format == Wide {
-				cells = append(cells, "", "", oneLine(n.Error))
-			}
+			continue
 		}
-		t.add(r.Node, cells...)
+		if o.Format == Wide {
+			// A rule id equal to the format id would only repeat the FORMAT cell.
+			rule, _, _ := strings.Cut(r.Rule, " (")
+			if rule != "" && rule == r.Format {
+				rule = "= format"
+			}
+			detail := checksumValues(r)
+			if r.Reader == "" {
+				detail = Meaning(r) // not judged by a kubelet: why
+			}
+			t.add(row.Node, r.File, r.Format, string(r.Verdict), r.Reader, rule, detail)
+			continue
+		}
+		t.add(row.Node, r.File, r.Format, string(r.Verdict), Meaning(r))
 	}
 	t.render()
 	return nil
 }
 
-// checksumSummary says, per stored checksum, whether it matched: "dataChecksum ok, checksum MISMATCH".
-func checksumSummary(kind decode.Kind, verdict decode.Verdict, checksums []decode.ChecksumResult) string {
-	var parts []string
-	for _, c := range checksums {
-		state := "ok"
-		switch {
-		case c.ZeroAccepted:
-			state = "0-accepted"
-		case !c.Match:
-			state = "MISMATCH"
-		}
-		parts = append(parts, c.Field+" "+state)
+// fieldName is a checksum's JSON field as a sentence names it: "checksum" for the device
+// file's "Checksum" too, so that one file does not read differently from the next.
+func fieldName(c decode.ChecksumResult) string {
+	if c.Field == "" {
+		return ""
 	}
-	if len(parts) == 0 && kind == decode.KindDRAHealth && verdict != decode.NotRead {
-		return "none (no checksum)"
-	}
-	return strings.Join(parts, ", ")
+	return strings.ToLower(c.Field[:1]) + c.Field[1:]
 }
 
-// detail is the short why: the rule that accepted the file, or the cause it was refused.
-func detail(r *decode.Report) string {
-	if r.Verdict == decode.Valid {
-		parts := []string{}
-		if r.Rule != "" {
-			parts = append(parts, r.Rule)
+// checksumValues is -o wide's DETAIL of a judged file: each checksum ok, 0 (accepted unverified), or its
+// stored/computed values when they differ.
+func checksumValues(r *decode.Report) string {
+	var parts []string
+	for _, c := range r.Checksums {
+		switch {
+		case c.ZeroAccepted:
+			parts = append(parts, fieldName(c)+" 0 (accepted)")
+		case c.Match:
+			parts = append(parts, fieldName(c)+" ok")
+		default:
+			parts = append(parts, fmt.Sprintf("%s %d/%d", fieldName(c), c.Stored, c.Computed))
 		}
-		if len(r.Notes) > 0 {
-			parts = append(parts, r.Notes[0])
+	}
+	if len(parts) == 0 && r.Kind == decode.KindDRAHealth && r.Verdict != decode.NotRead {
+		return "none (no checksum)"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Meaning is the sentence of a file's row: what was checked, by which kubelet, and what it means.
+func Meaning(r *decode.Report) string {
+	if r.Reader == "" {
+		// Not judged by a kubelet: a node that could not be read, a temp file, an unknown file.
+		if r.Cause != "" {
+			return oneLine(r.Cause)
 		}
-		return strings.Join(parts, "; ")
+		return oneLine(r.Error)
 	}
-	if r.Cause != "" {
-		return oneLine(r.Cause)
+	k := "kubelet " + r.Reader
+	var matched, mismatched []string
+	zero := false
+	for _, c := range r.Checksums {
+		switch {
+		case c.ZeroAccepted:
+			zero = true
+		case c.Match:
+			matched = append(matched, fieldName(c))
+		default:
+			mismatched = append(mismatched, fieldName(c))
+		}
 	}
-	return oneLine(r.Error)
+	var s string
+	switch r.Verdict {
+	case decode.Valid:
+		switch {
+		case len(r.Checksums) == 0:
+			s = "no checksum to check; the JSON parses: " + k + " loads it"
+		case zero:
+			s = "checksum is 0, which " + k + " accepts unverified: it restores the file"
+		case len(mismatched) == 0:
+			s = checked(matched) + ": " + k + " restores it"
+		default:
+			s = checked(matched) + ": " + k + " restores it; " + strings.Join(mismatched, ", ") + " does not match"
+			if b := r.Breaks; b != nil {
+				if b.Older != "" {
+					s += ": a downgrade to " + b.Older + " or older would refuse it"
+				}
+				if b.Newer != "" {
+					if b.Older != "" {
+						s += ", and"
+					} else {
+						s += ":"
+					}
+					s += " an upgrade to " + b.Newer + " or newer would refuse it"
+				}
+			}
+		}
+	case decode.Corrupt, decode.Unreadable:
+		refuses := k + " refuses it"
+		if r.Verdict == decode.Unreadable {
+			refuses = k + " cannot decode it"
+		}
+		switch {
+		case len(mismatched) > 0:
+			s = strings.Join(mismatched, ", ") + " does not match: " + refuses
+			if r.Cause != "" {
+				s += " (" + oneLine(r.Cause) + ")"
+			}
+		case len(matched) > 0 && r.ReadBy != "":
+			// Intact, refused all the same: the judge reads the format another way, or not at all.
+			s = checked(matched) + ", but " + refuses + ": " + r.Format + " files are read by kubelet " + r.ReadBy
+		default:
+			s = refuses + ": " + oneLine(firstOf(r.Cause, r.Error))
+		}
+	case decode.NotRead:
+		s = k + " does not read this file"
+		if r.WrittenBy != "" {
+			s += " (written by kubelet " + r.WrittenBy + ")"
+		}
+	default:
+		s = oneLine(r.Error)
+	}
+	if r.Apart && r.WrittenBy != "" {
+		s += "; left by kubelet " + r.WrittenBy + ", never rewritten since"
+	}
+	return s
+}
+
+// checked says which checksums matched: "both checksums match", "dataChecksum matches".
+func checked(fields []string) string {
+	switch len(fields) {
+	case 0:
+		return "no checksum matches"
+	case 1:
+		return fields[0] + " matches"
+	case 2:
+		return "both checksums match"
+	}
+	return "all checksums match"
+}
+
+func firstOf(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
 }
 
 func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " ") }
-
-// storedComputed lists "stored/computed" per checksum, for -o wide.
-func storedComputed(r *decode.Report) string {
-	var parts []string
-	for _, c := range r.Checksums {
-		parts = append(parts, fmt.Sprintf("%d/%d", c.Stored, c.Computed))
-	}
-	return strings.Join(parts, ", ")
-}

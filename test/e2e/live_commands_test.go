@@ -192,7 +192,7 @@ func TestLiveCommands(t *testing.T) {
 		if r.ExitCode != 0 || len(rows) != 1+len(cur.files) {
 			t.Fatalf("want exit 0 and %d rows: %s", len(cur.files), r)
 		}
-		if !strings.Contains(strings.Join(rows[0], " "), "KUBELET STORED/COMPUTED") {
+		if !strings.Contains(strings.Join(rows[0], " "), "KUBELET RULE DETAIL") {
 			t.Errorf("wide header %q", rows[0])
 		}
 		for _, row := range rows[1:] {
@@ -329,6 +329,10 @@ func TestLiveCommands(t *testing.T) {
 			// The copy reads offline like the node.
 			if r := RunPlugin(t, "verify", "--from-dir", filepath.Join(dir, n.name), "--kubelet-version", n.version); r.ExitCode != 0 {
 				t.Errorf("verify --from-dir of the collected %s: %s", n.name, r)
+			}
+			// Without the flag, the kubelet version collect recorded judges the copy.
+			if r := RunPlugin(t, "verify", "--from-dir", filepath.Join(dir, n.name)); !strings.Contains(r.Stderr, "recorded by collect in node.json") {
+				t.Errorf("verify --from-dir of the collected %s is not judged by the recorded version: %s", n.name, r)
 			}
 		}
 		var summary []struct {

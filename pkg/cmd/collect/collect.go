@@ -39,7 +39,8 @@ func NewCmdCollect(flags *genericclioptions.ConfigFlags, streams genericiooption
 		Long: cmdutil.LongDesc(`
 			Collect copies every checkpoint file of each node to DIR/<node>/<path under the kubelet
 			root dir> (mode 0600), writes DIR/<node>/verify.json, and DIR/summary.json for all
-			nodes. The copies can be read later with --from-dir DIR/<node>.
+			nodes. The copies can be read later with --from-dir DIR/<node>, judged by the kubelet
+			version recorded in node.json.
 
 			Beside the files it writes what doctor needs to judge the node offline:
 			machine.json (the node's CPUs, NUMA memory and hugepages, from sysfs), the kubelet
@@ -77,9 +78,12 @@ func (o *Options) Validate() error {
 
 // nodeSummary is one node's entry in summary.json.
 type nodeSummary struct {
-	Node  string           `json:"node"`
-	Error string           `json:"error,omitempty"`
-	Files []render.FileRow `json:"files,omitempty"`
+	Node string `json:"node"`
+	// KubeletVersion is the node's status.nodeInfo.kubeletVersion, also written to
+	// DIR/<node>/node.json so that --from-dir DIR/<node> judges by it.
+	KubeletVersion string           `json:"kubeletVersion,omitempty"`
+	Error          string           `json:"error,omitempty"`
+	Files          []render.FileRow `json:"files,omitempty"`
 }
 
 // Run copies, verifies and summarises.
@@ -118,7 +122,7 @@ func (o *Options) Run(ctx context.Context) error {
 		if err := o.writeNodeInfo(nodeDir, n); err != nil {
 			return err
 		}
-		summary = append(summary, nodeSummary{Node: n.Node, Files: rows})
+		summary = append(summary, nodeSummary{Node: n.Node, KubeletVersion: n.Snapshot.KubeletVersion, Files: rows})
 		all = append(all, rows...)
 		return nil
 	})
@@ -135,47 +139,23 @@ func (o *Options) Run(ctx context.Context) error {
 	return cmdutil.Exit(worst)
 }
 
-// Bundle files beside the checkpoints; doctor --from-dir reads them as its defaults.
-const (
-	MachineFile    = "machine.json"
-	NodeInfoFile   = "node.json"
-	ConfigzFile    = "kubelet-config.json"
-	ConfigYAMLFile = "kubelet-config.yaml"
-	NodeInfoSchema = "kubectl-nodestate/node/v1"
-)
-
-// NodeInfo is node.json: what the files alone do not say about the node.
-type NodeInfo struct {
-	Schema         string `json:"schema"`
-	Node           string `json:"node"`
-	KubeletVersion string `json:"kubeletVersion,omitempty"`
-	// KubeletConfig is the file holding the kubelet config and where it came from, or why
-	// there is none.
-	KubeletConfig     string `json:"kubeletConfig,omitempty"`
-	KubeletConfigFrom string `json:"kubeletConfigFrom,omitempty"`
-	KubeletConfigNote string `json:"kubeletConfigNote,omitempty"`
-	// Machine is machine.json, or MachineError why it could not be read.
-	Machine      string `json:"machine,omitempty"`
-	MachineError string `json:"machineError,omitempty"`
-}
-
 // writeNodeInfo writes machine.json, the kubelet config and node.json; what could not be read
 // is said on stderr and in node.json, and is no failure of collect.
 func (o *Options) writeNodeInfo(dir string, n *nodestate.NodeResult) error {
-	info := NodeInfo{Schema: NodeInfoSchema, Node: n.Node, KubeletVersion: n.Snapshot.KubeletVersion, KubeletConfigNote: n.KubeletConfigNote}
+	info := nodestate.NodeInfo{Schema: nodestate.NodeInfoSchema, Node: n.Node, KubeletVersion: n.Snapshot.KubeletVersion, KubeletConfigNote: n.KubeletConfigNote}
 	if n.Machine != nil {
-		if err := writeJSON(filepath.Join(dir, MachineFile), n.Machine); err != nil {
+		if err := writeJSON(filepath.Join(dir, nodestate.MachineFile), n.Machine); err != nil {
 			return err
 		}
-		info.Machine = MachineFile
+		info.Machine = nodestate.MachineFile
 	} else if n.MachineErr != nil {
 		info.MachineError = n.MachineErr.Error()
-		fmt.Fprintf(o.ErrOut, "warning: node %s: no %s: %v\n", n.Node, MachineFile, n.MachineErr)
+		fmt.Fprintf(o.ErrOut, "warning: node %s: no %s: %v\n", n.Node, nodestate.MachineFile, n.MachineErr)
 	}
 	if n.KubeletConfig != nil {
-		name := ConfigYAMLFile
+		name := nodestate.ConfigYAMLFile
 		if n.KubeletConfigFrom == nodestate.FromConfigz {
-			name = ConfigzFile
+			name = nodestate.ConfigzFile
 		}
 		if err := os.WriteFile(filepath.Join(dir, name), n.KubeletConfig, 0o600); err != nil {
 			return err
@@ -184,7 +164,7 @@ func (o *Options) writeNodeInfo(dir string, n *nodestate.NodeResult) error {
 	} else {
 		fmt.Fprintf(o.ErrOut, "warning: node %s: no kubelet config: %s\n", n.Node, n.KubeletConfigNote)
 	}
-	return writeJSON(filepath.Join(dir, NodeInfoFile), info)
+	return writeJSON(filepath.Join(dir, nodestate.NodeInfoFile), info)
 }
 
 func writeJSON(path string, v any) error {

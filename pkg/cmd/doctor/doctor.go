@@ -4,7 +4,6 @@ package doctor
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"path"
 	"path/filepath"
@@ -13,7 +12,6 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmd/collect"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmdutil"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/doctor"
@@ -41,12 +39,11 @@ var example = cmdutil.Examples(`
 	# After a resize or with a CPU offlined: the machine as it will be
 	kubectl nodestate doctor --from-dir ./worker-1 --machine ./machine-after.json --kubelet-version v1.37.1 -o json`)
 
-// Bundle files that default --machine, --kubelet-config and --kubelet-version (collect
-// writes them).
+// Bundle files that default --machine and --kubelet-config (collect writes them). The
+// bundle's node.json defaults the kubelet version: the library reads it, as for verify.
 var (
-	bundleMachine  = collect.MachineFile
-	bundleConfigs  = []string{collect.ConfigYAMLFile, collect.ConfigzFile}
-	bundleNodeInfo = collect.NodeInfoFile
+	bundleMachine = nodestate.MachineFile
+	bundleConfigs = []string{nodestate.ConfigYAMLFile, nodestate.ConfigzFile}
 )
 
 // Options is the doctor command's state.
@@ -87,7 +84,7 @@ func NewCmdDoctor(flags *genericclioptions.ConfigFlags, streams genericiooptions
 			missing are skipped and named.
 
 			Exit status: 0 when nothing is an error, 1 when something is, 2 when a node could
-			not be read.`),
+			not be read, 3 on a usage error.`),
 		Example:           example,
 		ValidArgsFunction: cmdutil.CompleteNodeNames(flags),
 		RunE:              cmdutil.RunE(o),
@@ -108,19 +105,10 @@ func (o *Options) Complete(args []string) error {
 	// Live nodes bring their own machine and config, unless the flags give the ones to be.
 	o.ReadMachine, o.ReadKubeletConfig = o.MachineFile == "", o.ConfigFile == ""
 	bundle := map[string][]byte{}
-	if o.Source.FromDir != "" && (o.MachineFile == "" || o.ConfigFile == "" || o.Source.Kubelet == nil) {
-		want := append([]string{bundleMachine, bundleNodeInfo}, bundleConfigs...)
+	if o.Source.FromDir != "" && (o.MachineFile == "" || o.ConfigFile == "") {
+		want := append([]string{bundleMachine}, bundleConfigs...)
 		if snap, err := local.Read(o.Source.FromDir, want, local.DefaultLimits); err == nil {
 			bundle = snap.Files
-		}
-	}
-	if b, ok := bundle[bundleNodeInfo]; ok && o.Source.Kubelet == nil {
-		var info collect.NodeInfo
-		if err := json.Unmarshal(b, &info); err == nil && info.KubeletVersion != "" {
-			if k, err := decode.ParseKubelet(info.KubeletVersion, nil); err == nil {
-				o.Source.Kubelet = &k
-				o.notes = append(o.notes, "kubelet version: "+info.KubeletVersion+" (the node's, from "+filepath.Join(o.Source.FromDir, bundleNodeInfo)+")")
-			}
 		}
 	}
 	raw, from, err := input(o.MachineFile, o.Source.FromDir, bundle, bundleMachine)
@@ -187,6 +175,12 @@ func (o *Options) Run(ctx context.Context) error {
 			results = append(results, render.DoctorResult{Node: n.Node, Error: n.Err.Error()})
 			return nil
 		}
+		switch j := n.Judged; {
+		case j.Basis == nodestate.BasisRecorded:
+			fmt.Fprintf(o.ErrOut, "using kubelet %s: %s\n", j.Kubelet, j.Why)
+		case j.Basis == nodestate.BasisFiles && j.Kubelet != nil:
+			fmt.Fprintf(o.ErrOut, "using kubelet %s for the files only: %s\n", j.Kubelet, j.Why)
+		}
 		res, code := o.diagnose(n)
 		worst = max(worst, code)
 		for _, sk := range res.Skipped {
@@ -210,12 +204,14 @@ func (o *Options) Run(ctx context.Context) error {
 // diagnose judges the node's files for the target kubelet and runs doctor on them.
 func (o *Options) diagnose(n *nodestate.NodeResult) (doctor.Result, int) {
 	s := n.Snapshot
-	kubelet := o.Source.Kubelet
-	if kubelet == nil && s.KubeletVersion != "" {
-		if k, err := decode.ParseKubelet(s.KubeletVersion, nil); err == nil {
-			kubelet = &k
-		}
+	// The kubelet the library judged the files by: --kubelet-version, else the version collect
+	// recorded, else the live node's. A release only guessed from the files' formats predicts
+	// no start: the start depends on the version, which the files do not say.
+	kubelet := n.Judged.Kubelet
+	if n.Judged.Basis == nodestate.BasisFiles {
+		kubelet = nil
 	}
+	judgedBy := kubelet
 	config := o.config
 	if config == nil && n.KubeletConfig != nil {
 		config = o.nodeConfig(n)
@@ -235,8 +231,8 @@ func (o *Options) diagnose(n *nodestate.NodeResult) (doctor.Result, int) {
 		kubelet = &k
 	}
 	rows := n.Rows
-	if kubelet != o.Source.Kubelet {
-		rows = nodestate.Judge(s, o.kindOf, kubelet, o.Source.KubeletRootDir)
+	if kubelet != judgedBy {
+		rows, _ = nodestate.Judge(s, o.kindOf, kubelet, o.Source.KubeletRootDir)
 	}
 	in := doctor.Input{Machine: o.machine, Config: config, Kubelet: kubelet, RootDir: o.Source.KubeletRootDir}
 	o.liveInputs(n, &in)

@@ -172,6 +172,43 @@ func TestNoInputs(t *testing.T) {
 	}
 }
 
+// A collect bundle records the node's kubelet version: without --kubelet-version doctor predicts
+// the start for it (the library's choice, as verify judges by it), and says so.
+func TestRecordedKubeletVersion(t *testing.T) {
+	src := filepath.Join("..", "..", "..", "examples", "doctor-node")
+	tmp := t.TempDir()
+	for _, f := range []string{"cpu_manager_state", "memory_manager_state", "machine.json", "kubelet-config.yaml"} {
+		b, err := os.ReadFile(filepath.Join(src, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(tmp, f), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(tmp, "node.json"), []byte(`{"schema":"kubectl-nodestate/node/v1","node":"worker-1","kubeletVersion":"v1.34.10"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := cmdtest.Run(t, "doctor", "--from-dir", tmp, "-o", "json")
+	if code != 0 || !strings.Contains(errOut, "using kubelet v1.34.10: node worker-1's version, recorded by collect in node.json\n") {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	var res struct {
+		KubeletStart struct {
+			Kubelet string `json:"kubelet"`
+			Starts  bool   `json:"starts"`
+		} `json:"kubeletStart"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || res.KubeletStart.Kubelet != "v1.34.10" || !res.KubeletStart.Starts {
+		t.Errorf("%v: %s", err, out)
+	}
+	// --kubelet-version still asks about another release, and no record is claimed.
+	out, errOut, _ = cmdtest.Run(t, "doctor", "--from-dir", tmp, "--kubelet-version", "v1.37.1", "-o", "json")
+	if strings.Contains(errOut, "recorded by collect") || !strings.Contains(out, `"kubelet": "v1.37.1"`) {
+		t.Errorf("stderr %q\n%s", errOut, out)
+	}
+}
+
 // TestBundle: a collect bundle is a complete input: machine.json, kubelet-config.yaml and
 // node.json's kubelet version are the defaults, and a flag still wins.
 func TestBundle(t *testing.T) {

@@ -42,11 +42,18 @@ func NewCmdVerify(flags *genericclioptions.ConfigFlags, streams genericiooptions
 		Use:   "verify [NODE...] [--all-nodes] | --from-dir DIR | --from-file FILE",
 		Short: "Verify the checksum and format of every checkpoint file",
 		Long: cmdutil.LongDesc(`
-			Verify recognises each checkpoint file's format and version, recomputes every checksum
-			with the exact rule of the kubelet that wrote it, and says which rule matched. With
-			--kubelet-version it predicts what that kubelet would make of the file on restart.
+			Verify recognises each checkpoint file's format and version, recomputes every checksum,
+			and says in a sentence what one kubelet makes of each file on restart. -o wide shows
+			the facts behind the sentence instead (the kubelet, the checksum rule id that accepted
+			the file, stored/computed values that differ); -o json has everything, the kubelet's
+			error text word for word included.
 
-			`) + "\n\n" + cmdutil.ExitStatusHelp,
+			A node runs one kubelet, so all its files are judged by one: a live node's own version;
+			offline, --kubelet-version, else the version collect recorded, else the newest release
+			that could have written all the files together; offline, a line on stderr says which
+			and why. A file no kubelet writes beside the others (a 1.19 device file beside 1.37
+			CPU files: it was never rewritten) is a finding: its row says so, and offline a
+			"Finding:" line on stderr too.`) + "\n\n" + cmdutil.ExitStatusHelp,
 		Example:           example,
 		ValidArgsFunction: cmdutil.CompleteNodeNames(flags),
 		RunE:              cmdutil.RunE(o),
@@ -65,7 +72,23 @@ func (o *Options) Run(ctx context.Context) error {
 	ro.Stream = stream
 	err := o.Read(ctx, o.ErrOut, func(n *nodestate.NodeResult) error {
 		for _, w := range n.Warnings() {
+			if n.Node == "" { // offline
+				fmt.Fprintf(o.ErrOut, "warning: %s\n", w)
+				continue
+			}
 			fmt.Fprintf(o.ErrOut, "warning: node %s: %s\n", n.Node, w)
+		}
+		// Offline, the one kubelet judging the files and the files apart from the others head
+		// the output (on stderr: -o json stays parseable). Live, each node is judged by its own
+		// kubelet (-o wide shows it) and a file apart says so in its row, so that a fan-out's
+		// stderr stays one line per node not read.
+		if o.Source.Offline() && n.Err == nil {
+			if line := n.Judged.Sentence(); line != "" {
+				fmt.Fprintln(o.ErrOut, line)
+			}
+			for _, a := range n.Judged.Apart {
+				fmt.Fprintln(o.ErrOut, "Finding: "+a.Sentence())
+			}
 		}
 		if n.Err != nil {
 			worst = max(worst, cmdutil.ReportNodeError(o.ErrOut, n.Err))

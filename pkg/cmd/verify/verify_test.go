@@ -16,6 +16,7 @@ import (
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/internal/cmdtest"
 	"github.com/kubectl-nodestate/kubectl-nodestate/internal/tabletest"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
 )
 
 const repo = "../../.."
@@ -34,11 +35,12 @@ func table(out string) [][]string { return tabletest.Rows(out) }
 
 func TestVerifyExampleDirAllValid(t *testing.T) {
 	out, errOut, code := run(t, "verify", "--from-dir", kubeletRoot)
-	if code != 0 || errOut != "" {
+	// One kubelet judges the node's files, said on stderr (stdout stays the table).
+	if code != 0 || errOut != "Judged by kubelet v1.37.1: the newest release that writes all these files in their formats.\n" {
 		t.Fatalf("exit %d, stderr %q\n%s", code, errOut, out)
 	}
 	rows := table(out)
-	if got := strings.Join(rows[0], " "); got != "FILE FORMAT VERDICT CHECKSUMS DETAIL" {
+	if got := strings.Join(rows[0], " "); got != "FILE FORMAT VERDICT MEANING" {
 		t.Errorf("header %q (offline: no NODE column)", got)
 	}
 	wantFiles := []string{"cpu_manager_state", "memory_manager_state", "device-plugins/kubelet_internal_checkpoint",
@@ -47,7 +49,7 @@ func TestVerifyExampleDirAllValid(t *testing.T) {
 		t.Fatalf("want %d rows:\n%s", len(wantFiles), out)
 	}
 	for i, r := range rows[1:] {
-		if r[0] != wantFiles[i] || r[2] != "valid" || strings.Contains(r[3], "MISMATCH") {
+		if r[0] != wantFiles[i] || r[2] != "valid" || !strings.Contains(r[3], "kubelet v1.37.1 ") || strings.Contains(r[3], "not match") {
 			t.Errorf("row %d: %q", i, r)
 		}
 	}
@@ -77,8 +79,69 @@ func TestVerifyBrokenNode(t *testing.T) {
 			t.Errorf("%s: verdict %q, want %q\n%s", file, verdicts[file], want, out)
 		}
 	}
-	if !strings.Contains(out, "dataChecksum MISMATCH") {
-		t.Errorf("no mismatch shown:\n%s", out)
+	for _, want := range []string{
+		"dataChecksum does not match: kubelet v1.37.1 refuses it (checkpoint is corrupted)",
+		"dataChecksum matches: kubelet v1.37.1 restores it; checksum does not match: a downgrade to 1.36 or older would refuse it",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q:\n%s", want, out)
+		}
+	}
+	// Judged by one kubelet, the 1.19 device file and the 1.30 DRA file beside 1.37 files are
+	// findings.
+	if !strings.HasPrefix(errOut, "Judged by kubelet v1.37.1: the newest release that writes cpu_manager_state and memory_manager_state") ||
+		strings.Count(errOut, "Finding: ") != 2 ||
+		!strings.Contains(errOut, "Finding: device-plugins/kubelet_internal_checkpoint (dev-v1) is written only by kubelet 1.11-1.19") {
+		t.Errorf("stderr:\n%s", errOut)
+	}
+}
+
+// A bundle written by collect records the node's kubelet version: it judges the copy.
+func TestVerifyCollectedBundle(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"cpu_manager_state", "memory_manager_state"} {
+		b, err := os.ReadFile(filepath.Join(kubeletRoot, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	info := `{"schema": "kubectl-nodestate/node/v1", "node": "worker-9", "kubeletVersion": "v1.36.4"}`
+	if err := os.WriteFile(filepath.Join(dir, nodestate.NodeInfoFile), []byte(info), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := run(t, "verify", "--from-dir", dir, "-o", "json")
+	want := "Judged by kubelet v1.36.4: node worker-9's version, recorded by collect in node.json.\n"
+	if code != 0 || errOut != want {
+		t.Fatalf("exit %d, stderr %q, want %q\n%s", code, errOut, want, out)
+	}
+	var list struct{ Items []item }
+	if err := json.Unmarshal([]byte(out), &list); err != nil || len(list.Items) != 2 {
+		t.Fatalf("%v: %s", err, out)
+	}
+	for _, it := range list.Items {
+		if it.Reader != "v1.36.4" {
+			t.Errorf("%s judged by %s", it.File, it.Reader)
+		}
+	}
+	// --kubelet-version still asks what another kubelet would make of the copy.
+	_, errOut, _ = run(t, "verify", "--from-dir", dir, "--kubelet-version", "v1.37.1")
+	if errOut != "Judged by kubelet v1.37.1: --kubelet-version.\n" {
+		t.Errorf("stderr %q", errOut)
+	}
+	// A node file collect did not write (not JSON, or another schema such as a Node object
+	// saved by kubectl) is said, and the files are judged without it.
+	for _, other := range []string{"not json", `{"kind": "Node", "status": {"nodeInfo": {"kubeletVersion": "v1.36.4"}}}`} {
+		if err := os.WriteFile(filepath.Join(dir, nodestate.NodeInfoFile), []byte(other), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, errOut, _ = run(t, "verify", "--from-dir", dir)
+		if !strings.HasPrefix(errOut, "warning: node.json is not what collect writes") ||
+			!strings.Contains(errOut, "Judged by kubelet v1.37.1: the newest release") {
+			t.Errorf("%s: stderr %q", other, errOut)
+		}
 	}
 }
 
@@ -93,7 +156,7 @@ type item struct {
 
 func TestVerifyJSONWithKubeletVersion(t *testing.T) {
 	out, errOut, code := run(t, "verify", "--from-dir", kubeletRoot, "--kubelet-version", "v1.37.1", "-o", "json")
-	if code != 0 || errOut != "" {
+	if code != 0 || errOut != "Judged by kubelet v1.37.1: --kubelet-version.\n" {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 	var list struct {
@@ -167,7 +230,7 @@ func TestVerifyYAMLBrokenNodeWithKubeletVersion(t *testing.T) {
 
 func TestVerifyFromFile(t *testing.T) {
 	out, errOut, code := run(t, "verify", "--from-file", vector118, "--kind", "cpu_manager_state")
-	if code != 0 || errOut != "" {
+	if code != 0 || errOut != "Judged by kubelet v1.36.4: the newest release that writes this file in its format.\n" {
 		t.Fatalf("exit %d, stderr %q\n%s", code, errOut, out)
 	}
 	rows := table(out)

@@ -1,0 +1,101 @@
+package cmd_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/internal/cmdtest"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmd"
+)
+
+// readmeCommand is one `$ kubectl-nodestate ...` line of the README and the output shown under it.
+type readmeCommand struct {
+	line string
+	args []string
+	want string
+}
+
+// quickStartCommands extracts the commands of the README's quick start: in its fenced blocks,
+// each line `$ kubectl-nodestate ARGS` (or `$ bin/kubectl-nodestate ARGS`) and the lines up to the
+// next `$ ` line or the end of the block.
+func quickStartCommands(t *testing.T, readme string) []readmeCommand {
+	t.Helper()
+	start := strings.Index(readme, "\n## Quick start")
+	if start < 0 {
+		t.Fatal("README has no \"## Quick start\" section")
+	}
+	section := readme[start+1:]
+	if end := strings.Index(section, "\n## "); end >= 0 {
+		section = section[:end]
+	}
+	var out []readmeCommand
+	var cur *readmeCommand
+	inBlock := false
+	for _, line := range strings.Split(section, "\n") {
+		if strings.HasPrefix(line, "```") {
+			inBlock = !inBlock
+			cur = nil
+			continue
+		}
+		if !inBlock {
+			continue
+		}
+		if rest, ok := strings.CutPrefix(line, "$ "); ok {
+			cur = nil
+			fields := strings.Fields(rest)
+			if len(fields) > 0 && (fields[0] == "kubectl-nodestate" || fields[0] == "bin/kubectl-nodestate") {
+				out = append(out, readmeCommand{line: line, args: fields[1:]})
+				cur = &out[len(out)-1]
+			}
+			continue
+		}
+		if cur != nil {
+			cur.want += line + "\n"
+		}
+	}
+	return out
+}
+
+// TestReadmeQuickStart runs every command of the README's quick start through the root command,
+// as the binary does, from the repository root, and compares what it prints (stderr and stdout
+// in the order a terminal shows them) with what the README shows.
+func TestReadmeQuickStart(t *testing.T) {
+	raw, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmds := quickStartCommands(t, string(raw))
+	if len(cmds) < 2 {
+		t.Fatalf("the quick start shows %d commands with their output; want the demo's at least", len(cmds))
+	}
+	t.Chdir("../..")
+	for _, c := range cmds {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			cmdtest.Isolate(t)
+			var both bytes.Buffer
+			streams := genericiooptions.IOStreams{In: strings.NewReader(""), Out: &both, ErrOut: &both}
+			root := cmd.NewCmdNodestate(streams)
+			root.SetArgs(c.args)
+			code := cmd.Execute(context.Background(), root, streams)
+			if got := both.String(); got != c.want {
+				t.Errorf("%s (exit %d) prints:\n%s\nthe README shows:\n%s", c.line, code, got, c.want)
+			}
+		})
+	}
+}
+
+// The extraction itself: commands, their output, other prompts and blocks left alone.
+func TestQuickStartCommands(t *testing.T) {
+	readme := "# x\n```\n$ kubectl-nodestate a\nout a\n```\n## Quick start\ntext\n```sh\nmake demo\n```\n" +
+		"```\n$ bin/kubectl-nodestate verify --from-dir d\nline 1\nline 2\n$ echo hi\nhi\n$ kubectl-nodestate cpus\n\n```\n## Install\n```\n$ kubectl-nodestate z\n```\n"
+	got := quickStartCommands(t, readme)
+	if len(got) != 2 || strings.Join(got[0].args, " ") != "verify --from-dir d" || got[0].want != "line 1\nline 2\n" ||
+		strings.Join(got[1].args, " ") != "cpus" || got[1].want != "\n" {
+		t.Errorf("got %+v", got)
+	}
+}

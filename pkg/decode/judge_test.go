@@ -1,0 +1,136 @@
+package decode
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func ff(file string, kind Kind, format string) FileFormat {
+	return FileFormat{File: file, Kind: kind, Format: format}
+}
+
+func TestChooseJudge(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		files []FileFormat
+		judge string
+		apart []string
+	}{
+		{name: "current formats: the newest release writes them all",
+			files: []FileFormat{ff("cpu", KindCPU, "cpu-v4"), ff("mem", KindMemory, "mem-v3"), ff("dev", KindDevices, "dev-v2")},
+			judge: "v1.37.1"},
+		{name: "a field-adding sub-era's older look is written by the newer kubelets too",
+			files: []FileFormat{ff("cpu", KindCPU, "cpu-v4"), ff("dra", KindDRA, "dra-v2b"), ff("alloc", KindAllocated, "alloc-v1a")},
+			judge: "v1.37.1"},
+		{name: "a V2 CPU file caps the node at 1.36 (gate off)",
+			files: []FileFormat{ff("cpu", KindCPU, "cpu-v2"), ff("dev", KindDevices, "dev-v2"), ff("dra", KindDRA, "dra-v2a")},
+			judge: "v1.36.4"},
+		{name: "pod-level formats need the gate on",
+			files: []FileFormat{ff("cpu", KindCPU, "cpu-v3"), ff("mem", KindMemory, "mem-v2")},
+			judge: "v1.36.4+PodLevelResourceManagers"},
+		{name: "DRA v1c is 1.30 only",
+			files: []FileFormat{ff("cpu", KindCPU, "cpu-v2"), ff("dra", KindDRA, "dra-v1c")},
+			judge: "v1.30.14"},
+		{name: "a 1.19 device file beside 1.37 files is apart",
+			files: []FileFormat{ff("cpu", KindCPU, "cpu-v4"), ff("mem", KindMemory, "mem-v3"), ff("dev", KindDevices, "dev-v1"), ff("dra", KindDRA, "dra-v1c")},
+			judge: "v1.37.1", apart: []string{"dev", "dra"}},
+		{name: "unknown formats are left out",
+			files: []FileFormat{ff("cpu", KindCPU, "cpu-v1"), ff("x", KindMemory, ""), ff("y", KindDRA, "dra-v9")},
+			judge: "v1.17.17"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			j, ok := ChooseJudge(tc.files)
+			if !ok {
+				t.Fatal("no judge")
+			}
+			if got := j.Kubelet.String(); got != tc.judge {
+				t.Errorf("judge %s, want %s", got, tc.judge)
+			}
+			var apart []string
+			for _, f := range j.Apart {
+				apart = append(apart, f.File)
+			}
+			if strings.Join(apart, ",") != strings.Join(tc.apart, ",") {
+				t.Errorf("apart %v, want %v", apart, tc.apart)
+			}
+			if len(j.Writes)+len(j.Apart) == 0 {
+				t.Error("no file placed")
+			}
+		})
+	}
+	if _, ok := ChooseJudge([]FileFormat{ff("x", KindCPU, "")}); ok {
+		t.Error("a judge chosen without any known format")
+	}
+}
+
+// Every era's writers can be told in prose, and the newest release of each era's writers judges
+// a file of that era alone: a file is never apart from itself.
+func TestChooseJudgeEveryEraAlone(t *testing.T) {
+	for _, e := range eras {
+		for _, k := range e.Kinds {
+			if WrittenBy(k, e.ID) == "" || ReadBy(k, e.ID) == "" {
+				t.Errorf("%s %s: no writers or readers prose", k, e.ID)
+			}
+			j, ok := ChooseJudge([]FileFormat{ff("f", k, e.ID)})
+			if !ok || len(j.Apart) != 0 {
+				t.Errorf("%s %s: judge %v apart %v", k, e.ID, j.Kubelet, j.Apart)
+			}
+		}
+	}
+}
+
+func TestWrittenBy(t *testing.T) {
+	for _, tc := range []struct {
+		kind          Kind
+		format, want  string
+		wantReadersOf string
+	}{
+		{KindDevices, "dev-v1", "1.11-1.19", "1.11-1.30"},
+		{KindCPU, "cpu-v2", "1.18-1.35, 1.36 without PodLevelResourceManagers", "1.18+"},
+		{KindDRA, "dra-v2a", "1.31+", "1.31-1.34"},
+		{KindDRA, "dra-v1c", "1.30", "1.30"},
+	} {
+		if got := WrittenBy(tc.kind, tc.format); got != tc.want {
+			t.Errorf("WrittenBy(%s) = %q, want %q", tc.format, got, tc.want)
+		}
+		if tc.wantReadersOf != "" {
+			if got := ReadBy(tc.kind, tc.format); got != tc.wantReadersOf {
+				t.Errorf("ReadBy(%s) = %q, want %q", tc.format, got, tc.wantReadersOf)
+			}
+		}
+	}
+}
+
+// The bundled broken node's memory file: its dataChecksum matches (1.37+ accept it), its outer
+// checksum does not, so a downgrade to 1.36 or older refuses it.
+func TestBreaks(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "examples", "broken-node", "memory_manager_state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := MustParseKubelet("v1.37.1")
+	rep := Decode(KindMemory, raw, Options{Kubelet: &k})
+	if rep.Verdict != Valid || rep.Breaks == nil || rep.Breaks.Older != "1.36" || rep.Breaks.Newer != "" {
+		t.Fatalf("verdict %s, breaks %+v", rep.Verdict, rep.Breaks)
+	}
+	// Judged by 1.36, the same CPU file of the broken node breaks upgrades only: 1.17 refuses it
+	// too, but cannot parse it at all, which is not the mismatch.
+	raw, err = os.ReadFile(filepath.Join("..", "..", "examples", "broken-node", "cpu_manager_state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k136 := MustParseKubelet("v1.36.4")
+	if rep := Decode(KindCPU, raw, Options{Kubelet: &k136}); rep.Verdict != Valid || rep.Breaks == nil || *rep.Breaks != (Breaks{Newer: "1.37"}) {
+		t.Fatalf("cpu file for 1.36: verdict %s, breaks %+v", rep.Verdict, rep.Breaks)
+	}
+	// An intact file breaks nothing.
+	raw, err = os.ReadFile(filepath.Join("..", "..", "examples", "kubelet-root", "memory_manager_state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep := Decode(KindMemory, raw, Options{Kubelet: &k}); rep.Verdict != Valid || rep.Breaks != nil {
+		t.Fatalf("intact file: verdict %s, breaks %+v", rep.Verdict, rep.Breaks)
+	}
+}
