@@ -209,8 +209,9 @@ func (d *sysfsDump) line(line string) error {
 
 // hugePages records "hugepages-2048kB" -> count in pool.
 func hugePages(pool map[uint64]uint64, dir, value string) error {
-	size, ok := strings.CutPrefix(dir, "hugepages-")
-	if size, ok = strings.CutSuffix(size, "kB"); !ok {
+	size, hasPrefix := strings.CutPrefix(dir, "hugepages-")
+	size, hasSuffix := strings.CutSuffix(size, "kB")
+	if !hasPrefix || !hasSuffix {
 		return fmt.Errorf("hugepage size %q", truncate(dir))
 	}
 	kb, err := kib(size)
