@@ -61,11 +61,12 @@ func (o *LiveOptions) NewLiveSession(rootDir string) (*LiveSession, error) {
 }
 
 // Nodes resolves the node list: the names given, or every node matching -l with --all-nodes.
-func (o *LiveOptions) Nodes(ctx context.Context, s *LiveSession, named []string) ([]string, error) {
+// Listed nodes carry what reading them needs, so they are not read again one by one.
+func (o *LiveOptions) Nodes(ctx context.Context, s *LiveSession, named []string) ([]fetch.NodeInfo, error) {
 	if !o.AllNodes {
-		return named, nil
+		return fetch.Named(named), nil
 	}
-	nodes, err := fetch.NodeNames(ctx, s.Client, o.Selector)
+	nodes, _, err := fetch.ListNodes(ctx, s.Client, o.Selector)
 	if err != nil {
 		return nil, fetch.ExplainError(err, s.Namespace)
 	}
@@ -86,10 +87,13 @@ func eachLiveSnapshot(ctx context.Context, src *SourceOptions, live *LiveOptions
 	if err != nil {
 		return &ExitError{Code: ExitUnreadable, Message: err.Error()}
 	}
-	live.Resolved = nodes
+	live.Resolved = make([]string, len(nodes))
+	for i, n := range nodes {
+		live.Resolved[i] = n.Name
+	}
 	progress := newProgress(errOut, len(nodes))
 	var fnErr error
-	session.Fetcher.FetchAll(ctx, nodes, live.Concurrency, func(r fetch.NodeResult) {
+	session.Fetcher.FetchNodes(ctx, nodes, live.Concurrency, func(r fetch.NodeResult) {
 		progress.done(r.Err != nil)
 		if fnErr != nil {
 			return

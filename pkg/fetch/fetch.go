@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -61,26 +62,41 @@ func (f *Fetcher) exec() ExecFunc {
 	return RemoteExec(f.Client, f.Config)
 }
 
-// Fetch reads f.Paths from nodeName: it checks the node, creates the debug pod, waits for it
+// Fetch reads f.Paths from nodeName: it reads the node, creates the debug pod, waits for it
 // to run, execs one tar, parses it, indexes the node's pods, and deletes the pod on every way
 // out (success, error, timeout, ctx cancelled). Every error is an *Error for nodeName.
 func (f *Fetcher) Fetch(ctx context.Context, nodeName string) (nf *NodeFiles, err error) {
+	return f.fetch(ctx, NodeInfo{Name: nodeName}, nil)
+}
+
+// fetch is Fetch of a node already read (node.listed) or only named, waiting for the debug
+// pod on the fan-out's shared watch pw, or on a watch of its own when pw is nil.
+func (f *Fetcher) fetch(ctx context.Context, node NodeInfo, pw *podWatch) (nf *NodeFiles, err error) {
 	opts := f.Options.WithDefaults()
+	nodeName := node.Name
 	defer func() { err = withNode(err, nodeName, opts.Namespace) }()
 	if err := f.Validate(); err != nil {
 		return nil, err
 	}
 
-	node, err := f.Client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
-	if err != nil {
-		return nil, err
+	if !node.listed {
+		obj, err := f.Client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		node = NodeInfoOf(obj)
 	}
-	if err := checkNode(node); err != nil {
-		return nil, err
+	if node.refused != nil {
+		return nil, node.refused
 	}
 
 	pods := f.Client.CoreV1().Pods(opts.Namespace)
-	want := GenerateDebugPod(node, opts)
+	want := GenerateDebugPod(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}}, opts)
+	var waiter *podWaiter
+	if pw != nil {
+		waiter = pw.add(want.Name)
+		defer pw.remove(want.Name)
+	}
 	created, err := pods.Create(ctx, want, metav1.CreateOptions{})
 	if err != nil {
 		// A create cut short (cancel, timeout, lost connection) may still have created the
@@ -105,7 +121,12 @@ func (f *Fetcher) Fetch(ctx context.Context, nodeName string) (nf *NodeFiles, er
 		}
 	}()
 
-	if err := waitRunning(ctx, pods, created, opts.Image, opts.PodRunningTimeout); err != nil {
+	if pw != nil {
+		err = pw.wait(ctx, waiter, created, opts.PodRunningTimeout)
+	} else {
+		err = waitRunning(ctx, pods, created, opts.Image, opts.PodRunningTimeout)
+	}
+	if err != nil {
 		return nil, err
 	}
 	files, missing, warnings, err := f.collect(ctx, created, opts)
@@ -114,7 +135,7 @@ func (f *Fetcher) Fetch(ctx context.Context, nodeName string) (nf *NodeFiles, er
 	}
 	nf = &NodeFiles{
 		Node:           nodeName,
-		KubeletVersion: node.Status.NodeInfo.KubeletVersion,
+		KubeletVersion: node.KubeletVersion,
 		Files:          files,
 		Missing:        missing,
 		Warnings:       warnings,
