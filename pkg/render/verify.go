@@ -14,9 +14,12 @@ type FileResult struct {
 	*decode.Report
 }
 
+// VerifyListKind is the kind of verify's json/yaml list (see ListWriter).
+const VerifyListKind = "CheckpointVerificationList"
+
 // Verify prints one row per file: its format, verdict and checksums.
 func Verify(w io.Writer, o Options, results []FileResult) error {
-	if done, err := printStructured(w, o, "CheckpointVerificationList", results); done {
+	if done, err := printStructured(w, o, VerifyListKind, results); done {
 		return err
 	}
 	headers := []string{"FILE", "FORMAT", "VERDICT", "CHECKSUMS", "DETAIL"}

@@ -55,13 +55,14 @@ func NewCmdVerify(flags *genericclioptions.ConfigFlags, streams genericiooptions
 	return cmd
 }
 
-// Run reads, judges and prints. Live nodes print as they complete (in table form); json and
-// yaml print once everything is read.
+// Run reads, judges and prints. Live nodes print as they complete: table rows in blocks, json
+// and yaml items into a list written as it grows, so nothing is held until the end.
 func (o *Options) Run(ctx context.Context) error {
 	var results []render.FileResult
 	worst := cmdutil.ExitOK
 	ro := o.RenderOptions()
-	stream := !o.Source.Offline() && (ro.Format == render.Table || ro.Format == render.Wide)
+	list := render.NewListWriter[render.FileResult](o.Out, ro, render.VerifyListKind)
+	stream := !o.Source.Offline() && list == nil
 	ro.Stream = stream
 	err := o.Each(ctx, o.ErrOut, func(s *cmdutil.Snapshot) error {
 		for _, w := range s.Warnings {
@@ -86,6 +87,9 @@ func (o *Options) Run(ctx context.Context) error {
 				worst = max(worst, cmdutil.ExitNotValid)
 			}
 		}
+		if list != nil {
+			return list.Add(rs...)
+		}
 		if stream && len(rs) > 0 {
 			if ro.NodeWidth == 0 {
 				ro.NodeWidth = cmdutil.NodeColumnWidth(o.Live.Resolved)
@@ -103,7 +107,12 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil && !cmdutil.Interrupted(err) {
 		return err
 	}
-	if !stream {
+	switch {
+	case list != nil:
+		if perr := list.Close(); perr != nil {
+			return perr
+		}
+	case !stream:
 		if perr := render.Verify(o.Out, ro, results); perr != nil {
 			return perr
 		}

@@ -1,0 +1,45 @@
+package render
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
+)
+
+// Streaming a list writes exactly what printing it whole writes, for any number of items,
+// nested lists, long strings (yaml folds them by column) and multi-line strings.
+func TestListWriterMatchesWholeList(t *testing.T) {
+	long := strings.Repeat("a long cause that yaml may fold at its line width ", 4)
+	all := []FileResult{
+		{Node: "n1", Report: &decode.Report{File: "cpu_manager_state", Kind: decode.KindCPU, Format: "cpu-v2", Verdict: decode.Valid,
+			Checksums: []decode.ChecksumResult{{Field: "checksum", Rule: "r", Stored: 1, Computed: 1, Match: true}}, Notes: []string{"x", "y"}}},
+		{Node: "n2", Report: &decode.Report{File: "memory_manager_state", Verdict: decode.Corrupt, Cause: long, Error: "line one\nline two\n  indented"}},
+		{Node: "n3", Report: &decode.Report{File: "-", Verdict: decode.Unreadable, Error: "<html> & \"quotes\""}},
+	}
+	for _, format := range []Format{JSON, YAML} {
+		for n := 0; n <= len(all); n++ {
+			items := all[:n]
+			var whole, streamed bytes.Buffer
+			if _, err := printStructured(&whole, Options{Format: format}, "CheckpointVerificationList", items); err != nil {
+				t.Fatal(err)
+			}
+			lw := NewListWriter[FileResult](&streamed, Options{Format: format}, "CheckpointVerificationList")
+			for _, it := range items {
+				if err := lw.Add(it); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := lw.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if whole.String() != streamed.String() {
+				t.Errorf("%s, %d items: streamed\n%s\nwant\n%s", format, n, streamed.String(), whole.String())
+			}
+		}
+	}
+	if NewListWriter[FileResult](&bytes.Buffer{}, Options{Format: Wide}, "X") != nil {
+		t.Error("a table format got a ListWriter")
+	}
+}
