@@ -172,7 +172,7 @@ func envInts(t *testing.T, name, def string) []int {
 // TestBenchScale is `make bench-scale`. Environment:
 //
 //	NODESTATE_BENCH_SIZES           node counts, e.g. "100 300 1000" (unset: skip)
-//	NODESTATE_BENCH_CONCURRENCY     --concurrency for both (default: the plugin's default)
+//	NODESTATE_BENCH_CONCURRENCY     --concurrency for both, or a list to compare (default: the plugin's default)
 //	NODESTATE_BENCH_ARGS            extra plugin arguments, e.g. "-o json"
 //	NODESTATE_BENCH_BASELINE_NODES  nodes the kubectl loop reads (default 5)
 //	NODESTATE_BENCH_FLOOR=0         skip the floor (memory-only runs)
@@ -182,10 +182,7 @@ func TestBenchScale(t *testing.T) {
 	}
 	sizes := envInts(t, "NODESTATE_BENCH_SIZES", "")
 	slices.Sort(sizes)
-	concurrency := cmdutil.DefaultConcurrency
-	if os.Getenv("NODESTATE_BENCH_CONCURRENCY") != "" {
-		concurrency = envInts(t, "NODESTATE_BENCH_CONCURRENCY", "")[0]
-	}
+	concurrencies := envInts(t, "NODESTATE_BENCH_CONCURRENCY", strconv.Itoa(cmdutil.DefaultConcurrency))
 	baselineNodes := envInts(t, "NODESTATE_BENCH_BASELINE_NODES", "5")[0]
 	withFloor := os.Getenv("NODESTATE_BENCH_FLOOR") != "0"
 	extra := strings.Fields(os.Getenv("NODESTATE_BENCH_ARGS"))
@@ -229,6 +226,16 @@ func TestBenchScale(t *testing.T) {
 	}
 
 	for _, size := range sizes {
+		for _, concurrency := range concurrencies {
+			benchSize(t, ns, plugin, floor, size, concurrency, len(concurrencies) > 1, withFloor, extra, perNode, baselineReq)
+		}
+	}
+}
+
+// benchSize measures the plugin and the floor on the first size nodes, in both orders, and
+// prints the figures.
+func benchSize(t *testing.T, ns, plugin, floor string, size, concurrency int, showConcurrency, withFloor bool, extra []string, perNode time.Duration, baselineReq float64) {
+	{
 		sel := TestSelector(t) + "," + sizeLabel(size) + "=true"
 		pluginArgs := append([]string{"verify", "--all-nodes", "-l", sel, "-n", ns, "--concurrency", strconv.Itoa(concurrency)}, extra...)
 		floorArgs := []string{"-kubeconfig", Kubeconfig(), "-n", ns, "-l", sel, "-concurrency", strconv.Itoa(concurrency)}
@@ -261,6 +268,9 @@ func TestBenchScale(t *testing.T) {
 			line += fmt.Sprintf(" baseline_extrapolated=%.0fs speedup=%.0f", z, z/x)
 		}
 		line += fmt.Sprintf(" rss=%.0fMiB requests_per_node=%.2f", float64(rss)/1024, float64(req)/float64(len(plugins))/float64(size))
+		if showConcurrency {
+			line += fmt.Sprintf(" concurrency=%d", concurrency)
+		}
 		if withFloor {
 			var freq, frss int64
 			for _, r := range floors {
