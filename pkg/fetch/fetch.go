@@ -89,6 +89,26 @@ func (f *Fetcher) fetch(ctx context.Context, node NodeInfo, pw *podWatch) (nf *N
 	if node.refused != nil {
 		return nil, node.refused
 	}
+	// The pod index is read while the debug pod is deleted (see below); wait for it last.
+	var indexed chan struct{}
+	var index *PodIndex
+	var indexErr error
+	defer func() {
+		if indexed == nil {
+			return
+		}
+		<-indexed
+		switch {
+		case err != nil:
+		case indexErr != nil && ctx.Err() != nil:
+			nf, err = nil, ctx.Err()
+		case indexErr != nil:
+			// A failure here loses names, not data: warn and go on.
+			nf.Warnings = append(nf.Warnings, "pods not indexed, IDs stay unnamed: "+indexErr.Error())
+		default:
+			nf.Pods = index
+		}
+	}()
 
 	pods := f.Client.CoreV1().Pods(opts.Namespace)
 	want := GenerateDebugPod(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}}, opts)
@@ -140,14 +160,13 @@ func (f *Fetcher) fetch(ctx context.Context, node NodeInfo, pw *podWatch) (nf *N
 		Missing:        missing,
 		Warnings:       warnings,
 	}
-	// After the read, so every pod named in the files that still exists is in the index. A
-	// failure here loses names, not data: warn and go on.
-	if nf.Pods, err = IndexNodePods(ctx, f.Client, nodeName); err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		nf.Warnings = append(nf.Warnings, "pods not indexed, IDs stay unnamed: "+err.Error())
-	}
+	// After the read, so every pod named in the files that still exists is in the index; at
+	// the same time as the debug pod's deletion, which it does not wait for.
+	indexed = make(chan struct{})
+	go func() {
+		defer close(indexed)
+		index, indexErr = IndexNodePods(ctx, f.Client, nodeName)
+	}()
 	return nf, nil
 }
 
