@@ -43,3 +43,29 @@ func TestListWriterMatchesWholeList(t *testing.T) {
 		t.Error("a table format got a ListWriter")
 	}
 }
+
+// A printer given Options.List adds its items to the one list (naming its kind) instead of
+// printing a list per call.
+func TestOptionsListCollectsCalls(t *testing.T) {
+	a := []FileResult{{Node: "n1", Report: &decode.Report{File: "a", Verdict: decode.Valid}}}
+	b := []FileResult{{Node: "n2", Report: &decode.Report{File: "b", Verdict: decode.Valid}}}
+	for _, format := range []Format{JSON, YAML} {
+		var whole, streamed bytes.Buffer
+		if err := Verify(&whole, Options{Format: format}, append(append([]FileResult{}, a...), b...)); err != nil {
+			t.Fatal(err)
+		}
+		o := Options{Format: format}
+		o.List = NewListWriter[any](&streamed, o, "")
+		for _, part := range [][]FileResult{a, b} {
+			if err := Verify(&streamed, o, part); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := o.List.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if whole.String() != streamed.String() {
+			t.Errorf("%s: streamed\n%s\nwant\n%s", format, streamed.String(), whole.String())
+		}
+	}
+}

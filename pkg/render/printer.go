@@ -47,6 +47,9 @@ type Options struct {
 	// for NODE) so the blocks line up; set NoHeader after the first block.
 	Stream    bool
 	NodeWidth int
+	// List, when set, receives json/yaml items instead of a whole list being printed per call:
+	// a command streaming many nodes prints each node's items into it (see ListWriter).
+	List *ListWriter[any]
 }
 
 // List is the json/yaml envelope of every command's rows.
@@ -57,6 +60,17 @@ type List[T any] struct {
 
 // printStructured prints items as json or yaml; it reports false for table formats.
 func printStructured[T any](w io.Writer, o Options, kind string, items []T) (bool, error) {
+	if o.List != nil && (o.Format == JSON || o.Format == YAML) {
+		if o.List.kind == "" {
+			o.List.kind = kind
+		}
+		for _, it := range items {
+			if err := o.List.Add(it); err != nil {
+				return true, err
+			}
+		}
+		return true, nil
+	}
 	if items == nil {
 		items = []T{}
 	}
@@ -92,7 +106,8 @@ type ListWriter[T any] struct {
 	n      int
 }
 
-// NewListWriter returns a ListWriter for o's format, or nil for table formats.
+// NewListWriter returns a ListWriter for o's format, or nil for table formats. kind may be ""
+// when the printer the ListWriter is passed to (as Options.List) names it.
 func NewListWriter[T any](w io.Writer, o Options, kind string) *ListWriter[T] {
 	if o.Format != JSON && o.Format != YAML {
 		return nil
@@ -152,6 +167,9 @@ func (l *ListWriter[T]) Add(items ...T) error {
 	}
 	return nil
 }
+
+// Empty reports whether nothing was added yet.
+func (l *ListWriter[T]) Empty() bool { return l.n == 0 }
 
 // Close ends the list.
 func (l *ListWriter[T]) Close() error {

@@ -83,11 +83,19 @@ func (o *Options) wants(k decode.Kind) bool {
 	return false
 }
 
-// Run reads the files, warns about the ones that are not valid, and prints the rest.
+// Run reads the files, warns about the ones that are not valid, and prints the rest. With -o
+// json|yaml, live nodes' items are written as each node completes, into one list.
 func (o *Options) Run(ctx context.Context) error {
 	var items []item
 	worst := cmdutil.ExitOK
+	ro := o.RenderOptions()
+	if !o.Source.Offline() {
+		ro.List = render.NewListWriter[any](o.Out, ro, "")
+	}
 	err := o.Each(ctx, o.ErrOut, func(s *cmdutil.Snapshot) error {
+		if ro.List != nil {
+			defer func() { items = items[:0] }()
+		}
 		where := cmdutil.Where(s, &o.Source)
 		for _, w := range s.Warnings {
 			fmt.Fprintf(o.ErrOut, "warning: %s: %s\n", where, w)
@@ -125,12 +133,26 @@ func (o *Options) Run(ctx context.Context) error {
 		if !found {
 			fmt.Fprintf(o.ErrOut, "%s: no %v file\n", where, o.view.Kinds)
 		}
+		if ro.List != nil {
+			return o.view.Print(o.Out, ro, items)
+		}
 		return nil
 	})
-	if err != nil {
+	switch {
+	case err != nil && (ro.List == nil || !cmdutil.Interrupted(err)):
 		return err
+	case ro.List != nil && !ro.List.Empty():
+		if cerr := ro.List.Close(); cerr != nil {
+			return cerr
+		}
+	default:
+		// Nothing streamed (or a table): print whole, which also names an empty list's kind.
+		ro.List = nil
+		if perr := o.view.Print(o.Out, ro, items); perr != nil {
+			return perr
+		}
 	}
-	if err := o.view.Print(o.Out, o.RenderOptions(), items); err != nil {
+	if err != nil {
 		return err
 	}
 	return cmdutil.Exit(worst)
