@@ -50,9 +50,9 @@ func main() {
 	}
 }
 
-// counter counts the HTTP requests the client sends.
+// counter counts the HTTP requests the client sends, through every transport it wraps.
 type counter struct {
-	n  atomic.Int64
+	n  *atomic.Int64
 	rt http.RoundTripper
 }
 
@@ -92,8 +92,8 @@ func run(kubeconfig, ns, selector string, concurrency int) error {
 	}
 	cfg.QPS = -1 // no client-side limiter
 	cfg.UserAgent = "nodestate-floor"
-	count := &counter{}
-	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { count.rt = rt; return count }
+	var requests atomic.Int64
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return &counter{n: &requests, rt: rt} }
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
@@ -140,7 +140,7 @@ func run(kubeconfig, ns, selector string, concurrency int) error {
 	}
 	_ = g.Wait()
 	fmt.Printf("floor nodes=%d wall=%.2fs requests=%d bytes=%d failed=%d\n",
-		len(nodes.Items), time.Since(start).Seconds(), count.n.Load(), bytes.Load(), failed.Load())
+		len(nodes.Items), time.Since(start).Seconds(), requests.Load(), bytes.Load(), failed.Load())
 	if failed.Load() > 0 {
 		return errors.New("some nodes failed")
 	}
