@@ -3,6 +3,7 @@ package fetch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -141,8 +142,10 @@ func (f *Fetcher) fetch(ctx context.Context, node NodeInfo, pw *podWatch) (nf *N
 		}
 	}()
 
+	var missed bool
 	if pw != nil {
 		err = pw.wait(ctx, waiter, created, opts.PodRunningTimeout)
+		missed = waiter.missed
 	} else {
 		err = waitRunning(ctx, pods, created, opts.Image, opts.PodRunningTimeout)
 	}
@@ -159,6 +162,10 @@ func (f *Fetcher) fetch(ctx context.Context, node NodeInfo, pw *podWatch) (nf *N
 		Files:          files,
 		Missing:        missing,
 		Warnings:       warnings,
+	}
+	if missed {
+		nf.Warnings = append(nf.Warnings, fmt.Sprintf("the pod watch did not report debug pod %s running; found it running after %s",
+			created.Name, opts.PodRunningTimeout))
 	}
 	// After the read, so every pod named in the files that still exists is in the index; at
 	// the same time as the debug pod's deletion, which it does not wait for.

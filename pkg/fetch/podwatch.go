@@ -35,6 +35,8 @@ type podWaiter struct {
 	last *corev1.Pod
 	done chan struct{}
 	err  error
+	// missed: the watch never told, the wait timed out and a read of the pod found it running.
+	missed bool
 }
 
 // newPodWatch starts the shared watch of the managed pods in the namespace of pods, from rv
@@ -172,17 +174,15 @@ func (pw *podWatch) consume(ctx context.Context, w watch.Interface) (expired boo
 // may have been lost, and these are few (at most the concurrency).
 func (pw *podWatch) resync(ctx context.Context) {
 	pw.mu.Lock()
-	names := make([]string, 0, len(pw.waiters))
+	names := make(map[string]bool, len(pw.waiters))
 	for name, w := range pw.waiters {
-		if w.last != nil {
-			names = append(names, name)
-		}
+		names[name] = w.last != nil // created and seen; else perhaps not created yet
 	}
 	pw.mu.Unlock()
-	for _, name := range names {
+	for name, seen := range names {
 		pod, err := pw.pods.Get(ctx, name, metav1.GetOptions{})
 		switch {
-		case apierrors.IsNotFound(err):
+		case apierrors.IsNotFound(err) && seen:
 			pw.observe(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}}, true)
 		case err == nil:
 			pw.observe(pod, false)
@@ -224,6 +224,7 @@ func (pw *podWatch) wait(ctx context.Context, w *podWaiter, created *corev1.Pod,
 			pw.observe(pod, false)
 			select {
 			case <-w.done:
+				w.missed = w.err == nil
 				return w.err
 			default:
 			}

@@ -162,6 +162,9 @@ func measure(t *testing.T, ns string, bin string, args ...string) benchRun {
 			r.byVerb[k] = d
 		}
 	}
+	if n := strings.Count(stderr.String(), "warning:"); n > 0 {
+		t.Errorf("%s: %d warnings, e.g.: %s", filepath.Base(bin), n, tailLines(stderr.String(), 3))
+	}
 	t.Logf("ran %s %s: %s, peak RSS %.1f MiB, %d requests (API server by verb, harness included: %v)",
 		filepath.Base(bin), strings.Join(args, " "), r.wall.Round(time.Millisecond), float64(r.rssKiB)/1024, r.requests, r.byVerb)
 	return r
