@@ -91,6 +91,14 @@ func TestBenchPodIndex(t *testing.T) {
 			default:
 			}
 			t.Logf("%d pods created in %s", c.nodes*c.perNode, time.Since(start).Round(time.Millisecond))
+			// In one request, before the harness deletes the nodes (and their pods one by one).
+			t.Cleanup(func() {
+				err := cp.client.CoreV1().Pods(ns).DeleteCollection(context.Background(),
+					metav1.DeleteOptions{GracePeriodSeconds: new(int64)}, metav1.ListOptions{LabelSelector: "app=filler"})
+				if err != nil {
+					t.Errorf("delete the filler pods: %v", err)
+				}
+			})
 			total := c.nodes * c.perNode
 
 			perNode := func(ctx context.Context) (int, int) {
@@ -143,7 +151,6 @@ func TestBenchPodIndex(t *testing.T) {
 				fmt.Println(line)
 				t.Log(line)
 			}
-			// The pods go with their nodes (deleteNodes).
 		})
 	}
 }
