@@ -7,7 +7,7 @@ COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -s -w -X $(PKG)/pkg/version.version=$(VERSION) -X $(PKG)/pkg/version.commit=$(COMMIT) -X $(PKG)/pkg/version.date=$(DATE)
 
-.PHONY: help build test demo fuzz bench bench-scale bench-podindex e2e e2e-scale dist krew-test release-check ci
+.PHONY: help build test lint demo fuzz bench bench-scale bench-podindex e2e e2e-scale e2e-node dist krew-test release-check ci
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -18,11 +18,14 @@ build: ## build bin/kubectl-nodestate
 test: ## the fast test suite (no cluster): unit, conformance against the kubelet vectors, fuzz seeds
 	$(GO) test ./...
 
+lint: ## staticcheck, pinned in hack/tools/staticcheck and built from its module (cached outside the clone)
+	hack/lint.sh
+
 demo: build ## verify and show the bundled example kubelet dir (no cluster needed)
 	./$(BIN) verify --from-dir examples/kubelet-root
 	./$(BIN) cpus --from-dir examples/kubelet-root
 
-fuzz: ## run every decoder fuzz target for FUZZTIME (default 20s each)
+fuzz: ## fuzz every target for FUZZTIME (default 20s each); fails only on a finding, ends with passed/failed/flaked
 	hack/fuzz.sh
 
 bench: ## decoder benchmarks beside the kubelet's own algorithm, in one run, with ratios (COUNT=5)
@@ -39,6 +42,9 @@ e2e: ## live commands end to end on a real kube-apiserver + etcd + kwok (builds/
 
 e2e-scale: ## the plugin's verify --all-nodes over 1,000 simulated nodes, at two concurrencies in one run
 	NODESTATE_E2E_PLUGIN_SCALE_NODES=$${NODES:-1000} NODESTATE_E2E_SCALE_NODES=$${NODES:-1000} hack/e2e.sh -run 'TestLiveScale|TestSmokeScale'
+
+e2e-node: ## live commands on ONE real kubelet + containerd in a network namespace (root; builds/caches the kubelet)
+	hack/e2e-node.sh
 
 dist: ## cross-built release archives + sha256 sums + krew manifest under dist/
 	VERSION=$(VERSION) COMMIT=$(COMMIT) DATE=$(DATE) hack/dist.sh

@@ -26,7 +26,13 @@ KWOK_VERSION=v0.8.0
 KREW_VERSION=v0.4.4
 # Opt-in (NODESTATE_TOOLS=goreleaser): only `make release-check` needs it. Its binary is named
 # after the pin instead of joining the cache key, so adding it did not rebuild the others.
+# Opt-in (NODESTATE_TOOLS=kubelet): only `make e2e-node` needs it. Same KUBE_VERSION as the
+# apiserver, from its own module (hack/tools/kubelet); named after a hash of that module's pins
+# instead of joining the cache key, so adding it did not rebuild the others.
+KUBELET_KEY=$(cat "$(dirname "${BASH_SOURCE[0]}")/kubelet/go.mod" "$(dirname "${BASH_SOURCE[0]}")/kubelet/go.sum" | sha256sum | cut -c1-12)
 GORELEASER_VERSION=$(sed -n 's#^\tgithub.com/goreleaser/goreleaser/v2 \(v[^ ]*\).*#\1#p' "$(dirname "${BASH_SOURCE[0]}")/goreleaser/go.mod")
+# Opt-in the same way (NODESTATE_TOOLS=staticcheck): .ci/run's lint step.
+STATICCHECK_VERSION=$(sed -n 's#^\thonnef.co/go/tools \(v[^ ]*\).*#\1#p' "$(dirname "${BASH_SOURCE[0]}")/staticcheck/go.mod")
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cache_root=${NODESTATE_TOOLS_CACHE:-$HOME/.cache/kubectl-nodestate/tools}
@@ -107,6 +113,15 @@ build validate-krew-manifest krew sigs.k8s.io/krew/cmd/validate-krew-manifest \
 if [[ " ${NODESTATE_TOOLS:-} " == *" goreleaser "* ]]; then
   build "goreleaser-$GORELEASER_VERSION" goreleaser github.com/goreleaser/goreleaser/v2 "-s -w -X main.version=$GORELEASER_VERSION"
   ln -sf "goreleaser-$GORELEASER_VERSION" "$bin/goreleaser"
+fi
+if [[ " ${NODESTATE_TOOLS:-} " == *" kubelet "* ]]; then
+  build "kubelet-$KUBE_VERSION-$KUBELET_KEY" kubelet k8s.io/kubernetes/cmd/kubelet "$(kube_ldflags)"
+  ln -sf "kubelet-$KUBE_VERSION-$KUBELET_KEY" "$bin/kubelet"
+fi
+if [[ " ${NODESTATE_TOOLS:-} " == *" staticcheck "* ]]; then
+  build "staticcheck-$STATICCHECK_VERSION" staticcheck honnef.co/go/tools/cmd/staticcheck \
+    "-s -w"
+  ln -sf "staticcheck-$STATICCHECK_VERSION" "$bin/staticcheck"
 fi
 # kubectl finds the krew plugin as kubectl-krew on PATH.
 if [[ -x "$bin/krew" && ! -e "$bin/kubectl-krew" ]]; then

@@ -22,6 +22,7 @@ import (
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmd/cleanup"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmd/collect"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmd/doctor"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmd/show"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmd/verify"
 	versioncmd "github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmd/version"
@@ -60,6 +61,7 @@ It reads live nodes through a short-lived read-only debug pod, or files copied o
 	for _, c := range show.NewCmds(configFlags, streams) {
 		root.AddCommand(c)
 	}
+	root.AddCommand(doctor.NewCmdDoctor(configFlags, streams))
 	root.AddCommand(collect.NewCmdCollect(configFlags, streams))
 	root.AddCommand(cleanup.NewCmdCleanup(configFlags, streams))
 	root.AddCommand(versioncmd.NewCmdVersion(streams))
@@ -107,8 +109,9 @@ func Execute(ctx context.Context, root *cobra.Command, streams genericiooptions.
 		}
 		return exit.Code
 	}
+	// Not from a command's Run (RunE gives those an exit code): cobra's own parsing failed.
 	fmt.Fprintln(streams.ErrOut, "error: "+err.Error())
-	return 1
+	return cmdutil.ExitUsage
 }
 
 // addKlogFlags adds kubectl's -v. At the default level client-go's own log lines (such as the

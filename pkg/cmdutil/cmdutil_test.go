@@ -1,19 +1,17 @@
 package cmdutil
 
 import (
+	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
+	"github.com/spf13/cobra"
+
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/render"
 )
-
-const repo = "../.."
 
 func TestParseFeatureGates(t *testing.T) {
 	for _, tc := range []struct {
@@ -183,132 +181,35 @@ func TestExit(t *testing.T) {
 	}
 }
 
-func TestLoadOfflineFromFile(t *testing.T) {
-	vector := filepath.Join(repo, "testdata/kubelet/cpu_manager_state/v1.18.0/static-numa.json")
-	// Named like a vector, not like the file on the node: the kind must be given.
-	_, err := (&SourceOptions{FromFile: vector}).LoadOffline()
-	if err == nil || !strings.Contains(err.Error(), "cannot tell which checkpoint") || !strings.Contains(err.Error(), "--kind") {
-		t.Errorf("unknown name: %v", err)
-	}
-	s, err := (&SourceOptions{FromFile: vector, Kind: "cpu_manager_state"}).LoadOffline()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.Kinds[vector] != decode.KindCPU || len(s.Files[vector]) == 0 || s.Node != "" {
-		t.Errorf("snapshot: %+v", s)
-	}
-	// The node's file name is enough, wherever it lies.
-	dir := t.TempDir()
-	p := filepath.Join(dir, "memory_manager_state")
-	if err := os.WriteFile(p, []byte("{}"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if s, err := (&SourceOptions{FromFile: p}).LoadOffline(); err != nil || s.Kinds[p] != decode.KindMemory {
-		t.Errorf("by name: %+v, %v", s, err)
-	}
-	// --kind wins over the name.
-	if s, err := (&SourceOptions{FromFile: p, Kind: "dra_manager_state"}).LoadOffline(); err != nil || s.Kinds[p] != decode.KindDRA {
-		t.Errorf("kind over name: %+v, %v", s, err)
-	}
-	if _, err := (&SourceOptions{FromFile: filepath.Join(dir, "cpu_manager_state")}).LoadOffline(); err == nil {
-		t.Error("missing file: no error")
-	}
-}
+type fakeRunner struct{ complete, validate, run error }
 
-func TestLoadOfflineFromDir(t *testing.T) {
-	s, err := (&SourceOptions{FromDir: filepath.Join(repo, "examples/broken-node")}).LoadOffline()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(s.Files) != 4 || !reflect.DeepEqual(s.TempFiles, []string{".482910377"}) || s.Kinds != nil {
-		t.Errorf("snapshot: files %d, temp %q, kinds %v", len(s.Files), s.TempFiles, s.Kinds)
-	}
-}
+func (f fakeRunner) Complete([]string) error   { return f.complete }
+func (f fakeRunner) Validate() error           { return f.validate }
+func (f fakeRunner) Run(context.Context) error { return f.run }
 
-func TestDecodeRowsAndOrder(t *testing.T) {
-	root := filepath.Join(repo, "examples/kubelet-root")
-	files := map[string][]byte{}
-	for _, f := range decode.Files {
-		if b, err := os.ReadFile(filepath.Join(root, f.Path)); err == nil {
-			files[f.Path] = b
+func TestRunEExitCodes(t *testing.T) {
+	boom := errors.New("boom")
+	for _, tc := range []struct {
+		name string
+		r    fakeRunner
+		code int // 0: no error
+	}{
+		{"ok", fakeRunner{}, 0},
+		{"complete", fakeRunner{complete: boom}, ExitUsage},
+		{"validate", fakeRunner{validate: boom}, ExitUsage},
+		{"run plain error", fakeRunner{run: boom}, ExitNotValid},
+		{"run exit code kept", fakeRunner{run: Exit(ExitUnreadable)}, ExitUnreadable},
+	} {
+		err := RunE(tc.r)(&cobra.Command{}, nil)
+		var e *ExitError
+		switch {
+		case tc.code == 0 && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.code != 0 && (!errors.As(err, &e) || e.Code != tc.code):
+			t.Errorf("%s: %#v, want exit %d", tc.name, err, tc.code)
+		case tc.code != 0 && tc.code != ExitUnreadable && e.Message != "boom":
+			t.Errorf("%s: message %q", tc.name, e.Message)
 		}
-	}
-	s := &Snapshot{Files: files, Oversized: []string{"pod_status_manager_state"}, TempFiles: []string{".123", "device-plugins/.9"}}
-	o := &SourceOptions{}
-	rs, err := o.Decode(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, r := range rs {
-		got = append(got, r.File+"="+string(r.Verdict))
-	}
-	want := []string{
-		"cpu_manager_state=valid", "memory_manager_state=valid", "device-plugins/kubelet_internal_checkpoint=valid",
-		"dra_manager_state=valid", "dra_health_state=valid", "allocated_pods_state=valid", "actuated_pods_state=valid",
-		"pod_status_manager_state=unreadable", ".123=not-read", "device-plugins/.9=not-read",
-	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("rows:\n got %q\nwant %q", got, want)
-	}
-	// The oversized row carries its kind (so the show commands count it) and a cause.
-	over := rs[7]
-	if over.Kind != decode.KindPodStatus || !strings.Contains(over.Cause, "64 MiB cap") || over.Error == "" {
-		t.Errorf("oversized row: %+v", over.Report)
-	}
-	if rs[8].Kind != "" || !strings.Contains(rs[8].Error, "temp file") {
-		t.Errorf("temp row: %+v", rs[8].Report)
-	}
-	for _, r := range rs[:7] {
-		if r.Kind == "" || r.Reader == "" {
-			t.Errorf("%s: kind %q reader %q", r.File, r.Kind, r.Reader)
-		}
-	}
-}
-
-func TestDecodeReader(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join(repo, "examples/kubelet-root/cpu_manager_state"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	snap := func(version string) *Snapshot {
-		return &Snapshot{Node: "n1", KubeletVersion: version, Files: map[string][]byte{"cpu_manager_state": raw}}
-	}
-	// Offline: the last kubelet writing the format.
-	rs, err := (&SourceOptions{}).Decode(snap(""))
-	if err != nil || rs[0].Reader != "v1.37.1" {
-		t.Fatalf("offline reader: %v %v", rs, err)
-	}
-	// Live: the node's own kubelet version.
-	rs, err = (&SourceOptions{}).Decode(snap("v1.36.4"))
-	if err != nil || rs[0].Reader != "v1.36.4" || rs[0].Node != "n1" {
-		t.Errorf("node reader: %+v %v", rs[0].Report, err)
-	}
-	// --kubelet-version wins over the node's version.
-	o := &SourceOptions{KubeletVersion: "v1.35.8"}
-	if err := o.Complete(); err != nil {
-		t.Fatal(err)
-	}
-	if rs, err = o.Decode(snap("v1.36.4")); err != nil || rs[0].Reader != "v1.35.8" {
-		t.Errorf("flag reader: %+v %v", rs[0].Report, err)
-	}
-	// A version naming no release does not stop the read: the format's own rules judge, and the
-	// report says why.
-	rs, err = (&SourceOptions{}).Decode(snap("garbage"))
-	if err != nil || rs[0].Reader == "" || len(rs[0].Notes) == 0 || !strings.Contains(rs[0].Notes[len(rs[0].Notes)-1], `"garbage"`) {
-		t.Errorf("bad node version: %+v %v", rs[0].Report, err)
-	}
-}
-
-func TestWhere(t *testing.T) {
-	if got := Where(&Snapshot{Node: "n1"}, &SourceOptions{}); got != "node n1" {
-		t.Errorf("node: %q", got)
-	}
-	if got := Where(&Snapshot{}, &SourceOptions{FromDir: "d"}); got != "d" {
-		t.Errorf("dir: %q", got)
-	}
-	if got := Where(&Snapshot{}, &SourceOptions{FromFile: "f"}); got != "f" {
-		t.Errorf("file: %q", got)
 	}
 }
 

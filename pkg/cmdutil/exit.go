@@ -3,6 +3,7 @@ package cmdutil
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -11,9 +12,24 @@ import (
 // Exit codes, the same for every command.
 const (
 	ExitOK         = 0 // every file read is valid
-	ExitNotValid   = 1 // a file was read but is not valid (or a usage error)
+	ExitNotValid   = 1 // a file was read but is not valid (or the command failed otherwise)
 	ExitUnreadable = 2 // a node or file could not be read at all
+	// ExitUsage: the command line is wrong (unknown flag, flags that do not go together); nothing
+	// was read. Distinct from 1 so a script can tell "my invocation is wrong" from "a file is bad".
+	ExitUsage = 3
 )
+
+// ExitStatusHelp is the exit-status paragraph of the reading commands' help.
+const ExitStatusHelp = "Exit status: 0 when every file is valid, 1 when a file is not, 2 when a node or file\n" +
+	"could not be read at all, 3 on a usage error (nothing was read)."
+
+// UsageError marks err as a usage error (exit status ExitUsage).
+func UsageError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &ExitError{Code: ExitUsage, Message: err.Error()}
+}
 
 // ExitError carries an exit code up to main. An empty Message means the command already said
 // everything it had to say on stdout/stderr.
@@ -45,15 +61,23 @@ type Runner interface {
 	Run(ctx context.Context) error
 }
 
-// RunE wires a Runner into cobra.
+// RunE wires a Runner into cobra. Complete and Validate judge the command line: their errors
+// are usage errors. An error of Run without an exit code of its own exits ExitNotValid, as it
+// always did; only errors cobra itself returns (unknown flags, commands) are left unmarked, and
+// Execute makes those usage errors too.
 func RunE(o Runner) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		if err := o.Complete(args); err != nil {
-			return err
+			return UsageError(err)
 		}
 		if err := o.Validate(); err != nil {
-			return err
+			return UsageError(err)
 		}
-		return o.Run(cmd.Context())
+		err := o.Run(cmd.Context())
+		var exit *ExitError
+		if err != nil && !errors.As(err, &exit) {
+			return &ExitError{Code: ExitNotValid, Message: err.Error()}
+		}
+		return err
 	}
 }

@@ -1,14 +1,13 @@
 package cmdutil
 
 import (
-	"context"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/render"
 )
 
@@ -27,11 +26,11 @@ type LiveOptions struct {
 	Resolved []string
 }
 
-// Defaults for live reading.
+// Defaults for live reading: fetch's, defined there once.
 const (
-	DefaultConcurrency = 20
-	DefaultImage       = "busybox:1.37"
-	DefaultTimeout     = 2 * time.Minute
+	DefaultConcurrency = fetch.DefaultConcurrency
+	DefaultImage       = fetch.DefaultImage
+	DefaultTimeout     = fetch.DefaultPodRunningTimeout
 )
 
 // AddFlags registers the live-reading flags.
@@ -60,30 +59,6 @@ func (o *LiveOptions) Validate(nodes []string) error {
 	return nil
 }
 
-// EachSnapshot reads every source (the offline files, or each live node as it completes) and
-// hands it to fn.
-func EachSnapshot(ctx context.Context, src *SourceOptions, live *LiveOptions, nodes []string, errOut io.Writer, fn func(*Snapshot) error) error {
-	if src.Offline() {
-		s, err := src.LoadOffline()
-		if err != nil {
-			return &ExitError{Code: ExitUnreadable, Message: err.Error()}
-		}
-		return fn(s)
-	}
-	return eachLiveSnapshot(ctx, src, live, nodes, errOut, fn)
-}
-
-// Where names a snapshot's origin in messages.
-func Where(s *Snapshot, src *SourceOptions) string {
-	switch {
-	case s.Node != "":
-		return "node " + s.Node
-	case src.FromDir != "":
-		return src.FromDir
-	}
-	return src.FromFile
-}
-
 // CompleteNodeNames completes node names for NODE arguments.
 func CompleteNodeNames(flags *genericclioptions.ConfigFlags) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
@@ -110,6 +85,9 @@ type ReadOptions struct {
 	Source SourceOptions
 	Live   LiveOptions
 	Nodes  []string
+	// ReadMachine and ReadKubeletConfig also read each live node's machine and kubelet config
+	// (doctor, collect); see nodestate.Config.
+	ReadMachine, ReadKubeletConfig bool
 }
 
 // NewReadOptions returns ReadOptions reading live nodes through flags.
@@ -135,11 +113,6 @@ func (o *ReadOptions) Validate() error {
 		return err
 	}
 	return o.Live.Validate(o.Nodes)
-}
-
-// Each reads every source and hands it to fn (see EachSnapshot).
-func (o *ReadOptions) Each(ctx context.Context, errOut io.Writer, fn func(*Snapshot) error) error {
-	return EachSnapshot(ctx, &o.Source, &o.Live, o.Nodes, errOut, fn)
 }
 
 // RenderOptions are the printer options the flags ask for.

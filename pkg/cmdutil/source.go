@@ -2,15 +2,12 @@ package cmdutil
 
 import (
 	"fmt"
-	"path"
-	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
-	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch/local"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/render"
 )
 
@@ -118,110 +115,4 @@ func ParseFeatureGates(s string) (map[string]bool, error) {
 		gates[name] = on
 	}
 	return gates, nil
-}
-
-// Snapshot is the checkpoint files of one node (or one copied directory).
-type Snapshot struct {
-	Node string
-	// KubeletVersion is the node's status.nodeInfo.kubeletVersion (live nodes only).
-	KubeletVersion string
-	// Files maps a path relative to the kubelet root dir (or a --from-file path) to its bytes.
-	Files map[string][]byte
-	// Kinds maps --from-file paths to their kind (root-relative paths are known by name).
-	Kinds     map[string]decode.Kind
-	TempFiles []string
-	Oversized []string
-	Names     render.PodNames
-	// Warnings are non-fatal problems reading the node.
-	Warnings []string
-	// Err is why the node could not be read at all.
-	Err error
-}
-
-// LoadOffline reads --from-dir or --from-file.
-func (o *SourceOptions) LoadOffline() (*Snapshot, error) {
-	if o.FromFile != "" {
-		kindName := o.Kind
-		if kindName == "" {
-			kindName = path.Base(o.FromFile)
-		}
-		kind, ok := decode.ParseKind(kindName)
-		if !ok {
-			return nil, fmt.Errorf("cannot tell which checkpoint %s is: give the file its name on the node (e.g. cpu_manager_state) or pass --kind", o.FromFile)
-		}
-		b, err := local.ReadFile(o.FromFile, local.DefaultLimits)
-		if err != nil {
-			return nil, err
-		}
-		return &Snapshot{Files: map[string][]byte{o.FromFile: b}, Kinds: map[string]decode.Kind{o.FromFile: kind}}, nil
-	}
-	snap, err := local.Read(o.FromDir, decode.Paths(), local.DefaultLimits)
-	if err != nil {
-		return nil, err
-	}
-	return &Snapshot{Files: snap.Files, TempFiles: snap.TempFiles, Oversized: snap.Oversized}, nil
-}
-
-// Decode judges every file of the snapshot, in the kubelet's file order, plus a row for each
-// leftover temp file and each file over the size cap.
-func (o *SourceOptions) Decode(s *Snapshot) ([]render.FileResult, error) {
-	reader := o.Kubelet
-	var versionNote string
-	if reader == nil && s.KubeletVersion != "" {
-		if k, err := decode.ParseKubelet(s.KubeletVersion, nil); err == nil {
-			reader = &k
-		} else {
-			versionNote = fmt.Sprintf("the node reports kubelet version %q, which names no release: judged by the file's own format instead (see --kubelet-version)", s.KubeletVersion)
-		}
-	}
-	opts := decode.Options{Kubelet: reader, RootDir: o.KubeletRootDir}
-	var out []render.FileResult
-	for _, p := range sortedPaths(s) {
-		kind, ok := s.Kinds[p]
-		if !ok {
-			kind, _ = decode.ParseKind(p)
-		}
-		rep := decode.Decode(kind, s.Files[p], opts)
-		rep.File = p
-		if versionNote != "" {
-			rep.Notes = append(rep.Notes, versionNote)
-		}
-		out = append(out, render.FileResult{Node: s.Node, Report: rep})
-	}
-	for _, p := range s.Oversized {
-		// The kind lets the show commands warn about (and count) an oversized file of theirs.
-		kind, _ := decode.ParseKind(p)
-		msg := fmt.Sprintf("larger than the %d MiB cap for a checkpoint; not read", decode.MaxFileSize>>20)
-		out = append(out, render.FileResult{Node: s.Node, Report: &decode.Report{File: p, Kind: kind, Verdict: decode.Unreadable,
-			Error: msg, Cause: msg}})
-	}
-	for _, p := range s.TempFiles {
-		out = append(out, render.FileResult{Node: s.Node, Report: &decode.Report{File: p, Verdict: decode.NotRead,
-			Error: "leftover temp file of an interrupted kubelet write; the kubelet ignores it and it is safe to delete"}})
-	}
-	return out, nil
-}
-
-// sortedPaths orders files as decode.Files lists them, then any --from-file path.
-func sortedPaths(s *Snapshot) []string {
-	rank := map[string]int{}
-	for i, f := range decode.Files {
-		rank[f.Path] = i
-	}
-	paths := make([]string, 0, len(s.Files))
-	for p := range s.Files {
-		paths = append(paths, p)
-	}
-	sort.Slice(paths, func(i, j int) bool {
-		ri, iok := rank[paths[i]]
-		rj, jok := rank[paths[j]]
-		if iok != jok {
-			return iok
-		}
-		if ri != rj {
-			return ri < rj
-		}
-		return paths[i] < paths[j]
-	})
-	return paths
 }

@@ -2,6 +2,9 @@ package decode
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -10,13 +13,16 @@ import (
 )
 
 // The conformance suite: every file of the kubelet vectors (written by the real kubelet code of
-// each release, see testdata/kubelet/MANIFEST.json) must be judged as the real readers judged
+// each release; their expectations are in testdata/kubelet/expected) must be judged as the real readers judged
 // it, its hashed text reproduced byte for byte, and its content decoded as the writer decoded it.
 
-const vectorsDir = "../../testdata/kubelet"
+const (
+	vectorsDir  = "../../testdata/kubelet"
+	expectedDir = vectorsDir + "/expected"
+)
 
 type manifestEntry struct {
-	File            string          `json:"file"`
+	File            string          `json:"-"` // the path under testdata/kubelet
 	Component       string          `json:"component"`
 	Writer          string          `json:"writer"`
 	Format          string          `json:"format"`
@@ -33,25 +39,57 @@ type manifestEntry struct {
 	} `json:"reads"`
 }
 
+// loadManifest reads the expectations of every vector: expectedDir holds, at each vector's
+// path, its <case>.json and the texts its writer hashed (<case>.hashed.txt, .data-hashed.txt).
 func loadManifest(t testing.TB) []manifestEntry {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(vectorsDir, "MANIFEST.json"))
+	var out []manifestEntry
+	err := filepath.WalkDir(expectedDir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".json") {
+			return err
+		}
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		var e manifestEntry
+		if err := json.Unmarshal(raw, &e); err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		rel, _ := filepath.Rel(expectedDir, p)
+		e.File = filepath.ToSlash(rel)
+		stem := strings.TrimSuffix(p, ".json")
+		if e.HashedText, err = optionalText(stem + ".hashed.txt"); err != nil {
+			return err
+		}
+		if e.DataHashedText, err = optionalText(stem + ".data-hashed.txt"); err != nil {
+			return err
+		}
+		out = append(out, e)
+		return nil
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var m struct {
-		Entries []manifestEntry `json:"entries"`
+	if len(out) < 500 {
+		t.Fatalf("%d expectations; the vectors look incomplete", len(out))
 	}
-	if err := json.Unmarshal(raw, &m); err != nil {
-		t.Fatal(err)
-	}
-	if len(m.Entries) < 500 {
-		t.Fatalf("MANIFEST has %d entries; the vectors look incomplete", len(m.Entries))
-	}
-	return m.Entries
+	return out
 }
 
-// writerReader is the reader the MANIFEST's expected* fields come from.
+func optionalText(path string) (*string, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	s := string(b)
+	return &s, nil
+}
+
+// writerReader is the reader the expected* fields come from.
 func (e manifestEntry) writerReader() string {
 	if e.Writer == "synthetic" || e.Writer == "" {
 		return "v1.35.8" // synthetic files are judged by the v1.35.8 reader (see the spec)
@@ -253,4 +291,16 @@ func prune(v any) any {
 		return out
 	}
 	return v
+}
+
+// eraByID is the row of the era table with this ID.
+func eraByID(t testing.TB, id string) *era {
+	t.Helper()
+	for _, e := range eras {
+		if e.ID == id {
+			return e
+		}
+	}
+	t.Fatalf("no era %q", id)
+	return nil
 }

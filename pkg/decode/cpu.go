@@ -7,40 +7,39 @@ import (
 // The cpu_manager_state layouts, pre-initialised as the kubelet's readers do (an absent
 // "entries" hashes as "map[]").
 var (
-	cpuV1Layout = &layout{
-		New: func() any { return &state.CPUManagerCheckpointV1{Entries: map[string]string{}} },
-		Model: func(v, _ any) any {
-			cp := v.(*state.CPUManagerCheckpointV1)
+	cpuV1Layout = layoutOf(layoutSpec[state.CPUManagerCheckpointV1, noData]{
+		New: func() *state.CPUManagerCheckpointV1 {
+			return &state.CPUManagerCheckpointV1{Entries: map[string]string{}}
+		},
+		Model: func(cp *state.CPUManagerCheckpointV1, _ *noData) any {
 			return &CPUState{PolicyName: cp.PolicyName, DefaultCPUSet: cp.DefaultCPUSet, ContainerIDEntries: cp.Entries}
 		},
-	}
-	cpuV2Layout = &layout{
-		New: func() any { return &state.CPUManagerCheckpointV2{Entries: map[string]map[string]string{}} },
-		Model: func(v, _ any) any {
-			cp := v.(*state.CPUManagerCheckpointV2)
+	})
+	cpuV2Layout = layoutOf(layoutSpec[state.CPUManagerCheckpointV2, noData]{
+		New: func() *state.CPUManagerCheckpointV2 {
+			return &state.CPUManagerCheckpointV2{Entries: map[string]map[string]string{}}
+		},
+		Model: func(cp *state.CPUManagerCheckpointV2, _ *noData) any {
 			return &CPUState{PolicyName: cp.PolicyName, DefaultCPUSet: cp.DefaultCPUSet, Entries: cp.Entries}
 		},
-	}
-	cpuV3Layout = &layout{
-		New: func() any {
+	})
+	cpuV3Layout = layoutOf(layoutSpec[state.CPUManagerCheckpointV3, noData]{
+		New: func() *state.CPUManagerCheckpointV3 {
 			return &state.CPUManagerCheckpointV3{Entries: map[string]map[string]string{}, PodEntries: state.PodCPUAssignments{}}
 		},
-		Model: func(v, _ any) any {
-			cp := v.(*state.CPUManagerCheckpointV3)
+		Model: func(cp *state.CPUManagerCheckpointV3, _ *noData) any {
 			return &CPUState{PolicyName: cp.PolicyName, DefaultCPUSet: cp.DefaultCPUSet, Entries: cp.Entries, PodEntries: podCPUSets(cp.PodEntries)}
 		},
-	}
-	cpuV4Layout = &layout{
-		New: func() any {
+	})
+	cpuV4Layout = layoutOf(layoutSpec[state.CPUManagerCheckpoint, state.CPUManagerCheckpointData]{
+		New: func() *state.CPUManagerCheckpoint {
 			return &state.CPUManagerCheckpoint{CPUManagerCheckpointV2: state.CPUManagerCheckpointV2{Entries: map[string]map[string]string{}}}
 		},
-		Payload: func(v any) (any, error) {
-			data := &state.CPUManagerCheckpointData{}
-			return data, unmarshalPayload(v.(*state.CPUManagerCheckpoint).Data, data)
-		},
-		PayloadError: "failed to deserialize cpu manager checkpoint data: %w",
-		Model: func(_, payload any) any {
-			d := payload.(*state.CPUManagerCheckpointData)
+		// 1.37's UnmarshalCheckpoint decodes the data document before the checksum is verified.
+		Data:      func(cp *state.CPUManagerCheckpoint) string { return cp.Data },
+		DataError: "failed to deserialize cpu manager checkpoint data: %w",
+		OwnData:   func(cp *state.CPUManagerCheckpoint) bool { return cp.Data != "" || cp.DataChecksum != 0 },
+		Model: func(_ *state.CPUManagerCheckpoint, d *state.CPUManagerCheckpointData) any {
 			out := &CPUState{PolicyName: d.PolicyName, DefaultCPUSet: d.DefaultCPUSet, Entries: d.Entries, PodEntries: podCPUSets(d.PodEntries)}
 			for pod, containers := range d.Baselines {
 				for name, c := range containers {
@@ -55,7 +54,7 @@ var (
 			}
 			return out
 		},
-	}
+	})
 )
 
 func podCPUSets(in state.PodCPUAssignments) map[string]string {
@@ -67,10 +66,4 @@ func podCPUSets(in state.PodCPUAssignments) map[string]string {
 		out[uid] = e.CPUSet.String()
 	}
 	return out
-}
-
-// hasDataFields reports whether a V4/V3 file carries its own data document, in which case 1.37+
-// does not fall back to older layouts when it fails.
-func hasDataFields(v any) bool {
-	return fieldString(v, "Data") != "" || fieldUint(v, "DataChecksum") != 0
 }

@@ -42,29 +42,50 @@ func Decode(kind Kind, raw []byte, opts Options) *Report {
 		rep.Error = fmt.Sprintf("%q is not a checkpoint file nodestate knows", kind)
 		return rep
 	}
-	if h, ok := handlers[kind]; ok {
-		return h(rep, raw, opts)
+	if files[kind].Unchecked != "" {
+		return decodeUnchecked(rep, raw, opts)
 	}
 	return decodeChecksummed(rep, raw, opts)
 }
 
-// handlers decode kinds that do not go through the format table (files without checksums).
-var handlers = map[Kind]func(rep *Report, raw []byte, opts Options) *Report{}
+// decodeUnchecked judges a file without a checksum (dra_health_state): the reader decodes it into
+// its own layout, nothing else, so the verdicts are valid or unreadable.
+func decodeUnchecked(rep *Report, raw []byte, opts Options) *Report {
+	newest := erasOf(rep.Kind)[0]
+	reader := opts.Kubelet
+	if reader == nil {
+		reader = index.home[newest]
+	}
+	rep.Format, rep.Reader = newest.ID, reader.String()
+	rep.Notes = append(rep.Notes, string(rep.Kind)+" carries no checksum: only its JSON is checked")
+	attempts := attemptsOf(index, rep.Kind, *reader)
+	if len(attempts) == 0 {
+		rep.Verdict, rep.Error = NotRead, notReadError
+		return rep
+	}
+	res := attempts[0].run(newInput(raw), *reader)
+	if res.err != nil {
+		rep.Verdict, rep.Error, rep.Cause = Unreadable, res.err.Error(), res.err.Error()
+		rep.Notes = append(rep.Notes, files[rep.Kind].Unchecked)
+		return rep
+	}
+	rep.Verdict, rep.Decoded = Valid, res.layoutModel()
+	return rep
+}
 
 func decodeChecksummed(rep *Report, raw []byte, opts Options) *Report {
 	in := newInput(raw)
 	top, perr := parseObject(raw)
-	var f *format
+	var f *era
 	if perr == nil {
-		f = detectFormat(rep.Kind, in, top)
+		f = detectEra(rep.Kind, in, top)
 	}
 	reader := opts.Kubelet
 	switch {
 	case f != nil:
 		rep.Format = f.ID
 		if reader == nil {
-			home := MustParseKubelet(f.Home)
-			reader = &home
+			reader = index.home[f]
 		}
 	case reader == nil:
 		rep.Verdict, rep.Error = Unreadable, "not JSON: "+errText(perr)
@@ -82,7 +103,7 @@ func decodeChecksummed(rep *Report, raw []byte, opts Options) *Report {
 		if out.result.zeroAccepted {
 			rep.Rule += " (stored checksum 0, accepted unverified)"
 		}
-		rep.Decoded = out.result.layoutModel()
+		rep.Decoded = out.model
 		// Only when that layout really loses something: newer kubelets read older files through
 		// newer layouts that keep everything (DRA, pod allocation files).
 		if f != nil && out.result.layout != f.Layout && !reflect.DeepEqual(rep.Decoded, bestEffortModel(f, in)) {
@@ -97,7 +118,9 @@ func decodeChecksummed(rep *Report, raw []byte, opts Options) *Report {
 		if rep.Decoded == nil {
 			rep.Decoded = bestEffortModel(f, in)
 		}
-		if rep.Verdict != Valid && allMatch(rep.Checksums) {
+		if out.restoreFailed {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("the file is intact (its checksums match), but kubelet %s's restore refuses its content", reader))
+		} else if rep.Verdict != Valid && allMatch(rep.Checksums) {
 			rep.Notes = append(rep.Notes, fmt.Sprintf("the file is intact (its %s checksum matches): kubelet %s refuses it because it reads the %s format differently", f.ID, reader, f.ID))
 		}
 		for _, c := range rep.Checksums {
@@ -109,20 +132,20 @@ func decodeChecksummed(rep *Report, raw []byte, opts Options) *Report {
 	return rep
 }
 
-// checksumResults recomputes every checksum the format carries.
-func checksumResults(f *format, in *input, reader Kubelet) []ChecksumResult {
+// checksumResults recomputes every checksum the era carries.
+func checksumResults(f *era, in *input, reader Kubelet) []ChecksumResult {
 	v, err := in.decode(f.Layout)
 	if err != nil {
 		return nil
 	}
-	out := make([]ChecksumResult, 0, len(f.Checksums))
-	for _, c := range f.Checksums {
-		stored, computed := fieldUint(v, c.Rule.Field), in.checksum(f.Layout, c.Rule)
+	out := make([]ChecksumResult, 0, len(f.Sums))
+	for i, c := range f.Sums {
+		stored, computed := c.Rule.stored(v), in.checksum(f.Layout, c.Rule)
 		out = append(out, ChecksumResult{
-			Field: c.JSONField, Rule: c.Rule.ID, Algorithm: string(c.Rule.Algorithm),
+			Field: c.Field, Rule: c.Rule.ID, Algorithm: string(c.Rule.Algorithm),
 			Stored: stored, Computed: computed, Match: stored == computed,
-			ZeroAccepted: stored == 0 && stored != computed && c.Rule.ZeroOK != nil && c.Rule.ZeroOK.contains(reader.Version),
-			Readers:      c.Readers,
+			ZeroAccepted: stored != computed && c.Rule.zeroAccepted(stored, reader),
+			Readers:      index.prose[f][i],
 		})
 	}
 	return out
@@ -130,20 +153,20 @@ func checksumResults(f *format, in *input, reader Kubelet) []ChecksumResult {
 
 // bestEffortModel decodes a file that was not accepted, so an operator can still see what it
 // says (render marks it as not valid).
-func bestEffortModel(f *format, in *input) any {
+func bestEffortModel(f *era, in *input) any {
 	v, err := in.decode(f.Layout)
 	if err != nil {
 		return nil
 	}
 	var payload any
-	if f.Layout.Payload != nil {
-		p, err := f.Layout.Payload(v)
+	if f.Layout.payload != nil {
+		p, err := f.Layout.payload(v)
 		if err != nil {
 			return nil
 		}
 		payload = p
 	}
-	return f.Layout.Model(v, payload)
+	return f.Layout.model(v, payload)
 }
 
 // HashedText returns the exact text the kubelet feeds to the checksum for each checksum of the
@@ -154,7 +177,10 @@ func HashedText(kind Kind, raw []byte) map[string]string {
 		return nil
 	}
 	in := newInput(raw)
-	f := detectFormat(kind, in, top)
+	if files[kind].Unchecked != "" {
+		return nil
+	}
+	f := detectEra(kind, in, top)
 	if f == nil {
 		return nil
 	}
@@ -163,8 +189,8 @@ func HashedText(kind Kind, raw []byte) map[string]string {
 		return nil
 	}
 	out := map[string]string{}
-	for _, c := range f.Checksums {
-		out[c.JSONField] = c.Rule.text(v)
+	for _, c := range f.Sums {
+		out[c.Field] = c.Rule.text(v)
 	}
 	return out
 }

@@ -93,144 +93,92 @@ type DRADevice struct {
 	CDIDeviceIDs []string `json:"cdiDeviceIDs,omitempty"`
 }
 
-// The error a DRA reader reports for the outer file; a failure decoding the v2 data document is
-// returned unwrapped (GetClaimInfoStateList runs after GetOrCreate).
-const wrapDRA = "failed to get checkpoint dra_manager_state: %[1]s"
-
 var (
-	draV1aLayout = &layout{
-		New: func() any { return state127.NewDRAManagerCheckpoint() },
-		Model: func(v, _ any) any {
-			cp := v.(*state127.DRAManagerCheckpoint)
-			out := &DRAState{Version: cp.Version, Claims: make([]DRAClaim, 0, len(cp.Entries))}
-			for _, e := range cp.Entries {
-				out.Claims = append(out.Claims, draV1Claim(string(e.ClaimUID), e.ClaimName, e.Namespace, e.PodUIDs,
-					e.DriverName, e.ClassName, e.CDIDevices, nil))
-			}
-			return out
+	draV1aLayout = layoutOf(layoutSpec[state127.DRAManagerCheckpoint, noData]{
+		New: state127.NewDRAManagerCheckpoint,
+		Model: func(cp *state127.DRAManagerCheckpoint, _ *noData) any {
+			return draV1Model(cp.Version, cp.Entries, func(e state127.ClaimInfoState) DRAClaim {
+				return draV1Claim(string(e.ClaimUID), e.ClaimName, e.Namespace, e.PodUIDs, e.DriverName, e.ClassName, e.CDIDevices, nil)
+			})
 		},
-	}
-	draV1bLayout = &layout{
-		New: func() any { return state128.NewDRAManagerCheckpoint() },
-		Model: func(v, _ any) any {
-			cp := v.(*state128.DRAManagerCheckpoint)
-			out := &DRAState{Version: cp.Version, Claims: make([]DRAClaim, 0, len(cp.Entries))}
-			for _, e := range cp.Entries {
-				var handles []DRAResourceHandle
-				for _, h := range e.ResourceHandles {
-					handles = append(handles, draHandleV029(h))
-				}
-				out.Claims = append(out.Claims, draV1Claim(string(e.ClaimUID), e.ClaimName, e.Namespace, e.PodUIDs,
-					e.DriverName, e.ClassName, e.CDIDevices, handles))
-			}
-			return out
+	})
+	draV1bLayout = layoutOf(layoutSpec[state128.DRAManagerCheckpoint, noData]{
+		New: state128.NewDRAManagerCheckpoint,
+		Model: func(cp *state128.DRAManagerCheckpoint, _ *noData) any {
+			return draV1Model(cp.Version, cp.Entries, func(e state128.ClaimInfoState) DRAClaim {
+				return draV1Claim(string(e.ClaimUID), e.ClaimName, e.Namespace, e.PodUIDs, e.DriverName, e.ClassName, e.CDIDevices,
+					mapSlice(e.ResourceHandles, draHandleV029))
+			})
 		},
-	}
-	draV1cLayout = &layout{
-		New: func() any { return state130.NewDRAManagerCheckpoint() },
-		Model: func(v, _ any) any {
-			cp := v.(*state130.DRAManagerCheckpoint)
-			out := &DRAState{Version: cp.Version, Claims: make([]DRAClaim, 0, len(cp.Entries))}
-			for _, e := range cp.Entries {
-				var handles []DRAResourceHandle
-				for _, h := range e.ResourceHandles {
-					handles = append(handles, draHandleV030(h))
-				}
-				out.Claims = append(out.Claims, draV1Claim(string(e.ClaimUID), e.ClaimName, e.Namespace, e.PodUIDs,
-					e.DriverName, e.ClassName, e.CDIDevices, handles))
-			}
-			return out
+	})
+	draV1cLayout = layoutOf(layoutSpec[state130.DRAManagerCheckpoint, noData]{
+		New: state130.NewDRAManagerCheckpoint,
+		Model: func(cp *state130.DRAManagerCheckpoint, _ *noData) any {
+			return draV1Model(cp.Version, cp.Entries, func(e state130.ClaimInfoState) DRAClaim {
+				return draV1Claim(string(e.ClaimUID), e.ClaimName, e.Namespace, e.PodUIDs, e.DriverName, e.ClassName, e.CDIDevices,
+					mapSlice(e.ResourceHandles, draHandleV030))
+			})
 		},
-	}
+	})
 
-	draV2aLayout = &layout{
-		New: func() any { return state2a.NewCheckpoint() },
-		Payload: func(v any) (any, error) {
-			data := &state2a.CheckpointData{}
-			return data, unmarshalPayload(v.(*state2a.Checkpoint).Data, data)
-		},
-		PayloadError: "%w", PayloadAfterVerify: true,
-		Model: func(_, payload any) any {
-			d := payload.(*state2a.CheckpointData)
-			out := &DRAState{Kind: d.Kind, APIVersion: d.APIVersion, Claims: make([]DRAClaim, 0, len(d.ClaimInfoStateList))}
-			for _, e := range d.ClaimInfoStateList {
-				c := draV2Claim(string(e.ClaimUID), e.ClaimName, e.Namespace, e.PodUIDs)
-				for name, ds := range e.DriverState {
-					s := DRADriverState{Devices: make([]DRADevice, 0, len(ds.Devices))}
-					for _, dev := range ds.Devices {
-						s.Devices = append(s.Devices, DRADevice{PoolName: dev.PoolName, DeviceName: dev.DeviceName,
-							RequestNames: dev.RequestNames, CDIDeviceIDs: dev.CDIDeviceIDs})
-					}
-					c.DriverState[name] = s
-				}
-				out.Claims = append(out.Claims, c)
-			}
-			return out
-		},
-	}
-	draV2bLayout = &layout{
-		New: func() any { return state2b.NewCheckpoint() },
-		Payload: func(v any) (any, error) {
-			data := &state2b.CheckpointData{}
-			return data, unmarshalPayload(v.(*state2b.Checkpoint).Data, data)
-		},
-		PayloadError: "%w", PayloadAfterVerify: true,
-		Model: func(_, payload any) any {
-			d := payload.(*state2b.CheckpointData)
-			out := &DRAState{Kind: d.Kind, APIVersion: d.APIVersion, Claims: make([]DRAClaim, 0, len(d.ClaimInfoStateList))}
-			for _, e := range d.ClaimInfoStateList {
-				c := draV2Claim(string(e.ClaimUID), e.ClaimName, e.Namespace, e.PodUIDs)
-				for name, ds := range e.DriverState {
-					s := DRADriverState{Devices: make([]DRADevice, 0, len(ds.Devices))}
-					for _, dev := range ds.Devices {
-						s.Devices = append(s.Devices, DRADevice{PoolName: dev.PoolName, DeviceName: dev.DeviceName,
-							ShareID: uidString(dev.ShareID), RequestNames: dev.RequestNames, CDIDeviceIDs: dev.CDIDeviceIDs})
-					}
-					c.DriverState[name] = s
-				}
-				out.Claims = append(out.Claims, c)
-			}
-			return out
-		},
-	}
-	draV2cLayout = &layout{
-		New: func() any { return state2c.NewCheckpoint() },
-		Payload: func(v any) (any, error) {
-			data := &state2c.CheckpointData{}
-			return data, unmarshalPayload(v.(*state2c.Checkpoint).Data, data)
-		},
-		PayloadError: "%w", PayloadAfterVerify: true,
-		Model: func(_, payload any) any {
-			d := payload.(*state2c.CheckpointData)
-			out := &DRAState{Kind: d.Kind, APIVersion: d.APIVersion, Claims: make([]DRAClaim, 0, len(d.ClaimInfoStateList))}
-			for _, e := range d.ClaimInfoStateList {
-				c := draV2Claim(string(e.ClaimUID), e.ClaimName, e.Namespace, e.PodUIDs)
-				for name, ds := range e.DriverState {
-					s := DRADriverState{Devices: make([]DRADevice, 0, len(ds.Devices))}
-					for _, dev := range ds.Devices {
-						s.Devices = append(s.Devices, DRADevice{PoolName: dev.PoolName, DeviceName: dev.DeviceName,
-							ShareID: uidString(dev.ShareID), RequestNames: dev.RequestNames, CDIDeviceIDs: dev.CDIDeviceIDs})
-					}
-					for _, op := range ds.SkipNodeOperations {
-						s.SkipNodeOperations = append(s.SkipNodeOperations, string(op))
-					}
-					c.DriverState[name] = s
-				}
-				out.Claims = append(out.Claims, c)
-			}
-			return out
-		},
-	}
+	// The v2 sub-eras differ only in fields their data document added: one model reads the
+	// newest type, into which an older document re-encodes without loss (what the older layout
+	// dropped stays absent).
+	draV2aLayout = draV2Layout[state2a.Checkpoint, state2a.CheckpointData](state2a.NewCheckpoint, func(cp *state2a.Checkpoint) string { return cp.Data })
+	draV2bLayout = draV2Layout[state2b.Checkpoint, state2b.CheckpointData](state2b.NewCheckpoint, func(cp *state2b.Checkpoint) string { return cp.Data })
+	draV2cLayout = draV2Layout[state2c.Checkpoint, state2c.CheckpointData](state2c.NewCheckpoint, func(cp *state2c.Checkpoint) string { return cp.Data })
 )
 
-// The 1.28-1.30 fallback hashes the decoded checkpoint rebuilt as the 1.27 layout.
-func draV1bWithoutHandles(v any) any {
-	return v.(*state128.DRAManagerCheckpoint).WithoutResourceHandles()
+// draV2Layout is a v2 layout: the envelope T, its data document P decoded only once the
+// checkpoint loaded, its error returned as is.
+func draV2Layout[T, P any](newCheckpoint func() *T, data func(*T) string) *layout {
+	return layoutOf(layoutSpec[T, P]{New: newCheckpoint, Data: data, DataError: "%w", AfterVerify: true,
+		Model: func(_ *T, d *P) any { return draV2Model(reencode[state2c.CheckpointData](d)) }})
 }
 
-func draV1cWithoutHandles(v any) any {
-	return v.(*state130.DRAManagerCheckpoint).WithoutResourceHandles()
+func draV2Model(d *state2c.CheckpointData) *DRAState {
+	out := &DRAState{Kind: d.Kind, APIVersion: d.APIVersion, Claims: make([]DRAClaim, 0, len(d.ClaimInfoStateList))}
+	for _, e := range d.ClaimInfoStateList {
+		c := draV2Claim(string(e.ClaimUID), e.ClaimName, e.Namespace, e.PodUIDs)
+		for name, ds := range e.DriverState {
+			s := DRADriverState{Devices: make([]DRADevice, 0, len(ds.Devices))}
+			for _, dev := range ds.Devices {
+				s.Devices = append(s.Devices, DRADevice{PoolName: dev.PoolName, DeviceName: dev.DeviceName,
+					ShareID: uidString(dev.ShareID), RequestNames: dev.RequestNames, CDIDeviceIDs: dev.CDIDeviceIDs})
+			}
+			for _, op := range ds.SkipNodeOperations {
+				s.SkipNodeOperations = append(s.SkipNodeOperations, string(op))
+			}
+			c.DriverState[name] = s
+		}
+		out.Claims = append(out.Claims, c)
+	}
+	return out
 }
+
+func draV1Model[E any](version string, entries []E, claim func(E) DRAClaim) *DRAState {
+	out := &DRAState{Version: version, Claims: make([]DRAClaim, 0, len(entries))}
+	for _, e := range entries {
+		out.Claims = append(out.Claims, claim(e))
+	}
+	return out
+}
+
+// The typed accessors of the era table: stored checksums and data strings.
+func draV1aSum(cp *state127.DRAManagerCheckpoint) *checksumField { return &cp.Checksum }
+func draV1bSum(cp *state128.DRAManagerCheckpoint) *checksumField { return &cp.Checksum }
+func draV1cSum(cp *state130.DRAManagerCheckpoint) *checksumField { return &cp.Checksum }
+func draV2aEnvelope(cp *state2a.Checkpoint) (string, uint64)     { return cp.Data, uint64(cp.Checksum) }
+func draV2bEnvelope(cp *state2b.Checkpoint) (string, uint64)     { return cp.Data, uint64(cp.Checksum) }
+func draV2cEnvelope(cp *state2c.Checkpoint) (string, uint64)     { return cp.Data, uint64(cp.Checksum) }
+
+// The 1.28-1.30 fallback hashes the decoded checkpoint rebuilt as the 1.27 layout, its two type
+// names rewritten once each.
+func draV1bWithoutHandles(cp *state128.DRAManagerCheckpoint) any { return cp.WithoutResourceHandles() }
+func draV1cWithoutHandles(cp *state130.DRAManagerCheckpoint) any { return cp.WithoutResourceHandles() }
+
+var draLegacyRewrites = []rewrite{{From: "DRAManagerCheckpointWithoutResourceHandles", To: "DRAManagerCheckpoint"},
+	{From: "ClaimInfoStateListWithoutResourceHandles", To: "ClaimInfoStateList"}}
 
 func draV1Claim(uid, name, ns string, pods sets.Set[string], driver, class string, cdi map[string][]string, handles []DRAResourceHandle) DRAClaim {
 	return DRAClaim{ClaimUID: uid, ClaimName: name, Namespace: ns, PodUIDs: sortedPods(pods),

@@ -1,7 +1,6 @@
 package decode
 
 import (
-	"encoding/json"
 	"time"
 
 	health134 "github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode/internal/kubelet/drahealth134"
@@ -34,94 +33,41 @@ type DRADeviceHealth struct {
 	Message *string `json:"message,omitempty"`
 }
 
-const (
-	healthFormat = "dra-health-v1"
-	// healthHome judges the file when no kubelet is given: the newest release writing it.
-	healthHome = "v1.37.1"
-	healthNote = "dra_health_state carries no checksum: only its JSON is checked"
+// The reader's own layout decodes the file (1.35 added HealthCheckTimeout, 1.36 Message); the
+// model says nil for a field that layout lacks.
+var (
+	health134Layout = healthLayout[health134.DevicesHealthMap](func(d health134.DriverHealthState) map[string]health134.DeviceHealth { return d.Devices },
+		func(h health134.DeviceHealth) DRADeviceHealth {
+			return DRADeviceHealth{PoolName: h.PoolName, DeviceName: h.DeviceName, Health: string(h.Health), LastUpdated: h.LastUpdated}
+		})
+	health135Layout = healthLayout[health135.DevicesHealthMap](func(d health135.DriverHealthState) map[string]health135.DeviceHealth { return d.Devices },
+		func(h health135.DeviceHealth) DRADeviceHealth {
+			return DRADeviceHealth{PoolName: h.PoolName, DeviceName: h.DeviceName, Health: string(h.Health), LastUpdated: h.LastUpdated,
+				HealthCheckTimeout: &h.HealthCheckTimeout}
+		})
+	health136Layout = healthLayout[health136.DevicesHealthMap](func(d health136.DriverHealthState) map[string]health136.DeviceHealth { return d.Devices },
+		func(h health136.DeviceHealth) DRADeviceHealth {
+			return DRADeviceHealth{PoolName: h.PoolName, DeviceName: h.DeviceName, Health: string(h.Health), LastUpdated: h.LastUpdated,
+				HealthCheckTimeout: &h.HealthCheckTimeout, Message: &h.Message}
+		})
 )
 
-// healthReaders is the DevicesHealthMap each release decodes into.
-var healthReaders = []struct {
-	versions versionRange
-	layout   *layout
-}{
-	{versionRange{"1.34.0", "1.35.0"}, &layout{
-		New: func() any { return &health134.DevicesHealthMap{} },
-		Model: func(v, _ any) any {
+// healthLayout is the DevicesHealthMap (driver -> its devices' health) of one release: every
+// release decodes the file into an empty map and does nothing else.
+func healthLayout[M ~map[string]D, D, H any](devices func(D) map[string]H, device func(H) DRADeviceHealth) *layout {
+	return layoutOf(layoutSpec[M, noData]{
+		New: func() *M { return new(M) },
+		Model: func(m *M, _ *noData) any {
 			out := &DRAHealthState{Drivers: map[string]map[string]DRADeviceHealth{}}
-			for driver, d := range *v.(*health134.DevicesHealthMap) {
-				devices := make(map[string]DRADeviceHealth, len(d.Devices))
-				for key, h := range d.Devices {
-					devices[key] = DRADeviceHealth{PoolName: h.PoolName, DeviceName: h.DeviceName, Health: string(h.Health), LastUpdated: h.LastUpdated}
+			for name, d := range *m {
+				devs := devices(d)
+				converted := make(map[string]DRADeviceHealth, len(devs))
+				for key, h := range devs {
+					converted[key] = device(h)
 				}
-				out.Drivers[driver] = devices
+				out.Drivers[name] = converted
 			}
 			return out
 		},
-	}},
-	{versionRange{"1.35.0", "1.36.0"}, &layout{
-		New: func() any { return &health135.DevicesHealthMap{} },
-		Model: func(v, _ any) any {
-			out := &DRAHealthState{Drivers: map[string]map[string]DRADeviceHealth{}}
-			for driver, d := range *v.(*health135.DevicesHealthMap) {
-				devices := make(map[string]DRADeviceHealth, len(d.Devices))
-				for key, h := range d.Devices {
-					timeout := h.HealthCheckTimeout
-					devices[key] = DRADeviceHealth{PoolName: h.PoolName, DeviceName: h.DeviceName, Health: string(h.Health),
-						LastUpdated: h.LastUpdated, HealthCheckTimeout: &timeout}
-				}
-				out.Drivers[driver] = devices
-			}
-			return out
-		},
-	}},
-	{versionRange{Since: "1.36.0"}, &layout{
-		New: func() any { return &health136.DevicesHealthMap{} },
-		Model: func(v, _ any) any {
-			out := &DRAHealthState{Drivers: map[string]map[string]DRADeviceHealth{}}
-			for driver, d := range *v.(*health136.DevicesHealthMap) {
-				devices := make(map[string]DRADeviceHealth, len(d.Devices))
-				for key, h := range d.Devices {
-					timeout, msg := h.HealthCheckTimeout, h.Message
-					devices[key] = DRADeviceHealth{PoolName: h.PoolName, DeviceName: h.DeviceName, Health: string(h.Health),
-						LastUpdated: h.LastUpdated, HealthCheckTimeout: &timeout, Message: &msg}
-				}
-				out.Drivers[driver] = devices
-			}
-			return out
-		},
-	}},
-}
-
-func init() { handlers[KindDRAHealth] = decodeHealth }
-
-// decodeHealth replays newHealthInfoCache's loadFromCheckpoint: json.Unmarshal into an empty
-// DevicesHealthMap, nothing else.
-func decodeHealth(rep *Report, raw []byte, opts Options) *Report {
-	reader := opts.Kubelet
-	if reader == nil {
-		home := MustParseKubelet(healthHome)
-		reader = &home
-	}
-	rep.Format, rep.Reader = healthFormat, reader.String()
-	rep.Notes = append(rep.Notes, healthNote)
-	var l *layout
-	for _, r := range healthReaders {
-		if r.versions.contains(reader.Version) {
-			l = r.layout
-		}
-	}
-	if l == nil {
-		rep.Verdict, rep.Error = NotRead, notReadError
-		return rep
-	}
-	v := l.New()
-	if err := json.Unmarshal(raw, v); err != nil {
-		rep.Verdict, rep.Error, rep.Cause = Unreadable, err.Error(), err.Error()
-		rep.Notes = append(rep.Notes, "the kubelet logs \"Failed to load health checkpoint, proceeding with empty cache\" and keeps running")
-		return rep
-	}
-	rep.Verdict, rep.Decoded = Valid, l.Model(v, nil)
-	return rep
+	})
 }

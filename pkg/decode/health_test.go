@@ -61,8 +61,9 @@ func TestHealthEdgeCases(t *testing.T) {
 			if c.err != "" && rep.Error != c.err {
 				t.Errorf("error\n got %q\nwant %q", rep.Error, c.err)
 			}
-			if rep.Format != healthFormat || len(rep.Checksums) != 0 || len(rep.Notes) == 0 || rep.Notes[0] != healthNote {
-				t.Errorf("format %q, checksums %v, notes %q: want %s, none, the no-checksum note", rep.Format, rep.Checksums, rep.Notes, healthFormat)
+			const healthNote = "dra_health_state carries no checksum: only its JSON is checked"
+			if rep.Format != "dra-health-v1" || len(rep.Checksums) != 0 || len(rep.Notes) == 0 || rep.Notes[0] != healthNote {
+				t.Errorf("format %q, checksums %v, notes %q: want dra-health-v1, none, the no-checksum note", rep.Format, rep.Checksums, rep.Notes)
 			}
 		})
 	}

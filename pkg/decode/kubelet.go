@@ -114,29 +114,37 @@ func (k Kubelet) String() string {
 	return s
 }
 
-// versionRange is [Since, Until) over kubelet versions; an empty bound is open.
-type versionRange struct {
-	Since, Until string
+// A span is the kubelets [since, until) (an open bound is nil), optionally only those with a
+// feature gate on or off. Bounds are parsed once, when the tables are built.
+type span struct {
+	since, until *version.Version
+	gate         string
+	gateOn       bool
 }
 
-func (r versionRange) contains(v *version.Version) bool {
-	if r.Since != "" && v.LessThan(version.MustParseGeneric(r.Since)) {
-		return false
+func parseBound(v string) *version.Version {
+	if v == "" {
+		return nil
 	}
-	if r.Until != "" && !v.LessThan(version.MustParseGeneric(r.Until)) {
-		return false
-	}
-	return true
+	return version.MustParseGeneric(v)
 }
 
-func (r versionRange) String() string {
-	switch {
-	case r.Since == "" && r.Until == "":
-		return "every kubelet"
-	case r.Until == "":
-		return "kubelet " + r.Since + "+"
-	case r.Since == "":
-		return "kubelet before " + r.Until
-	}
-	return "kubelet " + r.Since + " to before " + r.Until
+// between is [since, until); since and from are [since, ∞); every is all kubelets.
+func between(since, until string) span {
+	return span{since: parseBound(since), until: parseBound(until)}
+}
+func from(since string) span { return span{since: parseBound(since)} }
+
+var every = span{}
+
+// withGate and withoutGate restrict a span to kubelets with the gate on, or off.
+func (s span) withGate(g string) span    { s.gate, s.gateOn = g, true; return s }
+func (s span) withoutGate(g string) span { s.gate, s.gateOn = g, false; return s }
+
+func (s span) containsVersion(v *version.Version) bool {
+	return (s.since == nil || !v.LessThan(s.since)) && (s.until == nil || v.LessThan(s.until))
+}
+
+func (s span) has(k Kubelet) bool {
+	return s.containsVersion(k.Version) && (s.gate == "" || k.Gate(s.gate) == s.gateOn)
 }

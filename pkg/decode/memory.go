@@ -5,40 +5,35 @@ import (
 )
 
 var (
-	memV1Layout = &layout{
-		New: func() any {
+	memV1Layout = layoutOf(layoutSpec[state.MemoryManagerCheckpointV1, noData]{
+		New: func() *state.MemoryManagerCheckpointV1 {
 			return &state.MemoryManagerCheckpointV1{MachineState: state.NUMANodeMap{}, Entries: state.ContainerMemoryAssignments{}}
 		},
-		Model: func(v, _ any) any {
-			cp := v.(*state.MemoryManagerCheckpointV1)
+		Model: func(cp *state.MemoryManagerCheckpointV1, _ *noData) any {
 			return memoryModel(cp.PolicyName, cp.MachineState, cp.Entries, nil)
 		},
-	}
-	memV2Layout = &layout{
-		New: func() any {
+	})
+	memV2Layout = layoutOf(layoutSpec[state.MemoryManagerCheckpointV2, noData]{
+		New: func() *state.MemoryManagerCheckpointV2 {
 			return &state.MemoryManagerCheckpointV2{MachineState: state.NUMANodeMap{}, Entries: state.ContainerMemoryAssignments{},
 				PodEntries: state.PodMemoryAssignments{}}
 		},
-		Model: func(v, _ any) any {
-			cp := v.(*state.MemoryManagerCheckpointV2)
+		Model: func(cp *state.MemoryManagerCheckpointV2, _ *noData) any {
 			return memoryModel(cp.PolicyName, cp.MachineState, cp.Entries, cp.PodEntries)
 		},
-	}
-	memV3Layout = &layout{
-		New: func() any {
+	})
+	memV3Layout = layoutOf(layoutSpec[state.MemoryManagerCheckpoint, state.MemoryManagerCheckpointData]{
+		New: func() *state.MemoryManagerCheckpoint {
 			return &state.MemoryManagerCheckpoint{MemoryManagerCheckpointV1: state.MemoryManagerCheckpointV1{
 				MachineState: state.NUMANodeMap{}, Entries: state.ContainerMemoryAssignments{}}}
 		},
-		Payload: func(v any) (any, error) {
-			data := &state.MemoryManagerCheckpointData{}
-			return data, unmarshalPayload(v.(*state.MemoryManagerCheckpoint).Data, data)
-		},
-		PayloadError: "failed to deserialize memory manager checkpoint data: %w",
-		Model: func(_, payload any) any {
-			d := payload.(*state.MemoryManagerCheckpointData)
+		Data:      func(cp *state.MemoryManagerCheckpoint) string { return cp.Data },
+		DataError: "failed to deserialize memory manager checkpoint data: %w",
+		OwnData:   func(cp *state.MemoryManagerCheckpoint) bool { return cp.Data != "" || cp.DataChecksum != 0 },
+		Model: func(_ *state.MemoryManagerCheckpoint, d *state.MemoryManagerCheckpointData) any {
 			return memoryModel(d.PolicyName, d.MachineState, d.Entries, d.PodEntries)
 		},
-	}
+	})
 )
 
 func memoryModel(policy string, machine state.NUMANodeMap, entries state.ContainerMemoryAssignments, pods state.PodMemoryAssignments) *MemoryState {

@@ -41,18 +41,10 @@ type PodResources struct {
 	ResizeStatus string `json:"resizeStatus,omitempty"`
 }
 
-const (
-	wrapPodStatus = "could not restore state from checkpoint: %[1]s, please drain this node and delete pod allocation checkpoint file %[2]q before restarting Kubelet"
-	wrapPodInfo   = "could not restore state from checkpoint: %[1]s, please drain this node and delete pod resource information checkpoint file %[2]q before restarting Kubelet"
-	// 1.35+ open actuated_pods_state in kuberuntime, which wraps the state error once more.
-	wrapActuated = "failed to initialize actuated state checkpoint: " + wrapPodInfo
-)
-
 var (
-	podStatusV1Layout = &layout{
-		New: func() any { return podstate.NewPodResourceAllocationCheckpoint() },
-		Model: func(v, _ any) any {
-			cp := v.(*podstate.PodResourceAllocationCheckpoint)
+	podStatusV1Layout = layoutOf(layoutSpec[podstate.PodResourceAllocationCheckpoint, noData]{
+		New: podstate.NewPodResourceAllocationCheckpoint,
+		Model: func(cp *podstate.PodResourceAllocationCheckpoint, _ *noData) any {
 			out := &PodAllocationState{RequestsOnly: true, Pods: map[string]PodResources{}}
 			for uid, containers := range cp.AllocationEntries {
 				p := out.Pods[uid]
@@ -71,84 +63,66 @@ var (
 			}
 			return out
 		},
-	}
-	podStatusV2Layout = &layout{
+	})
+	podStatusV2Layout = layoutOf(layoutSpec[podstate.Checkpoint, podstate.PodResourceAllocationInfo]{
 		// restoreState decodes into NewCheckpoint(nil): data "null" with its checksum, which an
 		// absent key leaves in place.
-		New: func() any {
+		New: func() *podstate.Checkpoint {
 			return &podstate.Checkpoint{Data: "null", Checksum: checksum.Checksum(fnv32a(stringPrefix, []byte("null")))}
 		},
-		Payload: func(v any) (any, error) {
-			data := &podstate.PodResourceAllocationInfo{}
-			return data, unmarshalPayload(v.(*podstate.Checkpoint).Data, data)
-		},
-		PayloadError: "failed to get pod resource allocation info: %w", PayloadAfterVerify: true,
-		Model: func(_, payload any) any {
-			d := payload.(*podstate.PodResourceAllocationInfo)
+		Data:      func(cp *podstate.Checkpoint) string { return cp.Data },
+		DataError: "failed to get pod resource allocation info: %w", AfterVerify: true,
+		Model: func(_ *podstate.Checkpoint, d *podstate.PodResourceAllocationInfo) any {
 			out := &PodAllocationState{Pods: map[string]PodResources{}}
 			for uid, containers := range d.AllocationEntries {
 				out.Pods[uid] = PodResources{Containers: containers}
 			}
 			return out
 		},
-	}
+	})
 
-	allocV1aLayout = &layout{
-		New: func() any { return &alloc133.Checkpoint{} },
-		Payload: func(v any) (any, error) {
-			data := &alloc133.PodResourceCheckpointInfo{}
-			return data, unmarshalPayload(v.(*alloc133.Checkpoint).Data, data)
-		},
-		PayloadError: "failed to get pod resource information: %w", PayloadAfterVerify: true,
-		Model: func(_, payload any) any {
-			out := &PodAllocationState{Pods: map[string]PodResources{}}
-			for uid, p := range payload.(*alloc133.PodResourceCheckpointInfo).Entries {
-				out.Pods[string(uid)] = PodResources{Containers: p.ContainerResources}
-			}
-			return out
-		},
-	}
-	allocV1bLayout = &layout{
-		New: func() any { return &alloc135.Checkpoint{} },
-		Payload: func(v any) (any, error) {
-			data := &alloc135.PodResourceCheckpointInfo{}
-			return data, unmarshalPayload(v.(*alloc135.Checkpoint).Data, data)
-		},
-		PayloadError: "failed to get pod resource information: %w", PayloadAfterVerify: true,
-		Model: func(_, payload any) any {
-			out := &PodAllocationState{Pods: map[string]PodResources{}}
-			for uid, p := range payload.(*alloc135.PodResourceCheckpointInfo).Entries {
-				out.Pods[string(uid)] = PodResources{Containers: p.ContainerResources, PodLevel: p.PodLevelResources}
-			}
-			return out
-		},
-	}
-	allocV1cLayout = &layout{
-		New: func() any { return &alloc137.Checkpoint{} },
-		Payload: func(v any) (any, error) {
-			data := &alloc137.PodResourceCheckpointInfo{}
-			return data, unmarshalPayload(v.(*alloc137.Checkpoint).Data, data)
-		},
-		PayloadError: "failed to get pod resource information: %w", PayloadAfterVerify: true,
-		Model: func(_, payload any) any {
-			out := &PodAllocationState{Pods: map[string]PodResources{}}
-			for uid, p := range payload.(*alloc137.PodResourceCheckpointInfo).Entries {
-				r := PodResources{Containers: p.ContainerResources, PodLevel: p.PodLevelResources}
-				for vol, limit := range p.EmptyDirVolumeLimits {
-					if limit == nil {
-						continue
-					}
-					if r.EmptyDirVolumeLimits == nil {
-						r.EmptyDirVolumeLimits = map[string]resource.Quantity{}
-					}
-					r.EmptyDirVolumeLimits[vol] = *limit
-				}
-				out.Pods[string(uid)] = r
-			}
-			return out
-		},
-	}
+	// The allocation files' data document grows era by era: one model reads the newest type, into
+	// which an older document re-encodes without loss (what the older layout dropped stays absent).
+	allocV1aLayout = allocLayout[alloc133.Checkpoint, alloc133.PodResourceCheckpointInfo](allocV1aEnvelope)
+	allocV1bLayout = allocLayout[alloc135.Checkpoint, alloc135.PodResourceCheckpointInfo](allocV1bEnvelope)
+	allocV1cLayout = allocLayout[alloc137.Checkpoint, alloc137.PodResourceCheckpointInfo](allocV1cEnvelope)
 )
+
+func allocLayout[T, P any](envelope func(*T) (string, uint64)) *layout {
+	return layoutOf(layoutSpec[T, P]{
+		New:       func() *T { return new(T) },
+		Data:      func(cp *T) string { data, _ := envelope(cp); return data },
+		DataError: "failed to get pod resource information: %w", AfterVerify: true,
+		Model: func(_ *T, d *P) any { return allocModel(reencode[alloc137.PodResourceCheckpointInfo](d)) },
+	})
+}
+
+func allocModel(d *alloc137.PodResourceCheckpointInfo) *PodAllocationState {
+	out := &PodAllocationState{Pods: map[string]PodResources{}}
+	for uid, p := range d.Entries {
+		r := PodResources{Containers: p.ContainerResources, PodLevel: p.PodLevelResources}
+		for vol, limit := range p.EmptyDirVolumeLimits {
+			if limit == nil {
+				continue
+			}
+			if r.EmptyDirVolumeLimits == nil {
+				r.EmptyDirVolumeLimits = map[string]resource.Quantity{}
+			}
+			r.EmptyDirVolumeLimits[vol] = *limit
+		}
+		out.Pods[string(uid)] = r
+	}
+	return out
+}
+
+// The typed accessors of the era table.
+func podStatusV1Sum(cp *podstate.PodResourceAllocationCheckpoint) *checksumField { return &cp.Checksum }
+func podStatusV2Envelope(cp *podstate.Checkpoint) (string, uint64) {
+	return cp.Data, uint64(cp.Checksum)
+}
+func allocV1aEnvelope(cp *alloc133.Checkpoint) (string, uint64) { return cp.Data, uint64(cp.Checksum) }
+func allocV1bEnvelope(cp *alloc135.Checkpoint) (string, uint64) { return cp.Data, uint64(cp.Checksum) }
+func allocV1cEnvelope(cp *alloc137.Checkpoint) (string, uint64) { return cp.Data, uint64(cp.Checksum) }
 
 // allocDataHasPodKey: some pod entry of the data document has key (matched as encoding/json
 // does), a mark of the layout that added it.

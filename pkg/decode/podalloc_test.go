@@ -111,7 +111,7 @@ func TestPodAllocationModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw = []byte(strings.Replace(string(raw), `"checksum":0`, `"checksum":`+jsonNumber(rulePodStatusV1.compute(v)), 1))
+	raw = []byte(strings.Replace(string(raw), `"checksum":0`, `"checksum":`+jsonNumber(eraByID(t, "podstatus-v1").Sums[0].Rule.compute(v)), 1))
 	rep := judge(t, KindPodStatus, raw, "")
 	if rep.Verdict != Valid || rep.Format != "podstatus-v1" || rep.Reader != "v1.31.14" {
 		t.Fatalf("%s %s by %s: %s", rep.Verdict, rep.Format, rep.Reader, rep.Error)

@@ -3,7 +3,7 @@ package decode
 // Verdict is what a kubelet (or the file's own format rules) makes of a file.
 type Verdict string
 
-// The verdicts, as in the kubelet vectors' MANIFEST.
+// The verdicts, as in the kubelet vectors' expectations (testdata/kubelet/expected).
 const (
 	Valid         Verdict = "valid"          // the reader accepts the file
 	Corrupt       Verdict = "corrupt"        // it parses, but a checksum does not match

@@ -72,7 +72,9 @@ func TestPodIndex(t *testing.T) {
 	pods := []runtime.Object{
 		&corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "web", UID: "uid-web"},
-			Spec:       corev1.PodSpec{NodeName: "n1"},
+			Spec: corev1.PodSpec{NodeName: "n1", InitContainers: []corev1.Container{{Name: "init"}},
+				Containers:          []corev1.Container{{Name: "app"}, {Name: "waiting"}},
+				EphemeralContainers: []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debug"}}}},
 			Status: corev1.PodStatus{
 				InitContainerStatuses:      []corev1.ContainerStatus{{Name: "init", ContainerID: "containerd://i1"}},
 				ContainerStatuses:          []corev1.ContainerStatus{{Name: "app", ContainerID: "cri-o://c1"}, {Name: "waiting"}},
@@ -82,6 +84,12 @@ func TestPodIndex(t *testing.T) {
 		&corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "etcd-n1", UID: "uid-mirror",
 				Annotations: map[string]string{"kubernetes.io/config.mirror": "static-hash"}},
+			Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "etcd"}}},
+		},
+		// An earlier debug pod of this plugin (another run's), known by its label.
+		&corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "nodestate-n1-abcde", UID: "uid-debug",
+				Labels: map[string]string{LabelManagedBy: ManagedBy, LabelNode: "n1"}},
 			Spec: corev1.PodSpec{NodeName: "n1"},
 		},
 		&corev1.Pod{
@@ -100,12 +108,21 @@ func TestPodIndex(t *testing.T) {
 			"uid-web":     {"a", "web"},
 			"uid-mirror":  {"kube-system", "etcd-n1"},
 			"static-hash": {"kube-system", "etcd-n1"},
+			"uid-debug":   {"kube-system", "nodestate-n1-abcde"},
 		},
 		Containers: map[string]ContainerRef{
 			"i1": {"a", "web", "init"},
 			"c1": {"a", "web", "app"},
 			"e1": {"a", "web", "debug"},
 		},
+		// By pod UID, and by the static pod's own UID; unknown (absent) for a pod without
+		// containers in its spec.
+		ContainerNames: map[string]map[string]bool{
+			"uid-web":     {"init": true, "app": true, "waiting": true, "debug": true},
+			"uid-mirror":  {"etcd": true},
+			"static-hash": {"etcd": true},
+		},
+		Debug: map[string]bool{"uid-debug": true},
 	}
 	if diff := cmp.Diff(want, ix); diff != "" {
 		t.Errorf("index (-want +got):\n%s", diff)

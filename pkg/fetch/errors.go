@@ -24,6 +24,8 @@ const (
 	ReasonNamespaceNotFound Reason = "NamespaceNotFound"
 	ReasonImagePull         Reason = "ImagePullFailed"
 	ReasonPodFailed         Reason = "PodFailed"
+	ReasonRootDir           Reason = "KubeletRootDir" // the hostPath mount failed: --kubelet-root-dir
+	ReasonSandbox           Reason = "PodSandbox"     // the node's runtime cannot start the pod
 	ReasonPodDeleted        Reason = "PodDeleted"
 	ReasonTimeout           Reason = "Timeout"
 	ReasonCanceled          Reason = "Canceled"
@@ -35,7 +37,8 @@ const (
 
 // RequiredPermissions is everything the plugin asks of the API server; deploy/rbac.yaml grants
 // exactly this. pods/exec needs both verbs: `create` for WebSocket exec (1.35+), `get` before.
-const RequiredPermissions = "pods: create, delete, get, list, watch; pods/exec: create, get; nodes: get, list"
+// events: watch is optional: it only ends a doomed wait early (see EventError).
+const RequiredPermissions = "pods: create, delete, get, list, watch; pods/exec: create, get; nodes: get, list; events: watch"
 
 // Error is the one error type Fetch returns. Its message is a single line that says what went
 // wrong and how to fix it; Short is the few words a table cell has room for.

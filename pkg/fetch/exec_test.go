@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/machine"
 )
 
 // shells runs the collect command with each shell+tar the machine has: the system's (what kwok
@@ -24,7 +26,7 @@ func shells(t *testing.T) map[string]func(args []string) *exec.Cmd {
 	if bb, err := exec.LookPath("busybox"); err == nil {
 		// A PATH of busybox applets only, as in the busybox image.
 		bin := t.TempDir()
-		for _, applet := range []string{"sh", "tar", "[", "test"} {
+		for _, applet := range []string{"sh", "tar", "[", "test", "grep"} {
 			if err := os.Symlink(bb, filepath.Join(bin, applet)); err != nil {
 				t.Fatal(err)
 			}
@@ -130,5 +132,62 @@ func TestCollectCommandNoTar(t *testing.T) {
 	}
 	if stdout.Len() != 0 || !strings.Contains(stderr.String(), noTarMarker) {
 		t.Errorf("stdout %d bytes, stderr %q; want nothing and the marker", stdout.Len(), stderr.String())
+	}
+}
+
+// The machine variant, with real shells on this machine's sysfs: stdout is still exactly the
+// tar, the dump sits on stderr between its markers and parses, and tar's own complaint (an
+// unreadable file) stays apart from it.
+func TestCollectMachineCommand(t *testing.T) {
+	if _, err := os.Stat("/sys/devices/system/cpu/online"); err != nil {
+		t.Skip("no sysfs here")
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "cpu_manager_state"), []byte(`{"policyName":"none"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	paths := []string{"cpu_manager_state", "memory_manager_state"}
+	for name, command := range shells(t) {
+		t.Run(name, func(t *testing.T) {
+			cmd := command(CollectMachineCommand(paths))
+			cmd.Dir = dir
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Run(); err != nil {
+				t.Fatalf("exit: %v (stderr %q)", err, stderr.String())
+			}
+			files, missing, err := ReadTar(&stdout, paths, TarLimits{})
+			if err != nil {
+				t.Fatalf("ReadTar: %v", err)
+			}
+			if string(files["cpu_manager_state"]) != `{"policyName":"none"}` || len(missing) != 1 {
+				t.Errorf("files %q, missing %q", files, missing)
+			}
+			dump, rest := splitSysfs("tar: before\n" + stderr.String() + "tar: after\n")
+			if diff := cmp.Diff([]string{"tar: before", "tar: after"}, stderrLines(rest)); diff != "" {
+				t.Errorf("stderr without the dump (-want +got):\n%s", diff)
+			}
+			m, err := machine.FromSysfs(dump)
+			if err != nil {
+				t.Fatalf("FromSysfs: %v\n%s", err, dump)
+			}
+			if len(m.CPUs) == 0 {
+				t.Errorf("no CPUs from\n%s", dump)
+			}
+		})
+	}
+}
+
+func TestSplitSysfs(t *testing.T) {
+	for _, tc := range []struct{ in, dump, rest string }{
+		{"tar: x\n", "", "tar: x\n"},
+		{machine.SysfsHeader + "\ncpu/online:0\n" + machine.SysfsEnd + "\ntar: x\n", machine.SysfsHeader + "\ncpu/online:0\n" + machine.SysfsEnd, "\ntar: x\n"},
+		// Cut by the stderr cap: all of it is the dump, which FromSysfs then calls cut short.
+		{"a\n" + machine.SysfsHeader + "\ncpu/onl", machine.SysfsHeader + "\ncpu/onl", "a\n"},
+	} {
+		dump, rest := splitSysfs(tc.in)
+		if string(dump) != tc.dump || rest != tc.rest {
+			t.Errorf("splitSysfs(%q) = %q, %q; want %q, %q", tc.in, dump, rest, tc.dump, tc.rest)
+		}
 	}
 }

@@ -10,7 +10,7 @@ import (
 // NodeResult is one node's outcome in FetchAll: Files or Err (an *Error), never both.
 type NodeResult struct {
 	Node  string
-	Files *NodeFiles
+	Files *Snapshot
 	Err   error
 }
 
@@ -39,7 +39,7 @@ func (f *Fetcher) FetchNodes(ctx context.Context, nodes []NodeInfo, concurrency 
 		concurrency = DefaultConcurrency
 	}
 	opts := f.Options.WithDefaults()
-	var mu sync.Mutex
+	var mu sync.Mutex // each is called from the workers, one at a time
 	report := func(r NodeResult) {
 		mu.Lock()
 		defer mu.Unlock()

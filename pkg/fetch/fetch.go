@@ -26,18 +26,25 @@ type Fetcher struct {
 	Config  *rest.Config // for exec; unused when Exec is set
 	Options Options
 	Paths   []string // relative to Options.KubeletRootDir, e.g. "cpu_manager_state"
+	// Machine also reads the node's sysfs topology (in the same exec) into Snapshot.Sysfs.
+	Machine bool
 
 	// Exec replaces the remote exec, for tests. Nil means RemoteExec(Client, Config).
 	Exec ExecFunc
 }
 
-// NodeFiles is what Fetch read from one node.
-type NodeFiles struct {
-	Node           string
+// Snapshot is the checkpoint files read from one place: a live node (Fetch) or files copied
+// off one (package local). It is the one snapshot type from the read to the report.
+type Snapshot struct {
+	Node           string            // the node read live; "" for copied files
+	Source         string            // the directory, archive or file copied files came from
 	KubeletVersion string            // status.nodeInfo.kubeletVersion: picks the format rules
 	Files          map[string][]byte // requested path -> content
 	Missing        []string          // requested paths that are not regular files on the node
+	Oversized      []string          // requested paths skipped for exceeding the per-file cap
+	TempFiles      []string          // leftover ".<digits>" files of interrupted kubelet writes
 	Pods           *PodIndex         // the node's pods, to name pod UIDs and container IDs
+	Sysfs          []byte            // the machine's sysfs dump (machine.FromSysfs), if asked for
 	Warnings       []string          // non-fatal: tar's stderr, a failed pod index or deletion
 }
 
@@ -66,13 +73,13 @@ func (f *Fetcher) exec() ExecFunc {
 // Fetch reads f.Paths from nodeName: it reads the node, creates the debug pod, waits for it
 // to run, execs one tar, parses it, indexes the node's pods, and deletes the pod on every way
 // out (success, error, timeout, ctx cancelled). Every error is an *Error for nodeName.
-func (f *Fetcher) Fetch(ctx context.Context, nodeName string) (nf *NodeFiles, err error) {
+func (f *Fetcher) Fetch(ctx context.Context, nodeName string) (nf *Snapshot, err error) {
 	return f.fetch(ctx, NodeInfo{Name: nodeName}, nil)
 }
 
 // fetch is Fetch of a node already read (node.listed) or only named, waiting for the debug
 // pod on the fan-out's shared watch pw, or on a watch of its own when pw is nil.
-func (f *Fetcher) fetch(ctx context.Context, node NodeInfo, pw *podWatch) (nf *NodeFiles, err error) {
+func (f *Fetcher) fetch(ctx context.Context, node NodeInfo, pw *podWatch) (nf *Snapshot, err error) {
 	opts := f.Options.WithDefaults()
 	nodeName := node.Name
 	defer func() { err = withNode(err, nodeName, opts.Namespace) }()
@@ -94,6 +101,7 @@ func (f *Fetcher) fetch(ctx context.Context, node NodeInfo, pw *podWatch) (nf *N
 	var indexed chan struct{}
 	var index *PodIndex
 	var indexErr error
+	var debug *corev1.Pod
 	defer func() {
 		if indexed == nil {
 			return
@@ -106,8 +114,17 @@ func (f *Fetcher) fetch(ctx context.Context, node NodeInfo, pw *podWatch) (nf *N
 		case indexErr != nil:
 			// A failure here loses names, not data: warn and go on.
 			nf.Warnings = append(nf.Warnings, "pods not indexed, IDs stay unnamed: "+indexErr.Error())
+			nf.Pods = NewPodIndex(nil)
 		default:
 			nf.Pods = index
+		}
+		// Known even if the list, which runs during the pod's deletion, missed it: the files
+		// just read list the debug pod itself.
+		if nf != nil && err == nil && debug != nil && debug.UID != "" {
+			if _, ok := nf.Pods.Pods[string(debug.UID)]; !ok && indexErr == nil {
+				nf.Pods.add(debug)
+			}
+			nf.Pods.Debug[string(debug.UID)] = true
 		}
 	}()
 
@@ -142,31 +159,39 @@ func (f *Fetcher) fetch(ctx context.Context, node NodeInfo, pw *podWatch) (nf *N
 		}
 	}()
 
+	// The kubelet's Warning events (a failed mount, sandbox or admission) end the wait early,
+	// on the fan-out's shared watch or on this pod's own.
+	evCtx, stopEvents := context.WithCancel(ctx)
+	failed := make(chan *Error)
+	go watchPodEvents(evCtx, f.Client.CoreV1().Events(opts.Namespace), created, opts, failed)
 	var missed bool
 	if pw != nil {
-		err = pw.wait(ctx, waiter, created, opts.PodRunningTimeout)
+		err = pw.wait(ctx, waiter, created, opts.PodRunningTimeout, failed)
 		missed = waiter.missed
 	} else {
-		err = waitRunning(ctx, pods, created, opts.Image, opts.PodRunningTimeout)
+		err = waitRunning(ctx, pods, created, opts.Image, opts.PodRunningTimeout, failed)
 	}
+	stopEvents()
 	if err != nil {
 		return nil, err
 	}
-	files, missing, warnings, err := f.collect(ctx, created, opts)
+	got, err := f.collect(ctx, created, opts)
 	if err != nil {
 		return nil, err
 	}
-	nf = &NodeFiles{
+	nf = &Snapshot{
 		Node:           nodeName,
 		KubeletVersion: node.KubeletVersion,
-		Files:          files,
-		Missing:        missing,
-		Warnings:       warnings,
+		Files:          got.files,
+		Missing:        got.missing,
+		Warnings:       got.warnings,
+		Sysfs:          got.sysfs,
 	}
 	if missed {
 		nf.Warnings = append(nf.Warnings, fmt.Sprintf("the pod watch did not report debug pod %s running; found it running after %s",
 			created.Name, opts.PodRunningTimeout))
 	}
+	debug = created
 	// After the read, so every pod named in the files that still exists is in the index; at
 	// the same time as the debug pod's deletion, which it does not wait for.
 	indexed = make(chan struct{})

@@ -53,6 +53,10 @@ func deleteGraces(c *fake.Clientset) []int64 {
 func TestFetch(t *testing.T) {
 	fixSuffix(t)
 	c := newClient(true, readyNode("n1"), workloadPod())
+	c.PrependReactor("create", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		a.(clienttesting.CreateAction).GetObject().(*corev1.Pod).UID = "uid-debug"
+		return false, nil, nil
+	})
 	var gotCmd []string
 	var gotTarget string
 	exec := tarExec(nodeFS{"cpu_manager_state": "cpu", "device-plugins/kubelet_internal_checkpoint": "dev"})
@@ -66,7 +70,7 @@ func TestFetch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &NodeFiles{
+	want := &Snapshot{
 		Node:           "n1",
 		KubeletVersion: "v1.36.3",
 		Files: map[string][]byte{
@@ -75,15 +79,18 @@ func TestFetch(t *testing.T) {
 		},
 		Missing: []string{"memory_manager_state"},
 		Pods: &PodIndex{
-			Pods: map[string]PodRef{"uid-app": {"team-a", "app"}},
+			// The debug pod itself is still there when the pods are listed, and marked.
+			Pods: map[string]PodRef{"uid-app": {"team-a", "app"}, "uid-debug": {"kube-system", "nodestate-n1-xxxxx"}},
 			Containers: map[string]ContainerRef{
 				"c0ffee": {"team-a", "app", "main"},
 			},
+			ContainerNames: map[string]map[string]bool{"uid-debug": {"nodestate": true}},
+			Debug:          map[string]bool{"uid-debug": true},
 		},
 		Warnings: []string{"tar: ./x: Cannot open: Permission denied"},
 	}
 	if diff := cmp.Diff(want, nf); diff != "" {
-		t.Errorf("NodeFiles (-want +got):\n%s", diff)
+		t.Errorf("Snapshot (-want +got):\n%s", diff)
 	}
 	if gotTarget != "kube-system/nodestate-n1-xxxxx/nodestate" {
 		t.Errorf("exec into %s", gotTarget)
@@ -345,12 +352,20 @@ func TestFetchPodIndexFailureIsAWarning(t *testing.T) {
 		return true, nil, apierrors.NewForbidden(podsGR, "",
 			errors.New(`User "u" cannot list resource "pods" in API group "" at the cluster scope`))
 	})
+	c.PrependReactor("create", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		a.(clienttesting.CreateAction).GetObject().(*corev1.Pod).UID = "uid-debug"
+		return false, nil, nil
+	})
 	nf, err := newFetcher(c, tarExec(nodeFS{"cpu_manager_state": "x"})).Fetch(context.Background(), "n1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if nf.Pods != nil || len(nf.Warnings) != 1 || !strings.Contains(nf.Warnings[0], "not allowed to list pods") {
+	if len(nf.Pods.Pods) != 0 || len(nf.Warnings) != 1 || !strings.Contains(nf.Warnings[0], "not allowed to list pods") {
 		t.Errorf("pods %v, warnings %q", nf.Pods, nf.Warnings)
+	}
+	// Without the list, the plugin still knows its own pod: the one it created.
+	if !nf.Pods.DebugPod("uid-debug") {
+		t.Errorf("the debug pod's UID is not marked: %+v", nf.Pods)
 	}
 }
 

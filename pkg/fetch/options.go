@@ -15,11 +15,13 @@ const (
 	DefaultImage          = "busybox:1.37" // small, multi-arch, has sh and tar
 	DefaultKubeletRootDir = "/var/lib/kubelet"
 
-	// DefaultActiveDeadlineSeconds bounds the pod's life if the client vanishes (SIGKILL, lost
-	// network) before it can delete it.
-	DefaultActiveDeadlineSeconds int64 = 300
-	DefaultPodRunningTimeout           = 2 * time.Minute // image pulls included
-	DefaultExecTimeout                 = 2 * time.Minute
+	DefaultPodRunningTimeout = 2 * time.Minute // image pulls included
+	DefaultExecTimeout       = 2 * time.Minute
+
+	// DeadlineMargin is how much longer than its two waits together the debug pod lives by
+	// default: its activeDeadlineSeconds bounds its life if the client vanishes (SIGKILL, lost
+	// network) before it can delete it, and must not end it under a running exec.
+	DeadlineMargin = time.Minute
 
 	DefaultMaxFileSize  int64 = 64 << 20
 	DefaultMaxTotalSize int64 = 256 << 20
@@ -40,7 +42,7 @@ type Options struct {
 	ImagePullSecret string // name of a docker-registry secret in Namespace, optional
 	KubeletRootDir  string // the kubelet's --root-dir on the node
 
-	ActiveDeadlineSeconds int64         // the pod kills itself after this long
+	ActiveDeadlineSeconds int64         // the pod kills itself after this long; 0: the waits plus DeadlineMargin
 	PodRunningTimeout     time.Duration // create -> Running
 	ExecTimeout           time.Duration // the tar exec
 
@@ -58,14 +60,16 @@ func (o Options) WithDefaults() Options {
 	if o.KubeletRootDir == "" {
 		o.KubeletRootDir = DefaultKubeletRootDir
 	}
-	if o.ActiveDeadlineSeconds == 0 {
-		o.ActiveDeadlineSeconds = DefaultActiveDeadlineSeconds
-	}
 	if o.PodRunningTimeout == 0 {
 		o.PodRunningTimeout = DefaultPodRunningTimeout
 	}
 	if o.ExecTimeout == 0 {
 		o.ExecTimeout = DefaultExecTimeout
+	}
+	if o.ActiveDeadlineSeconds == 0 && o.PodRunningTimeout > 0 && o.ExecTimeout > 0 {
+		// Follows the waits the user chose, so a long --pod-running-timeout needs no second flag.
+		need := o.PodRunningTimeout + o.ExecTimeout + DeadlineMargin
+		o.ActiveDeadlineSeconds = int64((need + time.Second - 1) / time.Second)
 	}
 	o.Limits = o.Limits.withDefaults()
 	return o
@@ -98,7 +102,8 @@ func (o Options) Validate() error {
 	if o.ActiveDeadlineSeconds < 0 || o.PodRunningTimeout < 0 || o.ExecTimeout < 0 {
 		return invalid("timeouts must not be negative")
 	}
-	// The pod must outlive both waits, or it dies under a running exec.
+	// The pod must outlive both waits, or it dies under a running exec (only a deadline set
+	// explicitly can be too short).
 	if need := o.PodRunningTimeout + o.ExecTimeout; time.Duration(o.ActiveDeadlineSeconds)*time.Second <= need {
 		return invalid("the pod's active deadline (%ds) must be longer than the pod-running timeout plus the exec timeout (%s)",
 			o.ActiveDeadlineSeconds, need)

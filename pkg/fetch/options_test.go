@@ -20,6 +20,10 @@ func TestOptionsValidate(t *testing.T) {
 		{name: "relative root dir", opts: Options{KubeletRootDir: "var/lib/kubelet"}, err: "absolute"},
 		{name: "deadline too short", opts: Options{ActiveDeadlineSeconds: 60}, err: "active deadline (60s)"},
 		{name: "negative", opts: Options{ExecTimeout: -time.Second}, err: "negative"},
+		// The deadline follows the waits unless set: a long --pod-running-timeout alone is fine.
+		{name: "long pod-running timeout", opts: Options{PodRunningTimeout: 3 * time.Minute, ExecTimeout: 3 * time.Minute}},
+		{name: "long timeout, deadline set too short", opts: Options{PodRunningTimeout: 3 * time.Minute, ActiveDeadlineSeconds: 300},
+			err: "active deadline (300s)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -33,6 +37,23 @@ func TestOptionsValidate(t *testing.T) {
 				t.Errorf("reason %q, want Invalid", ReasonOf(err))
 			}
 		})
+	}
+}
+
+func TestActiveDeadlineFollowsTimeouts(t *testing.T) {
+	tests := []struct {
+		opts Options
+		want int64
+	}{
+		{Options{}, 300}, // 2m + 2m + 1m
+		{Options{PodRunningTimeout: 3 * time.Minute, ExecTimeout: 3 * time.Minute}, 420},
+		{Options{PodRunningTimeout: 1500 * time.Millisecond, ExecTimeout: time.Second}, 63}, // rounded up
+		{Options{PodRunningTimeout: time.Hour, ActiveDeadlineSeconds: 7300}, 7300},          // set: kept
+	}
+	for _, tt := range tests {
+		if got := tt.opts.WithDefaults().ActiveDeadlineSeconds; got != tt.want {
+			t.Errorf("%+v: deadline %ds, want %ds", tt.opts, got, tt.want)
+		}
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/api/validate/content"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
@@ -69,16 +68,11 @@ func GenerateDebugPod(node *corev1.Node, opts Options) *corev1.Pod {
 					MountPath: MountPath,
 					ReadOnly:  true,
 				}},
-				Resources: corev1.ResourceRequirements{
-					Requests: corev1.ResourceList{
-						corev1.ResourceCPU:    resource.MustParse("10m"),
-						corev1.ResourceMemory: resource.MustParse("16Mi"),
-					},
-					Limits: corev1.ResourceList{
-						corev1.ResourceCPU:    resource.MustParse("100m"),
-						corev1.ResourceMemory: resource.MustParse("64Mi"),
-					},
-				},
+				// No requests or limits: BestEffort, as `kubectl debug` makes its pods. A node
+				// whose allocatable CPU is all handed out to Guaranteed pods (the static CPU
+				// policy's nodes, the ones this plugin is for) still admits it; it runs in the
+				// shared CPU pool, takes no exclusive CPU and no NUMA memory from the memory
+				// manager, and the sleep and one tar need next to nothing.
 				SecurityContext: &corev1.SecurityContext{
 					Privileged:               ptr.To(false),
 					AllowPrivilegeEscalation: ptr.To(false),

@@ -3,10 +3,11 @@ package fetch
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
+
 	"k8s.io/apimachinery/pkg/api/validate/content"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -42,16 +43,6 @@ func expectedPod() *corev1.Pod {
 				Command:         []string{"sleep", "300"},
 				WorkingDir:      "/kubelet",
 				VolumeMounts:    []corev1.VolumeMount{{Name: "kubelet", MountPath: "/kubelet", ReadOnly: true}},
-				Resources: corev1.ResourceRequirements{
-					Requests: corev1.ResourceList{
-						corev1.ResourceCPU:    resource.MustParse("10m"),
-						corev1.ResourceMemory: resource.MustParse("16Mi"),
-					},
-					Limits: corev1.ResourceList{
-						corev1.ResourceCPU:    resource.MustParse("100m"),
-						corev1.ResourceMemory: resource.MustParse("64Mi"),
-					},
-				},
 				SecurityContext: &corev1.SecurityContext{
 					Privileged:               ptr.To(false),
 					AllowPrivilegeEscalation: ptr.To(false),
@@ -113,6 +104,16 @@ func TestGenerateDebugPod(t *testing.T) {
 			},
 		},
 		{
+			// The deadline follows the waits: 3m + 2m (default exec) + 1m margin.
+			name: "long pod-running timeout",
+			node: "node-1",
+			opts: Options{PodRunningTimeout: 3 * time.Minute},
+			want: func(p *corev1.Pod) {
+				p.Spec.Containers[0].Command = []string{"sleep", "360"}
+				p.Spec.ActiveDeadlineSeconds = ptr.To[int64](360)
+			},
+		},
+		{
 			name: "dotted node name",
 			node: "ip-10-0-0-1.ec2.internal",
 			want: func(p *corev1.Pod) {
@@ -163,6 +164,23 @@ func TestNodeLabelValue(t *testing.T) {
 	for _, n := range []string{a, b, strings.Repeat("a", 51) + "-.-" + strings.Repeat("c", 30)} {
 		if v := nodeLabelValue(n); len(content.IsLabelValue(v)) > 0 {
 			t.Errorf("nodeLabelValue(%q) = %q, not a label value", n, v)
+		}
+	}
+}
+
+// A node whose allocatable CPU is all handed out to Guaranteed pods refuses any pod that
+// requests CPU (OutOfcpu). With no requests or limits in any container the pod is BestEffort:
+// admitted there, in the shared CPU pool, holding no exclusive CPU nor NUMA memory.
+func TestDebugPodIsBestEffort(t *testing.T) {
+	for _, opts := range []Options{{}, {PodRunningTimeout: 3 * time.Minute, Image: "registry.local/bb:1"}} {
+		p := GenerateDebugPod(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}, opts)
+		for _, c := range append(append([]corev1.Container{}, p.Spec.InitContainers...), p.Spec.Containers...) {
+			if len(c.Resources.Requests) > 0 || len(c.Resources.Limits) > 0 || len(c.Resources.Claims) > 0 {
+				t.Errorf("container %s has resources %+v; the debug pod must be BestEffort", c.Name, c.Resources)
+			}
+		}
+		if p.Spec.Resources != nil || p.Spec.Overhead != nil || p.Spec.PriorityClassName != "" {
+			t.Errorf("pod-level resources, overhead or priority class set: %+v", p.Spec)
 		}
 	}
 }

@@ -33,6 +33,18 @@ func (r ContainerRef) String() string { return r.Namespace + "/" + r.Pod + "/" +
 type PodIndex struct {
 	Pods       map[string]PodRef       // pod UID -> pod
 	Containers map[string]ContainerRef // container ID without its runtime scheme -> container
+	// ContainerNames lists, per pod UID, the names of the pod's containers (init and
+	// ephemeral ones too), so doctor can tell a container gone from a live pod.
+	ContainerNames map[string]map[string]bool
+	// Debug holds the UIDs of this plugin's own debug pods: those listed with its label, and
+	// the one Fetch created to read the node, which the kubelet's files still list (1.37
+	// keeps it in actuated_pods_state for about a minute after deletion).
+	Debug map[string]bool
+}
+
+// DebugPod reports whether uid is one of this plugin's own debug pods.
+func (ix *PodIndex) DebugPod(uid string) bool {
+	return ix != nil && ix.Debug[uid]
 }
 
 // Pod names a pod UID.
@@ -74,27 +86,61 @@ func IndexNodePods(ctx context.Context, client kubernetes.Interface, node string
 
 // NewPodIndex indexes pods, e.g. from one cluster-wide list when reading many nodes.
 func NewPodIndex(pods []corev1.Pod) *PodIndex {
-	ix := &PodIndex{Pods: map[string]PodRef{}, Containers: map[string]ContainerRef{}}
+	ix := &PodIndex{Pods: map[string]PodRef{}, Containers: map[string]ContainerRef{}, Debug: map[string]bool{},
+		ContainerNames: map[string]map[string]bool{}}
 	for i := range pods {
-		p := &pods[i]
-		ref := PodRef{Namespace: p.Namespace, Name: p.Name}
-		if p.UID != "" {
-			ix.Pods[string(p.UID)] = ref
+		ix.add(&pods[i])
+	}
+	return ix
+}
+
+// add indexes one pod.
+func (ix *PodIndex) add(p *corev1.Pod) {
+	ref := PodRef{Namespace: p.Namespace, Name: p.Name}
+	names := containerNames(&p.Spec)
+	if p.UID != "" {
+		ix.Pods[string(p.UID)] = ref
+		if names != nil {
+			ix.ContainerNames[string(p.UID)] = names
 		}
-		if uid := p.Annotations[configMirrorAnnotation]; uid != "" {
-			ix.Pods[uid] = ref
+		if p.Labels[LabelManagedBy] == ManagedBy {
+			ix.Debug[string(p.UID)] = true
 		}
-		for _, statuses := range [][]corev1.ContainerStatus{
-			p.Status.InitContainerStatuses, p.Status.ContainerStatuses, p.Status.EphemeralContainerStatuses,
-		} {
-			for _, cs := range statuses {
-				if id := stripScheme(cs.ContainerID); id != "" {
-					ix.Containers[id] = ContainerRef{Namespace: p.Namespace, Pod: p.Name, Container: cs.Name}
-				}
+	}
+	if uid := p.Annotations[configMirrorAnnotation]; uid != "" {
+		ix.Pods[uid] = ref
+		if names != nil {
+			ix.ContainerNames[uid] = names
+		}
+	}
+	for _, statuses := range [][]corev1.ContainerStatus{
+		p.Status.InitContainerStatuses, p.Status.ContainerStatuses, p.Status.EphemeralContainerStatuses,
+	} {
+		for _, cs := range statuses {
+			if id := stripScheme(cs.ContainerID); id != "" {
+				ix.Containers[id] = ContainerRef{Namespace: p.Namespace, Pod: p.Name, Container: cs.Name}
 			}
 		}
 	}
-	return ix
+}
+
+// containerNames is nil for a pod without containers (only a partial object can be): its
+// containers are unknown, not gone.
+func containerNames(spec *corev1.PodSpec) map[string]bool {
+	if len(spec.Containers) == 0 {
+		return nil
+	}
+	names := map[string]bool{}
+	for _, c := range spec.InitContainers {
+		names[c.Name] = true
+	}
+	for _, c := range spec.Containers {
+		names[c.Name] = true
+	}
+	for _, c := range spec.EphemeralContainers {
+		names[c.Name] = true
+	}
+	return names
 }
 
 // stripScheme turns "containerd://abc" into "abc"; the checkpoints store bare IDs.

@@ -190,9 +190,10 @@ func (pw *podWatch) resync(ctx context.Context) {
 	}
 }
 
-// wait waits for the created pod (registered with add) to run, fail or be deleted, or for
-// timeout. The create response is judged first: it may already be final.
-func (pw *podWatch) wait(ctx context.Context, w *podWaiter, created *corev1.Pod, timeout time.Duration) error {
+// wait waits for the created pod (registered with add) to run, fail or be deleted, for a
+// failure on failed (the pod's Warning events, see EventError), or for timeout. The create
+// response is judged first: it may already be final.
+func (pw *podWatch) wait(ctx context.Context, w *podWaiter, created *corev1.Pod, timeout time.Duration, failed <-chan *Error) error {
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -207,9 +208,18 @@ func (pw *podWatch) wait(ctx context.Context, w *podWaiter, created *corev1.Pod,
 	select {
 	case <-w.done:
 		return w.err
+	case fe := <-failed:
+		// Through fail, so a state already final wins over a later event.
+		pw.fail(created.Name, fe)
+		select {
+		case <-w.done:
+			return w.err
+		default:
+			return fe
+		}
 	case <-pw.broken:
 		// The shared watch is gone for good: wait on this pod alone.
-		return waitRunning(parent, pw.pods, created, pw.image, timeout)
+		return waitRunning(parent, pw.pods, created, pw.image, timeout, failed)
 	case <-ctx.Done():
 	}
 	// Before reporting a timeout, read the pod once: the shared watch may have lost it.

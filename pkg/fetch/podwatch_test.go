@@ -97,7 +97,7 @@ func TestPodWatchOutcomes(t *testing.T) {
 	}
 	done := make(chan result, 4)
 	wait := func(name string, w *podWaiter, p *corev1.Pod) {
-		go func() { done <- result{name, pw.wait(ctx, w, p, 5*time.Second)} }()
+		go func() { done <- result{name, pw.wait(ctx, w, p, 5*time.Second, nil)} }()
 	}
 	for _, name := range []string{"runs", "fails", "deleted", "events"} {
 		w, p := mk(name)

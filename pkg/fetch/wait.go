@@ -46,6 +46,9 @@ func startState(pod *corev1.Pod, image string) (done bool, err *Error) {
 		if detail != "" {
 			msg += ": " + oneLine(detail)
 		}
+		if hint := admissionHint(pod.Status.Reason, pod.Namespace); hint != "" {
+			msg = "the node's kubelet rejected the debug pod: " + hint + " (kubelet: " + reason + ": " + oneLine(detail) + ")"
+		}
 		return false, &Error{Reason: ReasonPodFailed, Short: reason, Message: msg}
 	}
 	for _, cs := range pod.Status.ContainerStatuses {
@@ -105,8 +108,9 @@ func describeState(pod *corev1.Pod) string {
 
 // waitRunning watches the pod from the resourceVersion of its create response until it runs,
 // fails, is deleted, or timeout passes. Watching, not polling, sees each change as it happens
-// and costs the API server nothing between changes.
-func waitRunning(ctx context.Context, pods corev1client.PodInterface, created *corev1.Pod, image string, timeout time.Duration) error {
+// and costs the API server nothing between changes. An *Error on failed (from the pod's
+// events, see EventError) ends the wait at once; a nil channel never does.
+func waitRunning(ctx context.Context, pods corev1client.PodInterface, created *corev1.Pod, image string, timeout time.Duration, failed <-chan *Error) error {
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -128,7 +132,7 @@ func waitRunning(ctx context.Context, pods corev1client.PodInterface, created *c
 			}
 			return err
 		}
-		done, err := consume(ctx, w, created.Name, image, &last, &rv)
+		done, err := consume(ctx, w, created.Name, image, &last, &rv, failed)
 		w.Stop()
 		if done || err != nil {
 			return err
@@ -141,6 +145,8 @@ func waitRunning(ctx context.Context, pods corev1client.PodInterface, created *c
 		select {
 		case <-ctx.Done():
 			return waitEnded(parent, last, timeout)
+		case fe := <-failed:
+			return fe
 		case <-time.After(watchRetryDelay):
 		}
 		pod, err := pods.Get(ctx, created.Name, metav1.GetOptions{})
@@ -160,11 +166,13 @@ func waitRunning(ctx context.Context, pods corev1client.PodInterface, created *c
 }
 
 // consume reads events until the pod runs or fails (done or err) or the watch ends (neither).
-func consume(ctx context.Context, w watch.Interface, name, image string, last **corev1.Pod, rv *string) (bool, error) {
+func consume(ctx context.Context, w watch.Interface, name, image string, last **corev1.Pod, rv *string, failed <-chan *Error) (bool, error) {
 	for {
 		select {
 		case <-ctx.Done():
 			return false, nil
+		case fe := <-failed:
+			return false, fe
 		case ev, ok := <-w.ResultChan():
 			if !ok {
 				return false, nil

@@ -136,7 +136,7 @@ func TestWaitRunning(t *testing.T) {
 			for _, ev := range tt.events {
 				w.Action(ev.Type, ev.Object)
 			}
-			err := waitRunning(context.Background(), c.CoreV1().Pods("default"), pendingPod(), "busybox:1.37", 5*time.Second)
+			err := waitRunning(context.Background(), c.CoreV1().Pods("default"), pendingPod(), "busybox:1.37", 5*time.Second, nil)
 			if tt.reason == "" {
 				if err != nil {
 					t.Fatalf("waitRunning: %v", err)
@@ -171,7 +171,7 @@ func TestWaitRunningImagePullHint(t *testing.T) {
 func TestWaitRunningAlreadyRunning(t *testing.T) {
 	c := newClient(false)
 	err := waitRunning(context.Background(), c.CoreV1().Pods("default"),
-		pendingPod(phase(corev1.PodRunning, "", "")), "img", time.Second)
+		pendingPod(phase(corev1.PodRunning, "", "")), "img", time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func TestWaitRunningTimeout(t *testing.T) {
 	w := watch.NewFake()
 	c.PrependWatchReactor("pods", clienttesting.DefaultWatchReactor(w, nil))
 	err := waitRunning(context.Background(), c.CoreV1().Pods("default"),
-		pendingPod(waiting("ContainerCreating", "")), "img", 50*time.Millisecond)
+		pendingPod(waiting("ContainerCreating", "")), "img", 50*time.Millisecond, nil)
 	wantReason(t, err, ReasonTimeout)
 	for _, s := range []string{"default/nodestate-n1-xxxxx", "Pending/ContainerCreating", "--kubelet-root-dir"} {
 		if !strings.Contains(err.Error(), s) {
@@ -199,7 +199,7 @@ func TestWaitRunningCanceled(t *testing.T) {
 	c.PrependWatchReactor("pods", clienttesting.DefaultWatchReactor(watch.NewFake(), nil))
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(20*time.Millisecond, cancel)
-	err := waitRunning(ctx, c.CoreV1().Pods("default"), pendingPod(), "img", time.Minute)
+	err := waitRunning(ctx, c.CoreV1().Pods("default"), pendingPod(), "img", time.Minute, nil)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v, want context.Canceled", err)
 	}
@@ -232,7 +232,7 @@ func TestWaitRunningResumes(t *testing.T) {
 			}
 			second.Modify(pendingPod(rv("201"), phase(corev1.PodRunning, "", "")))
 
-			if err := waitRunning(context.Background(), c.CoreV1().Pods("default"), pendingPod(), "img", 5*time.Second); err != nil {
+			if err := waitRunning(context.Background(), c.CoreV1().Pods("default"), pendingPod(), "img", 5*time.Second, nil); err != nil {
 				t.Fatal(err)
 			}
 			if len(rvs) != 2 || rvs[0] != "100" {
@@ -252,6 +252,6 @@ func TestWaitRunningDeletedWhileRewatching(t *testing.T) {
 	w := watch.NewFake()
 	c.PrependWatchReactor("pods", clienttesting.DefaultWatchReactor(w, nil))
 	w.Stop()
-	err := waitRunning(context.Background(), c.CoreV1().Pods("default"), pendingPod(), "img", 5*time.Second)
+	err := waitRunning(context.Background(), c.CoreV1().Pods("default"), pendingPod(), "img", 5*time.Second, nil)
 	wantReason(t, err, ReasonPodDeleted)
 }

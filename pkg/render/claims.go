@@ -39,8 +39,8 @@ func ClaimRows(in []Claims) []ClaimRow {
 		for _, c := range n.State.Claims {
 			base := ClaimRow{Node: n.Node, Namespace: c.Namespace, Claim: c.ClaimName, ClaimUID: c.ClaimUID}
 			for _, uid := range c.PodUIDs {
-				ref, _, _ := podRef(n.Names, uid)
-				base.Pods = append(base.Pods, ref)
+				ns, name := podName(n.Names, uid)
+				base.Pods = append(base.Pods, podCell(ns, name, uid))
 			}
 			for _, driver := range sortedKeys(c.DriverState) {
 				for _, d := range c.DriverState[driver].Devices {

@@ -35,7 +35,7 @@ func CPURows(in []CPUs) []CPURow {
 		s := n.State
 		var node []CPURow
 		for uid, containers := range s.Entries {
-			_, ns, name := podRef(n.Names, uid)
+			ns, name := podName(n.Names, uid)
 			for c, cpus := range containers {
 				node = append(node, CPURow{Node: n.Node, Namespace: ns, Pod: name, PodUID: uid, Container: c,
 					Scope: "container", CPUs: cpus, Baseline: s.Baselines[uid][c], Policy: s.PolicyName})
@@ -51,7 +51,7 @@ func CPURows(in []CPUs) []CPURow {
 			node = append(node, row)
 		}
 		for uid, cpus := range s.PodEntries {
-			_, ns, name := podRef(n.Names, uid)
+			ns, name := podName(n.Names, uid)
 			node = append(node, CPURow{Node: n.Node, Namespace: ns, Pod: name, PodUID: uid, Scope: "pod", CPUs: cpus, Policy: s.PolicyName})
 		}
 		sort.Slice(node, func(i, j int) bool { return cpuRowKey(node[i]) < cpuRowKey(node[j]) })
@@ -81,15 +81,12 @@ func PrintCPUs(w io.Writer, o Options, in []CPUs) error {
 	}
 	t := newTable(w, o, headers...)
 	for _, r := range rows {
-		pod, container := r.Namespace+"/"+r.Pod, r.Container
+		pod, container := podCell(r.Namespace, r.Pod, r.PodUID), r.Container
 		switch {
 		case r.Scope == "shared":
 			pod, container = "(shared pool)", ""
-		case r.Pod == "":
-			pod = r.PodUID
-			if r.ContainerID != "" {
-				pod = "container " + shortID(r.ContainerID)
-			}
+		case r.Pod == "" && r.ContainerID != "":
+			pod = "container " + shortID(r.ContainerID)
 		}
 		if r.Scope == "pod" {
 			container = "(pod-level)"

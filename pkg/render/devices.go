@@ -34,7 +34,7 @@ func DeviceRows(in []Devices) []DeviceRow {
 	for _, n := range in {
 		var node []DeviceRow
 		for _, e := range n.State.PodDeviceEntries {
-			_, ns, name := podRef(n.Names, e.PodUID)
+			ns, name := podName(n.Names, e.PodUID)
 			base := DeviceRow{Node: n.Node, Namespace: ns, Pod: name, PodUID: e.PodUID, Container: e.ContainerName, Resource: e.ResourceName}
 			if e.DevicesPerNUMA == nil {
 				r := base
@@ -81,10 +81,7 @@ func PrintDevices(w io.Writer, o Options, in []Devices) error {
 	}
 	t := newTable(w, o, headers...)
 	for _, r := range rows {
-		pod := r.Namespace + "/" + r.Pod
-		if r.Pod == "" {
-			pod = r.PodUID
-		}
+		pod := podCell(r.Namespace, r.Pod, r.PodUID)
 		cells := []string{pod, r.Container, r.Resource, r.NUMANode, strings.Join(r.Devices, ",")}
 		if o.Format == Wide {
 			cells = append(cells, r.PodUID)

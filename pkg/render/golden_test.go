@@ -92,40 +92,38 @@ func src(node string, multi bool) Source {
 }
 
 // verifyResults is what verify prints: offline, examples/broken-node (with a leftover temp file
-// and an oversized file as cmdutil reports them); with nodes, worker-1 all valid, worker-2 the
+// and an oversized file as the nodestate library reports them); with nodes, worker-1 all valid, worker-2 the
 // broken node and worker-3 a node that could not be read.
-func verifyResults(t testing.TB, multi bool) []FileResult {
-	broken := func(node string) []FileResult {
-		var out []FileResult
+func verifyResults(t testing.TB, multi bool) []FileRow {
+	broken := func(node string) []FileRow {
+		var out []FileRow
 		for _, f := range decode.Files {
 			if _, err := os.Stat(filepath.Join(repo, "examples/broken-node", f.Path)); err != nil {
 				continue
 			}
 			rep := decodeFile(t, f.Kind, "examples/broken-node/"+f.Path)
 			rep.File = f.Path
-			out = append(out, FileResult{Node: node, Report: rep})
+			out = append(out, FileRow{Node: node, Report: rep})
 		}
 		return append(out,
-			FileResult{Node: node, Report: &decode.Report{File: "pod_status_manager_state", Kind: decode.KindPodStatus, Verdict: decode.Unreadable,
-				Error: "larger than the 64 MiB cap for a checkpoint; not read", Cause: "larger than the 64 MiB cap for a checkpoint; not read"}},
-			FileResult{Node: node, Report: &decode.Report{File: ".482910377", Verdict: decode.NotRead,
-				Error: "leftover temp file of an interrupted kubelet write; the kubelet ignores it and it is safe to delete"}})
+			OversizedRow(node, "pod_status_manager_state", decode.KindPodStatus),
+			TempFileRow(node, ".482910377"))
 	}
 	if !multi {
 		return broken("")
 	}
-	var out []FileResult
+	var out []FileRow
 	for _, f := range decode.Files {
 		if _, err := os.Stat(filepath.Join(repo, root1, f.Path)); err != nil {
 			continue
 		}
 		rep := decodeFile(t, f.Kind, root1+f.Path)
 		rep.File = f.Path
-		out = append(out, FileResult{Node: "worker-1", Report: rep})
+		out = append(out, FileRow{Node: "worker-1", Report: rep})
 	}
 	out = append(out, broken("worker-2")...)
-	return append(out, FileResult{Node: "worker-3", Report: &decode.Report{File: "-", Verdict: decode.Unreadable,
-		Cause: "API error", Error: `Get "https://10.0.0.1:6443/api/v1/nodes/worker-3": dial tcp 10.0.0.1:6443: connect: connection refused`}})
+	return append(out, NodeFailedRow("worker-3", false, "API error",
+		`Get "https://10.0.0.1:6443/api/v1/nodes/worker-3": dial tcp 10.0.0.1:6443: connect: connection refused`))
 }
 
 func cpuInput(t testing.TB, multi bool) []CPUs {
@@ -253,7 +251,7 @@ func TestGoldenStream(t *testing.T) {
 			o := Options{Format: f, ShowNode: true, Stream: true, NodeWidth: len("worker-1")}
 			var b bytes.Buffer
 			for _, node := range []string{"worker-1", "worker-2", "worker-3"} {
-				var block []FileResult
+				var block []FileRow
 				for _, r := range rows {
 					if r.Node == node {
 						block = append(block, r)

@@ -68,7 +68,7 @@ func MemoryNodes(in []Memory) []MemoryNode {
 			return a.NUMANode < b.NUMANode || (a.NUMANode == b.NUMANode && a.Resource < b.Resource)
 		})
 		add := func(uid, container string, blocks []decode.MemoryBlock) {
-			_, ns, name := podRef(n.Names, uid)
+			ns, name := podName(n.Names, uid)
 			for _, b := range blocks {
 				mn.Assignments = append(mn.Assignments, MemoryAssignRow{Namespace: ns, Pod: name, PodUID: uid,
 					Container: container, Type: b.Type, Size: b.Size, NUMANodes: b.NUMAAffinity})
@@ -120,10 +120,7 @@ func PrintMemory(w io.Writer, o Options, in []Memory) error {
 	t = newTable(w, o, headers...)
 	for _, n := range nodes {
 		for _, r := range n.Assignments {
-			pod, container := r.Namespace+"/"+r.Pod, r.Container
-			if r.Pod == "" {
-				pod = r.PodUID
-			}
+			pod, container := podCell(r.Namespace, r.Pod, r.PodUID), r.Container
 			if container == "" {
 				container = "(pod-level)"
 			}

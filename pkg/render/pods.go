@@ -32,6 +32,8 @@ type PodRow struct {
 	LimitsKnown  bool                `json:"limitsKnown"`
 	ResizeStatus string              `json:"resizeStatus,omitempty"`
 	EmptyDirs    map[string]string   `json:"emptyDirLimits,omitempty"`
+	// DebugPod marks the plugin's own debug pod, which the kubelet's files list like any pod.
+	DebugPod bool `json:"debugPod,omitempty"`
 }
 
 var podSources = map[decode.Kind]string{
@@ -46,9 +48,9 @@ func PodRows(in []PodAllocations) []PodRow {
 	for _, n := range in {
 		var node []PodRow
 		for uid, p := range n.State.Pods {
-			_, ns, name := podRef(n.Names, uid)
+			ns, name := podName(n.Names, uid)
 			base := PodRow{Node: n.Node, Namespace: ns, Pod: name, PodUID: uid, Source: podSources[n.File],
-				LimitsKnown: !n.State.RequestsOnly, ResizeStatus: p.ResizeStatus}
+				LimitsKnown: !n.State.RequestsOnly, ResizeStatus: p.ResizeStatus, DebugPod: isDebugPod(n.Names, uid)}
 			for c, res := range p.Containers {
 				r := base
 				r.Container, r.Requests, r.Limits = c, res.Requests, res.Limits
@@ -91,9 +93,9 @@ func PrintPods(w io.Writer, o Options, in []PodAllocations) error {
 	}
 	t := newTable(w, o, headers...)
 	for _, r := range rows {
-		pod := r.Namespace + "/" + r.Pod
-		if r.Pod == "" {
-			pod = r.PodUID
+		pod := podCell(r.Namespace, r.Pod, r.PodUID)
+		if r.DebugPod {
+			pod += DebugPodMark
 		}
 		container := r.Container
 		if container == "" {

@@ -3,6 +3,7 @@ package render
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"math"
 	"strconv"
 	"strings"
@@ -301,7 +302,7 @@ func TestVerifyChecksumStates(t *testing.T) {
 	zero := decodeFile(t, decode.KindCPU, "testdata/kubelet/cpu_manager_state/v1.18.0/static-numa.checksum-zero.json")
 	altered := decodeFile(t, decode.KindCPU, "testdata/kubelet/cpu_manager_state/v1.18.0/static-numa.checksum-altered.json")
 	out := printed(t, func(b *bytes.Buffer) error {
-		return Verify(b, Options{Format: Wide}, []FileResult{{Report: zero}, {Report: altered}})
+		return Verify(b, Options{Format: Wide}, []FileRow{{Report: zero}, {Report: altered}})
 	})
 	rs := rows(out)
 	if len(rs) != 3 {
@@ -326,5 +327,51 @@ func TestTableCellsNeverEmpty(t *testing.T) {
 	tb.render()
 	if got, want := b.String(), "NODE   A   B   C\n-      x   -   -\n"; got != want {
 		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+// debugNames is a PodNames that also knows the plugin's own debug pods.
+type debugNames struct {
+	fakeNames
+	debug map[string]bool
+}
+
+func (d debugNames) DebugPod(uid string) bool { return d.debug[uid] }
+
+// The kubelet lists the plugin's own debug pod (BestEffort: a container with no resources) in
+// its allocated/actuated files like any pod; the pods view must not pass it off as a workload,
+// whether it is still named (live, labelled) or only a UID (deleted, still in 1.37's file).
+func TestPodsMarkDebugPods(t *testing.T) {
+	names := debugNames{
+		fakeNames: fakeNames{pods: map[string][2]string{
+			"uid-web":   {"default", "web"},
+			"uid-debug": {"kube-system", "nodestate-n1-x7k2p"},
+		}},
+		debug: map[string]bool{"uid-debug": true, "uid-gone": true},
+	}
+	state := &decode.PodAllocationState{Pods: map[string]decode.PodResources{
+		"uid-web":   {Containers: map[string]corev1.ResourceRequirements{"app": {Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}}}},
+		"uid-debug": {Containers: map[string]corev1.ResourceRequirements{"nodestate": {}}},
+		"uid-gone":  {Containers: map[string]corev1.ResourceRequirements{"nodestate": {}}},
+	}}
+	in := []PodAllocations{{Source: Source{Node: "n1", Names: names}, File: decode.KindActuated, State: state}}
+
+	marked := map[string]bool{}
+	for _, r := range PodRows(in) {
+		marked[r.PodUID] = r.DebugPod
+	}
+	if want := map[string]bool{"uid-web": false, "uid-debug": true, "uid-gone": true}; !maps.Equal(marked, want) {
+		t.Errorf("debugPod per UID %v, want %v", marked, want)
+	}
+	table := printed(t, func(b *bytes.Buffer) error { return PrintPods(b, Options{ShowNode: true}, in) })
+	for _, line := range strings.Split(strings.TrimSpace(table), "\n")[1:] {
+		debug := strings.Contains(line, "nodestate-n1-x7k2p") || strings.Contains(line, "uid-gone")
+		if got := strings.Contains(line, DebugPodMark); got != debug {
+			t.Errorf("line %q: marked %v, want %v", line, got, debug)
+		}
+	}
+	js := printed(t, func(b *bytes.Buffer) error { return PrintPods(b, Options{Format: JSON}, in) })
+	if n := strings.Count(js, `"debugPod": true`); n != 2 {
+		t.Errorf("JSON marks %d rows as debugPod, want 2:\n%s", n, js)
 	}
 }

@@ -30,17 +30,16 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/remotecommand"
-	"k8s.io/streaming/pkg/httpstream"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
 )
 
 const (
 	// ManagedByLabel/ManagedByValue mark the plugin's debug pods. The exec
 	// mapper handles (only) pods carrying this label.
-	ManagedByLabel = "app.kubernetes.io/managed-by"
-	ManagedByValue = "kubectl-nodestate"
+	ManagedByLabel = fetch.LabelManagedBy
+	ManagedByValue = fetch.ManagedBy
 	// ManagedBySelector is the label selector of the plugin's pods.
 	ManagedBySelector = ManagedByLabel + "=" + ManagedByValue
 
@@ -807,31 +806,14 @@ func WaitNoManagedPods(t testing.TB, ns string, timeout time.Duration) {
 	}
 }
 
-// DebugPod returns a pod like the plugin's: on nodeName, labelled
-// managed-by=kubectl-nodestate, one busybox container whose workingDir is a
-// read-only hostPath mount of /var/lib/kubelet. For smoke tests of the path.
+// DebugPod returns the plugin's own debug pod for nodeName (fetch.GenerateDebugPod, with the
+// default image and kubelet root dir), named name instead of a random name. For smoke tests of
+// the path: what the plugin creates, made without running the plugin.
 func DebugPod(ns, name, nodeName string) *corev1.Pod {
-	hostPathType := corev1.HostPathDirectory
-	zero := int64(0)
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{ManagedByLabel: ManagedByValue}},
-		Spec: corev1.PodSpec{
-			NodeName:                      nodeName,
-			RestartPolicy:                 corev1.RestartPolicyNever,
-			TerminationGracePeriodSeconds: &zero,
-			Tolerations:                   []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
-			Containers: []corev1.Container{{
-				Name:         "reader",
-				Image:        "busybox:1.36",
-				Command:      []string{"sleep", "3600"},
-				WorkingDir:   "/host/var/lib/kubelet",
-				VolumeMounts: []corev1.VolumeMount{{Name: "kubelet", MountPath: "/host/var/lib/kubelet", ReadOnly: true}},
-			}},
-			Volumes: []corev1.Volume{{Name: "kubelet", VolumeSource: corev1.VolumeSource{
-				HostPath: &corev1.HostPathVolumeSource{Path: "/var/lib/kubelet", Type: &hostPathType},
-			}}},
-		},
-	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}}
+	pod := fetch.GenerateDebugPod(node, fetch.Options{Namespace: ns})
+	pod.Name = name
+	return pod
 }
 
 // WaitPod watches pod ns/name until cond returns true (or an error) and
@@ -921,31 +903,13 @@ func WaitPodGone(t testing.TB, ns, name string, timeout time.Duration) {
 	}
 }
 
-// ExecInPod runs cmd in container of pod ns/name through the apiserver with
-// client-go (WebSocket, falling back to SPDY), as the plugin does. Under
-// kwok it runs on the host in the node's kubelet dir. Note: a non-zero exit
-// comes back as a generic error (the exit code is lost), and stdin is not
-// supported by the harness (kwok never delivers EOF).
+// ExecInPod runs cmd in container of pod ns/name through the apiserver with the plugin's own
+// exec (fetch.RemoteExec: WebSocket, falling back to SPDY). Under kwok it runs on the host in
+// the node's kubelet dir. Note: a non-zero exit comes back as a generic error (the exit code is
+// lost), and stdin is not supported by the harness (kwok never delivers EOF).
 func ExecInPod(ctx context.Context, ns, name, container string, cmd []string) (stdout, stderr []byte, err error) {
-	cfg := RESTConfig()
-	req := cp.client.CoreV1().RESTClient().Post().Resource("pods").Namespace(ns).Name(name).SubResource("exec").
-		VersionedParams(&corev1.PodExecOptions{Container: container, Command: cmd, Stdout: true, Stderr: true}, scheme.ParameterCodec)
-	ws, err := remotecommand.NewWebSocketExecutor(cfg, "GET", req.URL().String())
-	if err != nil {
-		return nil, nil, err
-	}
-	spdy, err := remotecommand.NewSPDYExecutor(cfg, "POST", req.URL())
-	if err != nil {
-		return nil, nil, err
-	}
-	exec, err := remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
-		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
-	})
-	if err != nil {
-		return nil, nil, err
-	}
 	var o, e bytes.Buffer
-	err = exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &o, Stderr: &e})
+	err = fetch.RemoteExec(cp.client, RESTConfig())(ctx, ns, name, container, cmd, &o, &e)
 	return o.Bytes(), e.Bytes(), err
 }
 

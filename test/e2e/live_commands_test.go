@@ -21,7 +21,7 @@ import (
 // liveNode is a simulated node for TestLiveCommands.
 type liveNode struct {
 	name, version string
-	// vectors are testdata/kubelet files on the node, judged with MANIFEST.json's reads for
+	// vectors are testdata/kubelet files on the node, judged with testdata/kubelet/expected's reads for
 	// the node's version.
 	vectors []string
 	// examples: examples/kubelet-root is on the node too (vectors win).
@@ -148,7 +148,7 @@ func TestLiveCommands(t *testing.T) {
 		}
 		want := vectorRead(t, mixed.vectors[0], mixed.version).Verdict
 		if want != "unreadable" {
-			t.Fatalf("MANIFEST: %s read by %s is %q; this test expects unreadable", mixed.vectors[0], mixed.version, want)
+			t.Fatalf("expectations: %s read by %s is %q; this test expects unreadable", mixed.vectors[0], mixed.version, want)
 		}
 		for path := range mixed.files {
 			w := "valid"
@@ -356,7 +356,6 @@ func TestLiveCommands(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		left := DebugPod(ns, "nodestate-left-behind", cur.name)
-		left.Labels["kubectl-nodestate/node"] = cur.name
 		if _, err := Client().CoreV1().Pods(ns).Create(ctx, left, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -382,7 +381,7 @@ func TestLiveCommands(t *testing.T) {
 }
 
 // checkVectorRow checks a verify row of a vector against how the real kubelet of version read
-// it (MANIFEST.json): the same verdict, and the same error word for word.
+// it (testdata/kubelet/expected): the same verdict, and the same error word for word.
 func checkVectorRow(t *testing.T, node string, row verifyItem, vector, version string) {
 	t.Helper()
 	want := vectorRead(t, vector, version)

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	nodestatelib "github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
 )
 
 // healthLabel sorts the fan-out test's nodes, so -l can pick subsets.
@@ -222,7 +224,7 @@ func TestLiveInterrupt(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatalf("still running 10s after SIGINT; stderr:\n%s", stderr.String())
 	}
-	if !strings.Contains(stderr.String(), "interrupted; every debug pod created was deleted") {
+	if !strings.Contains(stderr.String(), nodestatelib.ErrInterrupted.Error()) {
 		t.Errorf("stderr does not say so:\n%s", stderr.String())
 	}
 

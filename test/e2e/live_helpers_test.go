@@ -16,7 +16,6 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 )
 
@@ -95,41 +94,23 @@ type manifestRead struct {
 	Error   *string `json:"error"`
 }
 
-var (
-	manifestOnce  sync.Once
-	manifestReads map[string]map[string]manifestRead // vector file -> reader version -> read
-	manifestErr   error
-)
-
-// vectorRead is how the real kubelet of version judged a vector (testdata/kubelet/MANIFEST.json).
+// vectorRead is how the real kubelet of version judged a vector: its reads in
+// testdata/kubelet/expected/<vector>.
 func vectorRead(t testing.TB, vector, version string) manifestRead {
 	t.Helper()
-	manifestOnce.Do(func() {
-		b, err := os.ReadFile(filepath.Join(cp.repoRoot, "testdata", "kubelet", "MANIFEST.json"))
-		if err != nil {
-			manifestErr = err
-			return
-		}
-		var m struct {
-			Entries []struct {
-				File  string                  `json:"file"`
-				Reads map[string]manifestRead `json:"reads"`
-			} `json:"entries"`
-		}
-		if manifestErr = json.Unmarshal(b, &m); manifestErr != nil {
-			return
-		}
-		manifestReads = map[string]map[string]manifestRead{}
-		for _, e := range m.Entries {
-			manifestReads[e.File] = e.Reads
-		}
-	})
-	if manifestErr != nil {
-		t.Fatalf("MANIFEST.json: %v", manifestErr)
+	b, err := os.ReadFile(filepath.Join(cp.repoRoot, "testdata", "kubelet", "expected", vector))
+	if err != nil {
+		t.Fatalf("expectations of %s: %v", vector, err)
 	}
-	r, ok := manifestReads[vector][version]
+	var e struct {
+		Reads map[string]manifestRead `json:"reads"`
+	}
+	if err := json.Unmarshal(b, &e); err != nil {
+		t.Fatalf("expectations of %s: %v", vector, err)
+	}
+	r, ok := e.Reads[version]
 	if !ok {
-		t.Fatalf("MANIFEST.json has no read of %s by %s", vector, version)
+		t.Fatalf("testdata/kubelet/expected has no read of %s by %s", vector, version)
 	}
 	return r
 }

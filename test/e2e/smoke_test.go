@@ -24,6 +24,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
 )
 
 // untarBytes returns name -> content of a tar stream.
@@ -136,7 +138,7 @@ func TestSmokeExecPath(t *testing.T) {
 	defer cancel()
 	// client-go, WebSocket with SPDY fallback, as the plugin will do.
 	start = time.Now()
-	stdout, stderr, err := ExecInPod(ctx, ns, pod.Name, "reader", []string{"tar", "-cf", "-", "cpu_manager_state", "memory_manager_state"})
+	stdout, stderr, err := ExecInPod(ctx, ns, pod.Name, fetch.ContainerName, []string{"tar", "-cf", "-", "cpu_manager_state", "memory_manager_state"})
 	if err != nil {
 		t.Fatalf("exec: %v (stderr %q)", err, stderr)
 	}
@@ -147,7 +149,7 @@ func TestSmokeExecPath(t *testing.T) {
 	t.Logf("client-go exec tar: %d bytes in %s", len(stdout), time.Since(start).Round(time.Millisecond))
 
 	// Wrapped in sh -c, with a missing file, forcing exit 0.
-	stdout, stderr, err = ExecInPod(ctx, ns, pod.Name, "reader", []string{"sh", "-c", "tar -cf - cpu_manager_state no_such_file 2>/dev/null; exit 0"})
+	stdout, stderr, err = ExecInPod(ctx, ns, pod.Name, fetch.ContainerName, []string{"sh", "-c", "tar -cf - cpu_manager_state no_such_file 2>/dev/null; exit 0"})
 	if err != nil {
 		t.Fatalf("exec sh -c: %v (stderr %q)", err, stderr)
 	}
@@ -156,14 +158,14 @@ func TestSmokeExecPath(t *testing.T) {
 	}
 
 	// A non-zero exit is an error (kwok loses the code).
-	if _, _, err := ExecInPod(ctx, ns, pod.Name, "reader", []string{"sh", "-c", "exit 3"}); err == nil {
+	if _, _, err := ExecInPod(ctx, ns, pod.Name, fetch.ContainerName, []string{"sh", "-c", "exit 3"}); err == nil {
 		t.Errorf("exec of a failing command returned no error")
 	} else {
 		t.Logf("exec exit 3 -> %v", err)
 	}
 
 	// The pinned kubectl binary (WebSocket).
-	r := RunKubectl(t, "exec", "-n", ns, pod.Name, "-c", "reader", "--", "tar", "-cf", "-", "cpu_manager_state")
+	r := RunKubectl(t, "exec", "-n", ns, pod.Name, "-c", fetch.ContainerName, "--", "tar", "-cf", "-", "cpu_manager_state")
 	if r.ExitCode != 0 {
 		t.Fatalf("kubectl exec: %s", r)
 	}
@@ -246,7 +248,7 @@ func TestSmokeFailureHelpers(t *testing.T) {
 
 	// Deleting with a grace period: pods on kwok nodes go away; on NotReady
 	// nodes they stay Terminating (dead kubelet), which CountManagedPods
-	// does not count. (DebugPod's own grace period is 0: deleted at once.)
+	// does not count. (DebugPod's own grace period is 1s.)
 	grace := int64(30)
 	for p := range pods {
 		if err := Client().CoreV1().Pods(ns).Delete(context.Background(), p, metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil {
@@ -338,7 +340,7 @@ func TestSmokeScale(t *testing.T) {
 
 	start = time.Now()
 	if err := parallel(func(i int) error {
-		out, stderr, err := ExecInPod(ctx, ns, "debug-"+names[i], "reader", []string{"tar", "-cf", "-", "cpu_manager_state"})
+		out, stderr, err := ExecInPod(ctx, ns, "debug-"+names[i], fetch.ContainerName, []string{"tar", "-cf", "-", "cpu_manager_state"})
 		if err != nil {
 			return fmt.Errorf("exec on %s: %v (%s)", names[i], err, stderr)
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmdutil"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/render"
 )
 
@@ -31,13 +32,20 @@ type Options struct {
 // NewCmdCollect returns the collect command.
 func NewCmdCollect(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &Options{ReadOptions: cmdutil.NewReadOptions(flags), IOStreams: streams}
+	o.ReadMachine, o.ReadKubeletConfig = true, true
 	cmd := &cobra.Command{
 		Use:   "collect NODE... | --all-nodes -d DIR",
 		Short: "Copy nodes' raw checkpoint files into a directory, with a verification summary",
 		Long: cmdutil.LongDesc(`
 			Collect copies every checkpoint file of each node to DIR/<node>/<path under the kubelet
 			root dir> (mode 0600), writes DIR/<node>/verify.json, and DIR/summary.json for all
-			nodes. The copies can be read later with --from-dir DIR/<node>.`),
+			nodes. The copies can be read later with --from-dir DIR/<node>.
+
+			Beside the files it writes what doctor needs to judge the node offline:
+			machine.json (the node's CPUs, NUMA memory and hugepages, from sysfs), the kubelet
+			config it could read (kubelet-config.json from configz, when you may GET
+			nodes/proxy; else kubelet-config.yaml, the config.yaml of the kubelet root dir), and
+			node.json (the kubelet version and where each came from).`) + "\n\n" + cmdutil.ExitStatusHelp,
 		Example: cmdutil.Examples(`
 			kubectl nodestate collect worker-1 worker-2 -d ./nodestate-bundle
 			kubectl nodestate collect --all-nodes -l node-role.kubernetes.io/gpu -d ./bundle`),
@@ -69,9 +77,9 @@ func (o *Options) Validate() error {
 
 // nodeSummary is one node's entry in summary.json.
 type nodeSummary struct {
-	Node  string              `json:"node"`
-	Error string              `json:"error,omitempty"`
-	Files []render.FileResult `json:"files,omitempty"`
+	Node  string           `json:"node"`
+	Error string           `json:"error,omitempty"`
+	Files []render.FileRow `json:"files,omitempty"`
 }
 
 // Run copies, verifies and summarises.
@@ -80,33 +88,38 @@ func (o *Options) Run(ctx context.Context) error {
 		return err
 	}
 	var summary []nodeSummary
-	var all []render.FileResult
+	var all []render.FileRow
 	worst := cmdutil.ExitOK
-	err := o.Each(ctx, o.ErrOut, func(s *cmdutil.Snapshot) error {
-		if s.Err != nil {
-			worst = max(worst, cmdutil.ReportNodeError(o.ErrOut, s.Err))
-			summary = append(summary, nodeSummary{Node: s.Node, Error: s.Err.Error()})
+	err := o.Read(ctx, o.ErrOut, func(n *nodestate.NodeResult) error {
+		if n.Err != nil {
+			worst = max(worst, cmdutil.ReportNodeError(o.ErrOut, n.Err))
+			summary = append(summary, nodeSummary{Node: n.Node, Error: n.Err.Error()})
 			return nil
 		}
-		nodeDir := filepath.Join(o.Dir, s.Node)
-		if err := fetch.WriteFiles(nodeDir, s.Files); err != nil {
+		nodeDir := filepath.Join(o.Dir, n.Node)
+		if err := fetch.WriteFiles(nodeDir, n.Snapshot.Files); err != nil {
 			return err
 		}
-		results, err := o.Source.Decode(s)
-		if err != nil {
-			return err
-		}
-		for _, r := range results {
-			r.Decoded = nil // the raw files are next to it
-			if r.Verdict != decode.Valid && r.Verdict != decode.NotRead {
+		rows := make([]render.FileRow, len(n.Rows))
+		for i, r := range n.Rows {
+			if v := r.Verdict(); v != decode.Valid && v != decode.NotRead {
 				worst = max(worst, cmdutil.ExitNotValid)
 			}
+			if r.Report != nil {
+				rep := *r.Report
+				rep.Decoded = nil // the raw files are next to it
+				r.Report = &rep
+			}
+			rows[i] = r
 		}
-		if err := writeJSON(filepath.Join(nodeDir, "verify.json"), results); err != nil {
+		if err := writeJSON(filepath.Join(nodeDir, "verify.json"), rows); err != nil {
 			return err
 		}
-		summary = append(summary, nodeSummary{Node: s.Node, Files: results})
-		all = append(all, results...)
+		if err := o.writeNodeInfo(nodeDir, n); err != nil {
+			return err
+		}
+		summary = append(summary, nodeSummary{Node: n.Node, Files: rows})
+		all = append(all, rows...)
 		return nil
 	})
 	if err != nil {
@@ -120,6 +133,58 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	fmt.Fprintf(o.ErrOut, "wrote %d node(s) to %s\n", len(summary), o.Dir)
 	return cmdutil.Exit(worst)
+}
+
+// Bundle files beside the checkpoints; doctor --from-dir reads them as its defaults.
+const (
+	MachineFile    = "machine.json"
+	NodeInfoFile   = "node.json"
+	ConfigzFile    = "kubelet-config.json"
+	ConfigYAMLFile = "kubelet-config.yaml"
+	NodeInfoSchema = "kubectl-nodestate/node/v1"
+)
+
+// NodeInfo is node.json: what the files alone do not say about the node.
+type NodeInfo struct {
+	Schema         string `json:"schema"`
+	Node           string `json:"node"`
+	KubeletVersion string `json:"kubeletVersion,omitempty"`
+	// KubeletConfig is the file holding the kubelet config and where it came from, or why
+	// there is none.
+	KubeletConfig     string `json:"kubeletConfig,omitempty"`
+	KubeletConfigFrom string `json:"kubeletConfigFrom,omitempty"`
+	KubeletConfigNote string `json:"kubeletConfigNote,omitempty"`
+	// Machine is machine.json, or MachineError why it could not be read.
+	Machine      string `json:"machine,omitempty"`
+	MachineError string `json:"machineError,omitempty"`
+}
+
+// writeNodeInfo writes machine.json, the kubelet config and node.json; what could not be read
+// is said on stderr and in node.json, and is no failure of collect.
+func (o *Options) writeNodeInfo(dir string, n *nodestate.NodeResult) error {
+	info := NodeInfo{Schema: NodeInfoSchema, Node: n.Node, KubeletVersion: n.Snapshot.KubeletVersion, KubeletConfigNote: n.KubeletConfigNote}
+	if n.Machine != nil {
+		if err := writeJSON(filepath.Join(dir, MachineFile), n.Machine); err != nil {
+			return err
+		}
+		info.Machine = MachineFile
+	} else if n.MachineErr != nil {
+		info.MachineError = n.MachineErr.Error()
+		fmt.Fprintf(o.ErrOut, "warning: node %s: no %s: %v\n", n.Node, MachineFile, n.MachineErr)
+	}
+	if n.KubeletConfig != nil {
+		name := ConfigYAMLFile
+		if n.KubeletConfigFrom == nodestate.FromConfigz {
+			name = ConfigzFile
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), n.KubeletConfig, 0o600); err != nil {
+			return err
+		}
+		info.KubeletConfig, info.KubeletConfigFrom = name, n.KubeletConfigFrom
+	} else {
+		fmt.Fprintf(o.ErrOut, "warning: node %s: no kubelet config: %s\n", n.Node, n.KubeletConfigNote)
+	}
+	return writeJSON(filepath.Join(dir, NodeInfoFile), info)
 }
 
 func writeJSON(path string, v any) error {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmdutil"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/render"
 )
 
@@ -21,15 +22,8 @@ import (
 type view struct {
 	Use, Short, Long, Example string
 	Kinds                     []decode.Kind
-	// Print prints the decoded models (one per node and file).
-	Print func(w io.Writer, o render.Options, items []item) error
-}
-
-// item is one decoded file of one node.
-type item struct {
-	render.Source
-	Kind  decode.Kind
-	Model any
+	// Print prints the models decoded from the nodes' files (see eachModel).
+	Print func(w io.Writer, o render.Options, nodes []*nodestate.NodeResult) error
 }
 
 // Options is a show command's state.
@@ -54,7 +48,7 @@ func newCmd(v *view, flags *genericclioptions.ConfigFlags, streams genericioopti
 	cmd := &cobra.Command{
 		Use:               v.Use + " NODE... | --all-nodes | --from-dir DIR | --from-file FILE",
 		Short:             v.Short,
-		Long:              cmdutil.LongDesc(v.Long),
+		Long:              cmdutil.LongDesc(v.Long) + "\n\n" + cmdutil.ExitStatusHelp,
 		Example:           cmdutil.Examples(v.Example),
 		ValidArgsFunction: cmdutil.CompleteNodeNames(flags),
 		RunE:              cmdutil.RunE(o),
@@ -86,56 +80,43 @@ func (o *Options) wants(k decode.Kind) bool {
 // Run reads the files, warns about the ones that are not valid, and prints the rest. With -o
 // json|yaml, live nodes' items are written as each node completes, into one list.
 func (o *Options) Run(ctx context.Context) error {
-	var items []item
+	var nodes []*nodestate.NodeResult
 	worst := cmdutil.ExitOK
 	ro := o.RenderOptions()
 	if !o.Source.Offline() {
 		ro.List = render.NewListWriter[any](o.Out, ro, "")
 	}
-	err := o.Each(ctx, o.ErrOut, func(s *cmdutil.Snapshot) error {
-		if ro.List != nil {
-			defer func() { items = items[:0] }()
+	err := o.Read(ctx, o.ErrOut, func(n *nodestate.NodeResult) error {
+		for _, w := range n.Warnings() {
+			fmt.Fprintf(o.ErrOut, "warning: %s: %s\n", n.Where, w)
 		}
-		where := cmdutil.Where(s, &o.Source)
-		for _, w := range s.Warnings {
-			fmt.Fprintf(o.ErrOut, "warning: %s: %s\n", where, w)
-		}
-		if s.Err != nil {
-			worst = max(worst, cmdutil.ReportNodeError(o.ErrOut, s.Err))
+		if n.Err != nil {
+			worst = max(worst, cmdutil.ReportNodeError(o.ErrOut, n.Err))
 			return nil
 		}
-		results, err := o.Source.Decode(s)
-		if err != nil {
-			return err
-		}
 		found := false
-		for _, r := range results {
-			if !o.wants(r.Kind) {
+		for _, r := range n.Rows {
+			if !o.wants(r.Kind()) {
 				continue
 			}
 			found = true
-			switch r.Verdict {
+			switch r.Verdict() {
 			case decode.Valid:
 			case decode.NotRead:
-				fmt.Fprintf(o.ErrOut, "note: %s: kubelet %s does not read %s; showing what it holds\n", where, r.Reader, r.File)
+				fmt.Fprintf(o.ErrOut, "note: %s: kubelet %s does not read %s; showing what it holds\n", n.Where, r.Reader(), r.File())
 			default:
 				worst = max(worst, cmdutil.ExitNotValid)
-				why := r.Cause
-				if why == "" {
-					why = r.Error
-				}
-				fmt.Fprintf(o.ErrOut, "warning: %s: %s is %s (%s)%s\n", where, r.File, r.Verdict, why, shownAnyway(r.Decoded))
-			}
-			if r.Decoded != nil {
-				items = append(items, item{Source: render.Source{Node: s.Node, Names: s.Names}, Kind: r.Kind, Model: r.Decoded})
+				fmt.Fprintf(o.ErrOut, "warning: %s: %s is %s (%s)%s\n", n.Where, r.File(), r.Verdict(), r.Why(), shownAnyway(r.Decoded()))
 			}
 		}
 		if !found {
-			fmt.Fprintf(o.ErrOut, "%s: no %v file\n", where, o.view.Kinds)
+			fmt.Fprintf(o.ErrOut, "%s: no %v file\n", n.Where, o.view.Kinds)
 		}
 		if ro.List != nil {
-			return o.view.Print(o.Out, ro, items)
+			// Streamed: the node is written and dropped.
+			return o.view.Print(o.Out, ro, []*nodestate.NodeResult{n})
 		}
+		nodes = append(nodes, n)
 		return nil
 	})
 	switch {
@@ -148,7 +129,7 @@ func (o *Options) Run(ctx context.Context) error {
 	default:
 		// Nothing streamed (or a table): print whole, which also names an empty list's kind.
 		ro.List = nil
-		if perr := o.view.Print(o.Out, ro, items); perr != nil {
+		if perr := o.view.Print(o.Out, ro, nodes); perr != nil {
 			return perr
 		}
 	}
@@ -165,22 +146,15 @@ func shownAnyway(decoded any) string {
 	return "; showing what it holds, but the kubelet would not accept it"
 }
 
-// modelsOf picks the items' models of type T and pairs them with their sources.
-func modelsOf[T any](items []item) []struct {
-	render.Source
-	State T
-} {
-	var out []struct {
-		render.Source
-		State T
-	}
-	for _, it := range items {
-		if m, ok := it.Model.(T); ok {
-			out = append(out, struct {
-				render.Source
-				State T
-			}{it.Source, m})
+// eachModel calls fn with every decoded model of type T in the nodes' files, and where it
+// came from: the one step from the library's rows to the printers' inputs.
+func eachModel[T any](nodes []*nodestate.NodeResult, fn func(render.Source, decode.Kind, T)) {
+	for _, n := range nodes {
+		src := render.Source{Node: n.Node, Names: n.Names}
+		for _, r := range n.Rows {
+			if m, ok := r.Decoded().(T); ok {
+				fn(src, r.Kind(), m)
+			}
 		}
 	}
-	return out
 }

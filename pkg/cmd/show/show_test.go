@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/internal/cmdtest"
 	"github.com/kubectl-nodestate/kubectl-nodestate/internal/tabletest"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/render"
 )
 
 const repo = "../../.."
@@ -183,7 +184,7 @@ func TestShowOversizedFileWarns(t *testing.T) {
 	if code != 1 {
 		t.Errorf("exit %d, want 1", code)
 	}
-	want := "warning: " + dir + ": cpu_manager_state is unreadable (larger than the 64 MiB cap for a checkpoint; not read); nothing to show\n"
+	want := "warning: " + dir + ": cpu_manager_state is unreadable (" + render.MsgOversized + "); nothing to show\n"
 	if errOut != want {
 		t.Errorf("stderr:\n got %q\nwant %q", errOut, want)
 	}
@@ -216,7 +217,7 @@ func TestShowFromFile(t *testing.T) {
 		t.Errorf("stdout:\n%s", out)
 	}
 	_, errOut, code = run(t, "cpus", "--from-file", vector, "--kind", "memory_manager_state")
-	if code == 0 || errOut != "error: cpus shows [cpu_manager_state], not memory_manager_state\n" {
+	if code != 3 || errOut != "error: cpus shows [cpu_manager_state], not memory_manager_state\n" {
 		t.Errorf("wrong kind: exit %d, stderr %q", code, errOut)
 	}
 	_, errOut, code = run(t, "claims", "--from-file", filepath.Join(kubeletRoot, "dra_health_state"))
@@ -239,7 +240,7 @@ func TestShowUsageErrors(t *testing.T) {
 			{[]string{"--from-dir", kubeletRoot, "--kubelet-version", "latest"}, `error: invalid kubelet version "latest"`},
 		} {
 			out, errOut, code := run(t, append([]string{view}, tc.args...)...)
-			if code == 0 || out != "" || !strings.HasPrefix(errOut, tc.want) || strings.Count(errOut, "\n") != 1 {
+			if code != 3 || out != "" || !strings.HasPrefix(errOut, tc.want) || strings.Count(errOut, "\n") != 1 {
 				t.Errorf("%s %q: exit %d, stdout %q, stderr %q; want %q", view, tc.args, code, out, errOut, tc.want)
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"io"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/render"
 )
 
@@ -18,11 +19,11 @@ var views = []*view{
 			kubectl nodestate cpus worker-1
 			kubectl nodestate cpus --from-dir ./var-lib-kubelet -o wide`,
 		Kinds: []decode.Kind{decode.KindCPU},
-		Print: func(w io.Writer, o render.Options, items []item) error {
+		Print: func(w io.Writer, o render.Options, nodes []*nodestate.NodeResult) error {
 			var in []render.CPUs
-			for _, m := range modelsOf[*decode.CPUState](items) {
-				in = append(in, render.CPUs{Source: m.Source, State: m.State})
-			}
+			eachModel(nodes, func(src render.Source, _ decode.Kind, m *decode.CPUState) {
+				in = append(in, render.CPUs{Source: src, State: m})
+			})
 			return render.PrintCPUs(w, o, in)
 		},
 	},
@@ -36,11 +37,11 @@ var views = []*view{
 			kubectl nodestate memory worker-1
 			kubectl nodestate memory --from-file ./memory_manager_state -o yaml`,
 		Kinds: []decode.Kind{decode.KindMemory},
-		Print: func(w io.Writer, o render.Options, items []item) error {
+		Print: func(w io.Writer, o render.Options, nodes []*nodestate.NodeResult) error {
 			var in []render.Memory
-			for _, m := range modelsOf[*decode.MemoryState](items) {
-				in = append(in, render.Memory{Source: m.Source, State: m.State})
-			}
+			eachModel(nodes, func(src render.Source, _ decode.Kind, m *decode.MemoryState) {
+				in = append(in, render.Memory{Source: src, State: m})
+			})
 			return render.PrintMemory(w, o, in)
 		},
 	},
@@ -54,11 +55,11 @@ var views = []*view{
 			kubectl nodestate devices gpu-node-3
 			kubectl nodestate devices --from-dir ./var-lib-kubelet -o json`,
 		Kinds: []decode.Kind{decode.KindDevices},
-		Print: func(w io.Writer, o render.Options, items []item) error {
+		Print: func(w io.Writer, o render.Options, nodes []*nodestate.NodeResult) error {
 			var in []render.Devices
-			for _, m := range modelsOf[*decode.DeviceState](items) {
-				in = append(in, render.Devices{Source: m.Source, State: m.State})
-			}
+			eachModel(nodes, func(src render.Source, _ decode.Kind, m *decode.DeviceState) {
+				in = append(in, render.Devices{Source: src, State: m})
+			})
 			return render.PrintDevices(w, o, in)
 		},
 	},
@@ -74,15 +75,13 @@ var claimsView = &view{
 		kubectl nodestate claims gpu-node-3
 		kubectl nodestate claims --from-dir ./var-lib-kubelet -o wide`,
 	Kinds: []decode.Kind{decode.KindDRA, decode.KindDRAHealth},
-	Print: func(w io.Writer, o render.Options, items []item) error {
+	Print: func(w io.Writer, o render.Options, nodes []*nodestate.NodeResult) error {
 		health := map[string]*decode.DRAHealthState{}
-		for _, m := range modelsOf[*decode.DRAHealthState](items) {
-			health[m.Node] = m.State
-		}
+		eachModel(nodes, func(src render.Source, _ decode.Kind, m *decode.DRAHealthState) { health[src.Node] = m })
 		var in []render.Claims
-		for _, m := range modelsOf[*decode.DRAState](items) {
-			in = append(in, render.Claims{Source: m.Source, State: m.State, Health: health[m.Node]})
-		}
+		eachModel(nodes, func(src render.Source, _ decode.Kind, m *decode.DRAState) {
+			in = append(in, render.Claims{Source: src, State: m, Health: health[src.Node]})
+		})
 		return render.PrintClaims(w, o, in)
 	},
 }
@@ -98,13 +97,11 @@ var podsView = &view{
 		kubectl nodestate pods worker-1
 		kubectl nodestate pods --from-dir ./var-lib-kubelet -o yaml`,
 	Kinds: []decode.Kind{decode.KindAllocated, decode.KindActuated, decode.KindPodStatus},
-	Print: func(w io.Writer, o render.Options, items []item) error {
+	Print: func(w io.Writer, o render.Options, nodes []*nodestate.NodeResult) error {
 		var in []render.PodAllocations
-		for _, it := range items {
-			if s, ok := it.Model.(*decode.PodAllocationState); ok {
-				in = append(in, render.PodAllocations{Source: it.Source, File: it.Kind, State: s})
-			}
-		}
+		eachModel(nodes, func(src render.Source, kind decode.Kind, m *decode.PodAllocationState) {
+			in = append(in, render.PodAllocations{Source: src, File: kind, State: m})
+		})
 		return render.PrintPods(w, o, in)
 	},
 }

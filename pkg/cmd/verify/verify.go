@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmdutil"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/render"
 )
 
@@ -45,8 +46,7 @@ func NewCmdVerify(flags *genericclioptions.ConfigFlags, streams genericiooptions
 			with the exact rule of the kubelet that wrote it, and says which rule matched. With
 			--kubelet-version it predicts what that kubelet would make of the file on restart.
 
-			Exit status: 0 when every file is valid, 1 when a file is not, 2 when a node or file
-			could not be read at all.`),
+			`) + "\n\n" + cmdutil.ExitStatusHelp,
 		Example:           example,
 		ValidArgsFunction: cmdutil.CompleteNodeNames(flags),
 		RunE:              cmdutil.RunE(o),
@@ -58,49 +58,41 @@ func NewCmdVerify(flags *genericclioptions.ConfigFlags, streams genericiooptions
 // Run reads, judges and prints. Live nodes print as they complete: table rows in blocks, json
 // and yaml items into a list written as it grows, so nothing is held until the end.
 func (o *Options) Run(ctx context.Context) error {
-	var results []render.FileResult
+	var rows []render.FileRow
 	worst := cmdutil.ExitOK
 	ro := o.RenderOptions()
-	list := render.NewListWriter[render.FileResult](o.Out, ro, render.VerifyListKind)
+	list := render.NewListWriter[render.FileRow](o.Out, ro, render.VerifyListKind)
 	stream := !o.Source.Offline() && list == nil
 	ro.Stream = stream
-	err := o.Each(ctx, o.ErrOut, func(s *cmdutil.Snapshot) error {
-		for _, w := range s.Warnings {
-			fmt.Fprintf(o.ErrOut, "warning: node %s: %s\n", s.Node, w)
+	err := o.Read(ctx, o.ErrOut, func(n *nodestate.NodeResult) error {
+		for _, w := range n.Warnings() {
+			fmt.Fprintf(o.ErrOut, "warning: node %s: %s\n", n.Node, w)
 		}
-		var rs []render.FileResult
-		if s.Err != nil {
-			rs = []render.FileResult{failureRow(s)}
-			worst = max(worst, cmdutil.ReportNodeError(o.ErrOut, s.Err))
-		} else {
-			var err error
-			if rs, err = o.Source.Decode(s); err != nil {
-				return err
-			}
-			if len(rs) == 0 {
-				fmt.Fprintf(o.ErrOut, "%s: no checkpoint files found (is it the kubelet root dir? see --kubelet-root-dir)\n", cmdutil.Where(s, &o.Source))
-				worst = max(worst, cmdutil.ExitUnreadable)
-			}
+		if n.Err != nil {
+			worst = max(worst, cmdutil.ReportNodeError(o.ErrOut, n.Err))
+		} else if len(n.Rows) == 0 {
+			fmt.Fprintf(o.ErrOut, "%s: no checkpoint files found (is it the kubelet root dir? see --kubelet-root-dir)\n", n.Where)
+			worst = max(worst, cmdutil.ExitUnreadable)
 		}
-		for _, r := range rs {
-			if r.Verdict != decode.Valid && r.Verdict != decode.NotRead {
+		for _, r := range n.Rows {
+			if v := r.Verdict(); v != decode.Valid && v != decode.NotRead {
 				worst = max(worst, cmdutil.ExitNotValid)
 			}
 		}
 		if list != nil {
-			return list.Add(rs...)
+			return list.Add(n.Rows...)
 		}
-		if stream && len(rs) > 0 {
+		if stream && len(n.Rows) > 0 {
 			if ro.NodeWidth == 0 {
 				ro.NodeWidth = cmdutil.NodeColumnWidth(o.Live.Resolved)
 			}
-			if err := render.Verify(o.Out, ro, rs); err != nil {
+			if err := render.Verify(o.Out, ro, n.Rows); err != nil {
 				return err
 			}
 			ro.NoHeader = true
 			return nil
 		}
-		results = append(results, rs...)
+		rows = append(rows, n.Rows...)
 		return nil
 	})
 	// Interrupted: still print what was read, then say so.
@@ -113,7 +105,7 @@ func (o *Options) Run(ctx context.Context) error {
 			return perr
 		}
 	case !stream:
-		if perr := render.Verify(o.Out, ro, results); perr != nil {
+		if perr := render.Verify(o.Out, ro, rows); perr != nil {
 			return perr
 		}
 	}
@@ -121,15 +113,4 @@ func (o *Options) Run(ctx context.Context) error {
 		return err
 	}
 	return cmdutil.Exit(worst)
-}
-
-// failureRow is the row of a node that could not be read: a short reason in the table, the
-// one-line explanation with its fix in -o wide and json.
-func failureRow(s *cmdutil.Snapshot) render.FileResult {
-	verdict := decode.Unreadable
-	if cmdutil.Skipped(s.Err) {
-		verdict = decode.NotRead
-	}
-	return render.FileResult{Node: s.Node, Report: &decode.Report{File: "-", Verdict: verdict,
-		Cause: cmdutil.FailureReason(s.Err), Error: s.Err.Error()}}
 }

@@ -27,7 +27,6 @@ var (
 	vector118 = filepath.Join(repo, "testdata/kubelet/cpu_manager_state/v1.18.0/static-numa.json")
 )
 
-
 // run runs `kubectl nodestate ARGS` as main does; it returns stdout, stderr and the exit code.
 func run(t *testing.T, args ...string) (string, string, int) { return cmdtest.Run(t, args...) }
 
@@ -290,8 +289,8 @@ func TestVerifyUsageErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, errOut, code := run(t, append([]string{"verify"}, tc.args...)...)
-			if code == 0 {
-				t.Errorf("exit 0")
+			if code != 3 {
+				t.Errorf("exit %d, want 3 (usage error)", code)
 			}
 			if !strings.HasPrefix(errOut, tc.want) {
 				t.Errorf("stderr:\n got %q\nwant %q...", errOut, tc.want)

@@ -16,6 +16,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
 )
 
 // Limits cap what is read, so a hostile copy cannot eat memory.
@@ -27,21 +29,9 @@ type Limits struct {
 // DefaultLimits: real checkpoints are kilobytes.
 var DefaultLimits = Limits{MaxFileBytes: 64 << 20, MaxTotalBytes: 256 << 20}
 
-// Snapshot is the checkpoint files of one kubelet root dir.
-type Snapshot struct {
-	// Source names where the files came from (a path).
-	Source string
-	// Files maps a path relative to the kubelet root dir to its bytes.
-	Files map[string][]byte
-	// Oversized lists wanted files skipped for exceeding the per-file cap.
-	Oversized []string
-	// TempFiles lists leftover ".<digits>" files of interrupted kubelet writes, which the kubelet
-	// ignores, next to the wanted files.
-	TempFiles []string
-}
-
-// Read reads the wanted relative paths from a directory or a tar/tar.gz archive of one.
-func Read(src string, want []string, lim Limits) (*Snapshot, error) {
+// Read reads the wanted relative paths from a directory or a tar/tar.gz archive of one, into a
+// snapshot with Source, Files (relative to the root dir), Oversized and TempFiles set.
+func Read(src string, want []string, lim Limits) (*fetch.Snapshot, error) {
 	info, err := os.Stat(src)
 	if err != nil {
 		return nil, err
@@ -57,8 +47,8 @@ func Read(src string, want []string, lim Limits) (*Snapshot, error) {
 	return readArchive(src, f, want, lim)
 }
 
-func readDir(dir string, want []string, lim Limits) (*Snapshot, error) {
-	snap := &Snapshot{Source: dir, Files: map[string][]byte{}}
+func readDir(dir string, want []string, lim Limits) (*fetch.Snapshot, error) {
+	snap := &fetch.Snapshot{Source: dir, Files: map[string][]byte{}}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, err
@@ -135,7 +125,7 @@ func readAllCapped(r io.Reader, max int64) ([]byte, error) {
 // readArchive reads a tar (optionally gzip'd) of a kubelet root dir. Entry names may carry any
 // leading directories ("var/lib/kubelet/cpu_manager_state", "./cpu_manager_state"): a wanted
 // file is matched by its path relative to the root dir, as a suffix on path boundaries.
-func readArchive(name string, r io.Reader, want []string, lim Limits) (*Snapshot, error) {
+func readArchive(name string, r io.Reader, want []string, lim Limits) (*fetch.Snapshot, error) {
 	br := bufio.NewReader(r)
 	var tr *tar.Reader
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
@@ -148,7 +138,7 @@ func readArchive(name string, r io.Reader, want []string, lim Limits) (*Snapshot
 	} else {
 		tr = tar.NewReader(br)
 	}
-	snap := &Snapshot{Source: name, Files: map[string][]byte{}}
+	snap := &fetch.Snapshot{Source: name, Files: map[string][]byte{}}
 	var total int64
 	seen := map[string]bool{} // read or oversized: a second copy is a duplicate either way
 	for {

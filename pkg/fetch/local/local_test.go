@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
 )
 
 // want is every checkpoint path the commands ask for (decode.Paths(), spelled out: this package
@@ -283,7 +285,7 @@ func makeTar(t testing.TB, gz bool, entries ...entry) []byte {
 }
 
 // readBytes writes an archive to a file and reads it as --from-dir would.
-func readBytes(t *testing.T, b []byte, lim Limits) (*Snapshot, error) {
+func readBytes(t *testing.T, b []byte, lim Limits) (*fetch.Snapshot, error) {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "node.tar.gz")
 	if err := os.WriteFile(p, b, 0o600); err != nil {

@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
 )
 
 // A FIFO where a checkpoint should be must not hang the read: opening it for reading blocks
@@ -18,7 +20,7 @@ func TestReadDirFIFODoesNotHang(t *testing.T) {
 		t.Skip("no mkfifo:", err)
 	}
 	type result struct {
-		snap *Snapshot
+		snap *fetch.Snapshot
 		err  error
 	}
 	done := make(chan result, 1)

@@ -4,6 +4,8 @@
 // fnv32a("(string)"+data).
 package state
 
+//lint:file-ignore SA1019 the kubelet of 1.27-1.31 hashed v1.PodResizeStatus by name: the mirror must keep that type
+
 import (
 	v1 "k8s.io/api/core/v1"
 

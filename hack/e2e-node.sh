@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# make e2e-node: kubectl-nodestate against ONE real kubelet on this machine.
+#
+#   hack/e2e-node.sh                     # everything
+#   hack/e2e-node.sh -test.run TestFullNode   # extra args go to the test binary
+#
+# Phases (each timed on stderr): apt packages (installed if missing), the pinned tools
+# (etcd, kube-apiserver, kubectl from hack/tools/build.sh's cache; the kubelet from
+# hack/tools/kubelet, same Kubernetes version), the plugin, the Go pause, the CRI stop helper and
+# the test binary; then hack/e2e-node/up.sh starts etcd, kube-apiserver, containerd and the
+# kubelet inside a network namespace, the test binary runs inside it too (nsenter --net), and
+# hack/e2e-node/down.sh stops everything by PID and undoes every change, even on failure.
+# Needs root. Runs are serialised with flock: one real node per machine.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+# shellcheck source=e2e-node/lib.sh
+. hack/e2e-node/lib.sh
+
+if [[ $(id -u) != 0 ]]; then
+  log "needs root (network namespace, cgroups, containerd)"
+  exit 1
+fi
+start=$SECONDS
+timed() { # NAME CMD...
+  local name=$1 t=$SECONDS
+  shift
+  "$@"
+  log "phase $name: $((SECONDS - t))s"
+}
+
+exec 8>"$E2E_NODE_LOCK"
+if ! flock -n 8; then
+  log "another e2e-node run holds $E2E_NODE_LOCK; waiting"
+  flock 8
+fi
+
+apt_packages() {
+  local missing=()
+  command -v containerd >/dev/null || missing+=(containerd)
+  command -v runc >/dev/null || missing+=(runc)
+  [[ -x /usr/lib/cni/bridge ]] || missing+=(containernetworking-plugins)
+  # grep without -q reads all its input: no SIGPIPE for pipefail to report.
+  [[ -x /bin/busybox ]] && busybox --list 2>/dev/null | grep -x tar >/dev/null &&
+    { ldd /bin/busybox 2>&1 || true; } | grep 'not a dynamic' >/dev/null || missing+=(busybox-static)
+  command -v umoci >/dev/null || missing+=(umoci)
+  command -v skopeo >/dev/null || missing+=(skopeo)
+  command -v iptables >/dev/null || missing+=(iptables)
+  command -v curl >/dev/null || missing+=(curl)
+  if ((${#missing[@]})); then
+    log "apt-get install ${missing[*]}"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  fi
+}
+timed apt apt_packages
+
+tools() { bin=$(NODESTATE_TOOLS="etcd kubectl kube-apiserver kubelet" hack/tools/build.sh | tail -n 1); }
+timed tools tools
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/nodestate-e2e-node.XXXXXX")
+cleanup() {
+  local rc=$?
+  local t=$SECONDS
+  hack/e2e-node/down.sh "$tmp/cri-stop" || { log "down.sh could not undo everything"; rc=1; }
+  log "phase down: $((SECONDS - t))s"
+  rm -rf "$tmp"
+  log "done in $((SECONDS - start))s (exit $rc)"
+  exit $rc
+}
+trap cleanup EXIT
+
+# Default build settings (as make e2e builds the plugin), so the shared build cache serves them.
+# pause imports no cgo package, so it links statically as the image needs.
+# NODESTATE_E2E_NODE_PLUGIN=BIN tests another build of the plugin (e.g. an older commit's).
+binaries() {
+  if [[ -n ${NODESTATE_E2E_NODE_PLUGIN:-} ]]; then
+    mkdir -p "$tmp/plugin" && cp "$NODESTATE_E2E_NODE_PLUGIN" "$tmp/plugin/kubectl-nodestate"
+  else
+    go build -o "$tmp/plugin/kubectl-nodestate" ./cmd/kubectl-nodestate
+  fi
+  mkdir -p "$tmp/pause"
+  go build -ldflags '-s -w' -o "$tmp/pause/pause" ./hack/e2e-node/pause
+  (cd hack/tools/kubelet && GOWORK=off GOFLAGS=-mod=readonly go build -o "$tmp/cri-stop" ./cri-stop)
+  go test -c -tags e2enode -o "$tmp/e2e-node.test" ./test/e2e-node
+}
+timed binaries binaries
+
+timed up hack/e2e-node/up.sh "$bin" "$tmp/pause/pause"
+
+run_tests() {
+  (cd test/e2e-node && NODESTATE_E2E_NODE_ENV="$S/env" NODESTATE_PLUGIN="$tmp/plugin/kubectl-nodestate" \
+    NODESTATE_REPO="$root" "${NSENTER[@]}" "$tmp/e2e-node.test" -test.v -test.count=1 -test.timeout=20m "$@")
+}
+timed tests run_tests "$@"

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The kubelet of the e2e node (see up.sh), on its own so a test can stop it, change its
+# configuration and start it again.
+#
+#   kubelet.sh start [CONFIG]   # in the background; waits for the node to be Ready
+#   kubelet.sh stop             # by its recorded PID
+#   kubelet.sh run CONFIG       # in the foreground: the kubelet's exit code and output pass
+#                               # through (a kubelet that refuses its state exits at once)
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=lib.sh
+. "$here/lib.sh"
+
+tools=$(sed -n 's/^TOOLS_BIN=//p' "$S/tools")
+args() {
+  printf '%s\n' "$tools/kubelet" --config "$1" --kubeconfig "$S/kubelet.kubeconfig" \
+    --root-dir "$S/kubelet" --container-runtime-endpoint "unix://$S/containerd/containerd.sock" \
+    --node-ip "$E2E_NODE_IP" --hostname-override "$E2E_NODE_NAME" --cert-dir "$S/kubelet/pki" -v 2
+}
+# Ready as reported by THIS kubelet: its healthz answers (after a restart the node's old status
+# may still say Ready), and the node's Ready condition is True.
+node_ready() {
+  "${NSENTER[@]}" curl -fsS --max-time 2 http://127.0.0.1:10248/healthz >/dev/null &&
+    [[ $(kubectl_admin get node "$E2E_NODE_NAME" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null) == True ]]
+}
+
+case ${1:-} in
+start)
+  mapfile -t cmd < <(args "${2:-$S/kubelet.yaml}")
+  start kubelet "${cmd[@]}"
+  wait_until kubelet 120 node_ready
+  ;;
+stop)
+  stop_pid kubelet 15
+  ;;
+run)
+  mapfile -t cmd < <(args "$2")
+  exec "${NSENTER[@]}" "${cmd[@]}"
+  ;;
+*)
+  echo "usage: kubelet.sh start [CONFIG] | stop | run CONFIG" >&2
+  exit 2
+  ;;
+esac

@@ -1,0 +1,213 @@
+package doctor_test
+
+import (
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/internal/cmdtest"
+)
+
+var (
+	update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
+	// contractEvery: run the contract on every Nth case (1 = all 1,548 case x version runs).
+	contractEvery = 5
+	allCases      = flag.Bool("all-cases", false, "run the contract on every case, not every 5th")
+)
+
+const vectors = "../../../testdata/kubelet-start"
+
+type manifest struct {
+	Versions []string `json:"versions"`
+	Cases    map[string]struct {
+		Dir     string `json:"dir"`
+		Results map[string]struct {
+			Starts bool   `json:"starts"`
+			Error  string `json:"error"`
+			Phase  string `json:"phase"`
+		} `json:"results"`
+	} `json:"cases"`
+}
+
+func loadManifest(t *testing.T) manifest {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(vectors, "MANIFEST.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m manifest
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// kubeletConfig writes a case's `kubelet` section as a KubeletConfiguration file.
+func kubeletConfig(t *testing.T, caseDir string) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(caseDir, "machine.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		Kubelet map[string]any `json:"kubelet"`
+	}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	m.Kubelet["apiVersion"] = "kubelet.config.k8s.io/v1beta1"
+	m.Kubelet["kind"] = "KubeletConfiguration"
+	b, _ := json.Marshal(m.Kubelet)
+	p := filepath.Join(t.TempDir(), "kubelet-config.json")
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestContract runs the offline contract over every 5th case (-all-cases: every case) and every
+// version:
+// `doctor --from-dir D --machine M --kubelet-config C --kubelet-version V -o json` prints an
+// object whose kubeletStart has the kubelet's starts and exact error; exit 1 when it fails.
+func TestContract(t *testing.T) {
+	m := loadManifest(t)
+	if *allCases {
+		contractEvery = 1
+	}
+	names := make([]string, 0, len(m.Cases))
+	for n := range m.Cases {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	runs := 0
+	for i, name := range names {
+		if i%contractEvery != 0 {
+			continue
+		}
+		c := m.Cases[name]
+		dir := filepath.Join(vectors, c.Dir)
+		cfg := kubeletConfig(t, dir)
+		for _, v := range m.Versions {
+			want := c.Results[v]
+			out, errOut, code := cmdtest.Run(t, "doctor", "--from-dir", dir, "--machine", filepath.Join(dir, "machine.json"),
+				"--kubelet-config", cfg, "--kubelet-version", v, "-o", "json")
+			var got struct {
+				KubeletStart struct {
+					Starts *bool   `json:"starts"`
+					Error  *string `json:"error"`
+					Phase  string  `json:"phase"`
+				} `json:"kubeletStart"`
+			}
+			if err := json.Unmarshal([]byte(out), &got); err != nil || got.KubeletStart.Starts == nil || got.KubeletStart.Error == nil {
+				t.Fatalf("%s @ %s: not the contract's object (%v): %s\n%s", name, v, err, out, errOut)
+			}
+			if *got.KubeletStart.Starts != want.Starts || *got.KubeletStart.Error != want.Error || got.KubeletStart.Phase != want.Phase {
+				t.Errorf("%s @ %s: got %v %s %q, want %v %s %q", name, v, *got.KubeletStart.Starts, got.KubeletStart.Phase,
+					*got.KubeletStart.Error, want.Starts, want.Phase, want.Error)
+			}
+			if !want.Starts && code != 1 {
+				t.Errorf("%s @ %s: a failed start exits %d, want 1", name, v, code)
+			}
+			runs++
+		}
+	}
+	t.Logf("%d command runs matched the vectors", runs)
+}
+
+// TestTableGolden: the default table for a few nodes, compared with testdata/*.golden.
+func TestTableGolden(t *testing.T) {
+	for _, tc := range []struct{ golden, caseName, version string }{
+		{"reserved-onto-assigned", "cpu-s2c8t2n2-kubereserved-up-onto-assigned__w1.37.1", "v1.37.1"},
+		{"memory-drift", "mem-n1-drift-node0-minus-1MiB-assigned__w1.37.1", "v1.34.10"},
+		{"two-pods-same-cpus", "cpu-s2c8t2n2-two-pods-same-cpus__w1.25.16", "v1.31.14"},
+		{"healthy", "cpu-s2c8t2n2-healthy-assigned__w1.37.1", "v1.37.1"},
+	} {
+		dir := filepath.Join(vectors, "cases", tc.caseName)
+		out, errOut, code := cmdtest.Run(t, "doctor", "--from-dir", dir, "--kubelet-config", kubeletConfig(t, dir), "--kubelet-version", tc.version)
+		// Paths of temp files vary; the golden keeps the command's stable text.
+		errOut = strings.ReplaceAll(errOut, dir, "CASE")
+		var lines []string
+		for _, l := range strings.Split(errOut, "\n") {
+			if !strings.HasPrefix(l, "using kubelet config:") {
+				lines = append(lines, l)
+			}
+		}
+		got := "exit: " + string(rune('0'+code)) + "\n--- stdout\n" + out + "--- stderr\n" + strings.Join(lines, "\n")
+		p := filepath.Join("testdata", tc.golden+".golden")
+		if *update {
+			if err := os.WriteFile(p, []byte(got), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatalf("%v (go test ./pkg/cmd/doctor -update writes it)", err)
+		}
+		if got != string(want) {
+			t.Errorf("%s differs from %s (go test ./pkg/cmd/doctor -update rewrites it)\n--- got\n%s\n--- want\n%s", tc.golden, p, got, want)
+		}
+	}
+}
+
+// TestNoInputs: without machine, config or version doctor still checks the files, and says
+// which checks it skipped.
+func TestNoInputs(t *testing.T) {
+	dir := filepath.Join(vectors, "cases", "cpu-s2c8t2n2-two-pods-same-cpus__w1.37.1")
+	tmp := t.TempDir()
+	b, _ := os.ReadFile(filepath.Join(dir, "cpu_manager_state"))
+	if err := os.WriteFile(filepath.Join(tmp, "cpu_manager_state"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := cmdtest.Run(t, "doctor", "--from-dir", tmp, "-o", "json")
+	if code != 1 || !strings.Contains(errOut, "skipped start prediction: needs the machine (--machine), the kubelet config (--kubelet-config) and the kubelet version (--kubelet-version)") {
+		t.Errorf("exit %d, stderr %q", code, errOut)
+	}
+	if !strings.Contains(out, `"check": "cpu-overlap"`) || !strings.Contains(out, `"phase": "not-predicted"`) {
+		t.Errorf("stdout %s", out)
+	}
+}
+
+// TestBundle: a collect bundle is a complete input: machine.json, kubelet-config.yaml and
+// node.json's kubelet version are the defaults, and a flag still wins.
+func TestBundle(t *testing.T) {
+	dir := filepath.Join(vectors, "cases", "cpu-s2c8t2n2-healthy-assigned__w1.37.1")
+	tmp := t.TempDir()
+	copyFile := func(from, to string) {
+		b, err := os.ReadFile(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(tmp, to), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	copyFile(filepath.Join(dir, "cpu_manager_state"), "cpu_manager_state")
+	copyFile(filepath.Join(dir, "machine.json"), "machine.json")
+	copyFile(kubeletConfig(t, dir), "kubelet-config.yaml")
+	if err := os.WriteFile(filepath.Join(tmp, "node.json"), []byte(`{"schema":"kubectl-nodestate/node/v1","node":"w1","kubeletVersion":"v1.34.10"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "v1.34.10"},
+		{[]string{"--kubelet-version", "v1.31.14"}, "v1.31.14"},
+	} {
+		out, errOut, code := cmdtest.Run(t, append([]string{"doctor", "--from-dir", tmp, "-o", "json"}, tc.args...)...)
+		var got struct {
+			KubeletStart struct {
+				Starts  bool   `json:"starts"`
+				Kubelet string `json:"kubelet"`
+			} `json:"kubeletStart"`
+		}
+		if err := json.Unmarshal([]byte(out), &got); err != nil || code != 0 || !got.KubeletStart.Starts || got.KubeletStart.Kubelet != tc.want {
+			t.Errorf("%q: exit %d, %+v, want kubelet %s (%v)\n%s\n%s", tc.args, code, got, tc.want, err, out, errOut)
+		}
+	}
+}

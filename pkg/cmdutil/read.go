@@ -1,0 +1,164 @@
+package cmdutil
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync/atomic"
+
+	"golang.org/x/term"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
+)
+
+// Config turns the completed flags into the library's config; live reads get their clients
+// from the kubeconfig flags, with the client rate raised to match the concurrency (client-go's
+// default 5 QPS would make 1,000 nodes wait ~10 minutes).
+func (o *ReadOptions) Config() (nodestate.Config, error) {
+	src := &o.Source
+	cfg := nodestate.Config{
+		FromDir:        src.FromDir,
+		FromFile:       src.FromFile,
+		Kind:           decode.Kind(src.Kind),
+		KubeletRootDir: src.KubeletRootDir,
+		Kubelet:        src.Kubelet,
+	}
+	if src.Offline() {
+		return cfg, nil
+	}
+	live := &o.Live
+	config, err := live.ConfigFlags.ToRESTConfig()
+	if err != nil {
+		return cfg, err
+	}
+	config.QPS, config.Burst = fetch.ClientRate(live.Concurrency)
+	client, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return cfg, err
+	}
+	ns, _, err := live.ConfigFlags.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Nodes, cfg.AllNodes, cfg.Selector = o.Nodes, live.AllNodes, live.Selector
+	cfg.Client, cfg.RESTConfig, cfg.Concurrency = client, config, live.Concurrency
+	cfg.Machine, cfg.KubeletConfig = o.ReadMachine, o.ReadKubeletConfig
+	cfg.Fetch = fetch.Options{
+		Namespace:         ns,
+		Image:             live.Image,
+		ImagePullSecret:   live.ImagePullSecret,
+		PodRunningTimeout: live.Timeout,
+		ExecTimeout:       live.Timeout,
+	}
+	return cfg, nil
+}
+
+// Read runs the library on the flags and hands each node's result to fn as it completes, with
+// a progress line on a terminal's stderr. What stops the read before any node is judged (no
+// cluster, unreadable copies) exits ExitUnreadable, and so does Ctrl-C (see Interrupted).
+func (o *ReadOptions) Read(ctx context.Context, errOut io.Writer, fn func(*nodestate.NodeResult) error) error {
+	cfg, err := o.Config()
+	if err != nil {
+		return &ExitError{Code: ExitUnreadable, Message: err.Error()}
+	}
+	r, err := nodestate.New(ctx, cfg)
+	if err != nil {
+		return &ExitError{Code: ExitUnreadable, Message: err.Error()}
+	}
+	o.Live.Resolved = r.Nodes()
+	progress := newProgress(errOut, len(r.Nodes()))
+	var fnErr error
+	err = r.Run(ctx, func(n *nodestate.NodeResult) error {
+		progress.done(n.Err != nil)
+		fnErr = fn(n)
+		return fnErr
+	})
+	progress.finish()
+	switch {
+	case err == nil || err == fnErr:
+		return err
+	case err == nodestate.ErrInterrupted:
+		return errInterrupted
+	}
+	return &ExitError{Code: ExitUnreadable, Message: err.Error()}
+}
+
+var errInterrupted = &ExitError{Code: ExitUnreadable, Message: nodestate.ErrInterrupted.Error()}
+
+// Interrupted reports the error of a fan-out stopped by Ctrl-C or SIGTERM.
+func Interrupted(err error) bool { return err == errInterrupted }
+
+// ReportNodeError says on stderr why a node was not read, and returns the exit code it means: a
+// skipped node (Windows) is a note and no failure; a node never started because of Ctrl-C goes
+// unsaid (the interruption is reported once).
+func ReportNodeError(w io.Writer, err error) int {
+	switch fetch.ReasonOf(err) {
+	case fetch.ReasonUnsupportedOS:
+		fmt.Fprintf(w, "note: %v\n", err)
+		return ExitOK
+	case fetch.ReasonCanceled:
+		return ExitUnreadable
+	}
+	fmt.Fprintf(w, "error: %v\n", err)
+	return ExitUnreadable
+}
+
+// progress prints "read 37/100 nodes (2 failed)" on stderr, only when stderr is a terminal.
+type progress struct {
+	w             io.Writer
+	total         int
+	count, failed atomic.Int64
+}
+
+func newProgress(w io.Writer, total int) *progress {
+	f, ok := w.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) || total < 2 {
+		return &progress{}
+	}
+	return &progress{w: w, total: total}
+}
+
+func (p *progress) done(failed bool) {
+	if p.w == nil {
+		return
+	}
+	n := p.count.Add(1)
+	if failed {
+		p.failed.Add(1)
+	}
+	fmt.Fprintf(p.w, "\rread %d/%d nodes (%d failed)", n, p.total, p.failed.Load())
+}
+
+func (p *progress) finish() {
+	if p.w != nil {
+		fmt.Fprint(p.w, "\r\033[K")
+	}
+}
+
+func completeNodes(ctx context.Context, flags *genericclioptions.ConfigFlags, prefix string) []string {
+	config, err := flags.ToRESTConfig()
+	if err != nil {
+		return nil
+	}
+	client, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return nil
+	}
+	nodes, err := fetch.NodeNames(ctx, client, "")
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, n := range nodes {
+		if strings.HasPrefix(n, prefix) {
+			out = append(out, n)
+		}
+	}
+	return out
+}

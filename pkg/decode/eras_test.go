@@ -1,0 +1,99 @@
+package decode
+
+import (
+	"strings"
+	"testing"
+)
+
+// What the era table implies, spelled out: a row edit that moves a home reader or changes who
+// checks a checksum shows up here (and in verify's output) before it reaches a user.
+func TestEraDerivations(t *testing.T) {
+	want := map[string]struct {
+		home  string
+		prose []string
+	}{
+		"cpu-v4":        {"v1.37.1", []string{"kubelet 1.37+", "kubelet 1.18-1.36 (0 accepted unverified)"}},
+		"cpu-v3":        {"v1.36.4+PodLevelResourceManagers", []string{"kubelet 1.36 with PodLevelResourceManagers, 1.37+"}},
+		"cpu-v2":        {"v1.35.8", []string{"kubelet 1.18+ (0 accepted unverified)"}},
+		"cpu-v1":        {"v1.17.17", []string{"kubelet 1.12-1.36 (0 accepted unverified)"}},
+		"mem-v3":        {"v1.37.1", []string{"kubelet 1.37+", "kubelet 1.21-1.36 (0 accepted unverified from 1.36)"}},
+		"mem-v2":        {"v1.36.4+PodLevelResourceManagers", []string{"kubelet 1.36 with PodLevelResourceManagers, 1.37+"}},
+		"mem-v1":        {"v1.35.8", []string{"kubelet 1.21+ (0 accepted unverified from 1.36)"}},
+		"dev-v2":        {"v1.37.1", []string{"kubelet 1.20+"}},
+		"dev-v1":        {"v1.19.16", []string{"kubelet 1.11-1.19; 1.20.14+, 1.21.8+, 1.22.5+ and 1.23-1.30 as a fallback"}},
+		"dra-v2c":       {"v1.37.1", []string{"kubelet 1.31+ (1.31-1.36 drop skipNodeOperations)"}},
+		"dra-v2b":       {"v1.36.4", []string{"kubelet 1.31+ (1.31-1.34 drop ShareID)"}},
+		"dra-v2a":       {"v1.34.10", []string{"kubelet 1.31+"}},
+		"dra-v1c":       {"v1.30.14", []string{"kubelet 1.30 only"}},
+		"dra-v1b":       {"v1.29.15", []string{"kubelet 1.28-1.29"}},
+		"dra-v1a":       {"v1.27.16", []string{"kubelet 1.27-1.30 (1.28-1.30 through their legacy check)"}},
+		"podstatus-v2":  {"v1.32.13", []string{"kubelet 1.32 only"}},
+		"podstatus-v1":  {"v1.31.14", []string{"kubelet 1.27-1.31"}},
+		"alloc-v1c":     {"v1.37.1", []string{"kubelet 1.33+ (1.33-1.36 drop EmptyDirVolumeLimits)"}},
+		"alloc-v1b":     {"v1.36.4", []string{"kubelet 1.33+ (1.33-1.34 drop PodLevelResources)"}},
+		"alloc-v1a":     {"v1.34.10", []string{"kubelet 1.33+"}},
+		"dra-health-v1": {"v1.37.1", nil},
+	}
+	for _, e := range eras {
+		w, ok := want[e.ID]
+		if !ok {
+			t.Errorf("era %s: not in this test", e.ID)
+			continue
+		}
+		if e.ID == "dra-health-v1" && e.Layout != health136Layout {
+			continue // the older health layouts share the ID; the newest is the home
+		}
+		if got := index.home[e].String(); got != w.home {
+			t.Errorf("era %s: home %s, want %s", e.ID, got, w.home)
+		}
+		if got := index.prose[e]; strings.Join(got, "|") != strings.Join(w.prose, "|") {
+			t.Errorf("era %s: readers\n got %q\nwant %q", e.ID, got, w.prose)
+		}
+	}
+}
+
+// The table's own invariants: an era's reads never overlap (a kubelet decodes the file into a
+// layout once), every rule's typed accessors fit the layout it is used with, and an era read by
+// a kubelet is one that kubelet's restore tries.
+func TestEraTableInvariants(t *testing.T) {
+	for _, e := range eras {
+		for _, kind := range e.Kinds {
+			bounds := kindBounds(index, kind)
+			for _, b := range bounds {
+				for _, on := range []bool{false, true} {
+					k := Kubelet{Version: b, Gates: map[string]bool{GatePodLevelResourceManagers: on}}
+					n := 0
+					for _, r := range e.Reads {
+						if r.By.has(k) {
+							n++
+						}
+					}
+					if n > 1 {
+						t.Errorf("era %s: %d reads by %s", e.ID, n, k)
+					}
+				}
+			}
+		}
+		v := e.Layout.new()
+		rules := map[*checksumRule]bool{}
+		for _, s := range e.Sums {
+			rules[s.Rule] = true
+		}
+		for _, r := range e.Reads {
+			for _, rule := range r.Rules {
+				rules[rule] = true
+			}
+		}
+		for rule := range rules {
+			func() {
+				defer func() {
+					if p := recover(); p != nil {
+						t.Errorf("era %s: rule %s does not fit its layout: %v", e.ID, rule.ID, p)
+					}
+				}()
+				rule.stored(v)
+				rule.compute(v)
+			}()
+		}
+	}
+}

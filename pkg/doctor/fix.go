@@ -1,0 +1,411 @@
+package doctor
+
+import (
+	"encoding/json"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/cpuset"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
+)
+
+// A candidate is a config change worth trying for a failed start. Candidates are guesses from
+// the error; only those with which the replayed start succeeds are offered as verified.
+type candidate struct {
+	change map[string]any
+	apply  func(*KubeletConfig)
+}
+
+// proposeFix offers a verified config change and, when a checkpoint is what the kubelet
+// refuses, the file to delete after draining (either one lets it start).
+func proposeFix(in StartInput, p Prediction) *Fix {
+	fix := &Fix{}
+	for _, c := range configCandidates(in, p) {
+		cfg := cloneConfig(in.Config)
+		c.apply(cfg)
+		try := in
+		try.Config = cfg
+		if q, err := PredictStart(try); err == nil && q.Starts {
+			b, _ := json.Marshal(c.change)
+			fix.Config, fix.Verified = b, true
+			break
+		}
+	}
+	var rep *decode.Report
+	try := in
+	switch p.Phase {
+	case PhaseCPUStart:
+		rep, try.CPU = in.CPU, nil
+	case PhaseMemoryStart:
+		rep, try.Memory = in.Memory, nil
+	}
+	var words []string
+	if fix.Config != nil {
+		words = append(words, "set "+string(fix.Config)+" in the kubelet config")
+	}
+	if rep != nil {
+		q, err := PredictStart(try)
+		ok := err == nil && q.Starts
+		if ok || fix.Config == nil {
+			fix.Delete, fix.Loses = path.Join(rootDir(in), rep.File), loses(rep)
+			fix.Verified = fix.Verified || ok
+			w := "drain the node, then delete " + fix.Delete
+			if len(fix.Loses) > 0 {
+				w += fmt.Sprintf(" (this drops %d assignment(s) of the drained pods: %s)", len(fix.Loses), strings.Join(fix.Loses, "; "))
+			} else {
+				w += " (it holds no assignment: nothing is lost)"
+			}
+			if !ok && err == nil {
+				w += "; that is not enough: then " + q.Error
+			}
+			words = append(words, w)
+		}
+	}
+	// Only when no file is to blame yet: a config that keeps what was asked for may need the
+	// state written under the old one gone.
+	if fix.Delete == "" {
+		if alt := configAndDelete(in, p, fix.Config); alt != nil {
+			fix.Alternatives = append(fix.Alternatives, *alt)
+			words = append(words, alt.Text)
+			fix.Verified = true
+		}
+	}
+	if len(words) == 0 {
+		return &Fix{Text: "change the kubelet config (no single change doctor tried lets it start): " + p.Error}
+	}
+	fix.Text = strings.Join(words, ", or ")
+	return fix
+}
+
+// configAndDelete looks for a config change that keeps what the new config asks for but
+// needs the state written under the old one gone: the change, then the file to delete.
+func configAndDelete(in StartInput, p Prediction, chosen json.RawMessage) *Fix {
+	for _, c := range configCandidates(in, p) {
+		b, _ := json.Marshal(c.change)
+		if string(b) == string(chosen) {
+			continue
+		}
+		cfg := cloneConfig(in.Config)
+		c.apply(cfg)
+		try := in
+		try.Config = cfg
+		q, err := PredictStart(try)
+		if err != nil || q.Starts {
+			continue
+		}
+		var rep *decode.Report
+		switch q.Phase {
+		case PhaseCPUStart:
+			rep, try.CPU = in.CPU, nil
+		case PhaseMemoryStart:
+			rep, try.Memory = in.Memory, nil
+		default:
+			continue
+		}
+		if rep == nil {
+			continue
+		}
+		if q, err := PredictStart(try); err != nil || !q.Starts {
+			continue
+		}
+		f := &Fix{Config: b, Delete: path.Join(rootDir(in), rep.File), Loses: loses(rep), Verified: true}
+		f.Text = "set " + string(b) + " in the kubelet config, then drain the node and delete " + f.Delete
+		if len(f.Loses) > 0 {
+			f.Text += fmt.Sprintf(" (this drops %d assignment(s) of the drained pods: %s)", len(f.Loses), strings.Join(f.Loses, "; "))
+		}
+		return f
+	}
+	return nil
+}
+
+func rootDir(in StartInput) string {
+	if in.RootDir == "" {
+		return decode.DefaultRootDir
+	}
+	return in.RootDir
+}
+
+// loses lists what deleting a checkpoint drops: the exclusive CPUs and NUMA memory of pods.
+func loses(rep *decode.Report) []string {
+	var out []string
+	switch s := rep.Decoded.(type) {
+	case *decode.CPUState:
+		for _, pod := range sortedKeys(s.Entries) {
+			for _, ctr := range sortedKeys(s.Entries[pod]) {
+				if set := s.Entries[pod][ctr]; set != "" {
+					out = append(out, fmt.Sprintf("pod %s container %s: exclusive CPUs %s", pod, ctr, set))
+				}
+			}
+		}
+		for _, pod := range sortedKeys(s.PodEntries) {
+			out = append(out, fmt.Sprintf("pod %s: exclusive CPUs %s", pod, s.PodEntries[pod]))
+		}
+	case *decode.MemoryState:
+		for _, pod := range sortedKeys(s.Entries) {
+			for _, ctr := range sortedKeys(s.Entries[pod]) {
+				for _, b := range s.Entries[pod][ctr] {
+					out = append(out, fmt.Sprintf("pod %s container %s: %s %s on NUMA %v", pod, ctr, bytesText(b.Size), b.Type, b.NUMAAffinity))
+				}
+			}
+		}
+	}
+	return out
+}
+
+func bytesText(n uint64) string {
+	return resource.NewQuantity(int64(n), resource.BinarySI).String()
+}
+
+// configCandidates guesses config changes from the failure and the state on the node.
+func configCandidates(in StartInput, p Prediction) []candidate {
+	var out []candidate
+	cs, _ := decodedCPU(in.CPU)
+	ms, _ := decodedMemory(in.Memory)
+	// A config-phase failure stops before either manager: both get candidates.
+	cpuFailed := p.CPU == nil || p.CPU.Phase != PhaseOK
+	memFailed := p.Memory == nil || p.Memory.Phase != PhaseOK
+	cpuErr := p.Error
+	if p.CPU != nil {
+		cpuErr = p.CPU.Error
+	}
+
+	if cpuFailed {
+		// The policy the file was written with.
+		if cs != nil && (cs.PolicyName == cpuPolicyNone || cs.PolicyName == cpuPolicyStatic) && cs.PolicyName != in.Config.cpuPolicy() {
+			pol := cs.PolicyName
+			out = append(out, candidate{map[string]any{"cpuManagerPolicy": pol}, func(c *KubeletConfig) { c.CPUManagerPolicy = pol }})
+			if pol == cpuPolicyStatic {
+				// static needs a CPU reservation; the smallest one.
+				out = append(out, candidate{map[string]any{"cpuManagerPolicy": pol, "kubeReserved": map[string]string{"cpu": "1"}}, func(c *KubeletConfig) {
+					c.CPUManagerPolicy = pol
+					c.KubeReserved = cloneMap(c.KubeReserved)
+					c.KubeReserved["cpu"] = "1"
+				}})
+			}
+		}
+		if low := strings.ToLower(in.Config.cpuPolicy()); low != in.Config.cpuPolicy() {
+			out = append(out, candidate{map[string]any{"cpuManagerPolicy": low}, func(c *KubeletConfig) { c.CPUManagerPolicy = low }})
+		}
+		// Options: turn the gate on, or drop the option.
+		for _, name := range sortedKeys(in.Config.CPUManagerPolicyOptions) {
+			name := name
+			if strings.Contains(cpuErr, fmt.Sprintf("%q", name)) || strings.Contains(cpuErr, name+" and") || strings.Contains(cpuErr, "and "+name) {
+				for _, g := range []string{gateCPUAlphaOptions, gateCPUBetaOptions} {
+					if strings.Contains(cpuErr, strings.TrimPrefix(strings.TrimSuffix(g, "Options"), "CPUManagerPolicy")+"-level") {
+						g := g
+						out = append(out, candidate{map[string]any{"featureGates": map[string]bool{g: true}}, func(c *KubeletConfig) {
+							if c.FeatureGates == nil {
+								c.FeatureGates = map[string]bool{}
+							}
+							c.FeatureGates[g] = true
+						}})
+					}
+				}
+				rest := map[string]string{}
+				for k, v := range in.Config.CPUManagerPolicyOptions {
+					if k != name {
+						rest[k] = v
+					}
+				}
+				out = append(out, candidate{map[string]any{"cpuManagerPolicyOptions": rest}, func(c *KubeletConfig) { c.CPUManagerPolicyOptions = rest }})
+			}
+		}
+		// Reserved CPUs: the same number, chosen among the CPUs the state's default set holds.
+		if cs != nil && in.Machine != nil {
+			if def, err := cpuset.Parse(cs.DefaultCPUSet); err == nil {
+				n := reservedCount(in)
+				topo := discover(in.Machine)
+				if n > 0 {
+					if set := takeByTopology(topo, def.Intersection(topo.CPUs()), n, false, false); set.Size() == n {
+						s := set.String()
+						out = append(out, candidate{map[string]any{"reservedSystemCPUs": s}, func(c *KubeletConfig) { c.ReservedSystemCPUs = s }})
+					}
+				}
+				// strict-cpu-reservation: reserve what the default set lacks.
+				if rest := topo.CPUs().Difference(def); rest.Size() > 0 {
+					s := rest.String()
+					out = append(out, candidate{map[string]any{"reservedSystemCPUs": s}, func(c *KubeletConfig) { c.ReservedSystemCPUs = s }})
+				}
+			}
+		}
+		if in.Config.ReservedSystemCPUs != "" {
+			out = append(out, candidate{map[string]any{"reservedSystemCPUs": ""}, func(c *KubeletConfig) { c.ReservedSystemCPUs = "" }})
+		}
+		if strings.Contains(cpuErr, "unable to determine reserved CPU") || strings.Contains(cpuErr, "unable to reserve") {
+			out = append(out, candidate{map[string]any{"kubeReserved": map[string]string{"cpu": "1"}}, func(c *KubeletConfig) {
+				c.KubeReserved = cloneMap(c.KubeReserved)
+				c.KubeReserved["cpu"] = "1"
+				if c.SystemReserved != nil {
+					c.SystemReserved = cloneMap(c.SystemReserved)
+					delete(c.SystemReserved, "cpu")
+				}
+			}})
+		}
+	}
+	if memFailed {
+		if ms != nil && (ms.PolicyName == memPolicyNone || ms.PolicyName == memPolicyStatic) && ms.PolicyName != in.Config.memoryPolicy() {
+			pol := ms.PolicyName
+			out = append(out, candidate{map[string]any{"memoryManagerPolicy": pol}, func(c *KubeletConfig) { c.MemoryManagerPolicy = pol }})
+		}
+		for _, pol := range []string{memPolicyStatic, memPolicyNone} {
+			if strings.EqualFold(pol, in.Config.memoryPolicy()) && pol != in.Config.memoryPolicy() {
+				pol := pol
+				out = append(out, candidate{map[string]any{"memoryManagerPolicy": pol}, func(c *KubeletConfig) { c.MemoryManagerPolicy = pol }})
+			}
+		}
+		// reservedMemory as the stored machine state records it (what the pods were placed with).
+		if ms != nil && len(ms.MachineState) > 0 {
+			rm := reservedFromState(ms)
+			out = append(out, candidate{map[string]any{"reservedMemory": rm}, func(c *KubeletConfig) { c.ReservedMemory = rm }})
+		}
+		// The reservation the state was written with: reservedMemory as recorded, and
+		// systemReserved memory so that node allocatable adds up to it.
+		if ms != nil && len(ms.MachineState) > 0 && in.Machine != nil {
+			rm := reservedFromState(ms)
+			if sys, ok := systemReservedFor(in, rm); ok {
+				out = append(out, candidate{map[string]any{"reservedMemory": rm, "systemReserved": map[string]string{"memory": sys}}, func(c *KubeletConfig) {
+					c.ReservedMemory = rm
+					c.SystemReserved = cloneMap(c.SystemReserved)
+					c.SystemReserved["memory"] = sys
+				}})
+			}
+		}
+		// systemReserved memory adjusted so node allocatable matches reservedMemory.
+		if sys, ok := systemReservedFor(in, in.Config.ReservedMemory); ok {
+			out = append(out, candidate{map[string]any{"systemReserved": map[string]string{"memory": sys}}, func(c *KubeletConfig) {
+				c.SystemReserved = cloneMap(c.SystemReserved)
+				c.SystemReserved["memory"] = sys
+			}})
+		}
+		// reservedMemory adding up to the node-allocatable reservation, on the first NUMA node.
+		if in.Machine != nil {
+			if rm := reservedMatchingAllocatable(in); rm != nil {
+				out = append(out, candidate{map[string]any{"reservedMemory": rm}, func(c *KubeletConfig) { c.ReservedMemory = rm }})
+			}
+		}
+	}
+	return out
+}
+
+func decodedCPU(r *decode.Report) (*decode.CPUState, bool) {
+	if r == nil {
+		return nil, false
+	}
+	s, ok := r.Decoded.(*decode.CPUState)
+	return s, ok
+}
+
+func decodedMemory(r *decode.Report) (*decode.MemoryState, bool) {
+	if r == nil {
+		return nil, false
+	}
+	s, ok := r.Decoded.(*decode.MemoryState)
+	return s, ok
+}
+
+// reservedCount is numReservedCPUs under the current config, 0 when it cannot be computed.
+func reservedCount(in StartInput) int {
+	e := &env{machine: in.Machine, topo: discover(in.Machine), cfg: in.Config}
+	if e.resolveConfig() != nil {
+		return 0
+	}
+	q, ok := e.reservation["cpu"]
+	if !ok {
+		return 0
+	}
+	return int((q.MilliValue() + 999) / 1000)
+}
+
+func reservedFromState(ms *decode.MemoryState) []MemoryReservation {
+	ids := make([]int, 0, len(ms.MachineState))
+	for id := range ms.MachineState {
+		ids = append(ids, id)
+	}
+	sort.Ints(ids)
+	var out []MemoryReservation
+	for _, id := range ids {
+		n := ms.MachineState[id]
+		if n == nil {
+			continue
+		}
+		limits := map[string]resource.Quantity{}
+		for name, t := range n.MemoryMap {
+			if t != nil && t.SystemReserved > 0 {
+				limits[name] = *resource.NewQuantity(int64(t.SystemReserved), resource.BinarySI)
+			}
+		}
+		if len(limits) > 0 {
+			out = append(out, MemoryReservation{NumaNode: int32(id), Limits: limits})
+		}
+	}
+	return out
+}
+
+func reservedMatchingAllocatable(in StartInput) []MemoryReservation {
+	e := &env{machine: in.Machine, topo: discover(in.Machine), cfg: in.Config}
+	if e.resolveConfig() != nil {
+		return nil
+	}
+	ids := in.Machine.NodeIDs()
+	if len(ids) == 0 {
+		return nil
+	}
+	limits := map[string]resource.Quantity{}
+	for name, q := range e.reservation {
+		if name == string(v1.ResourceMemory) || isHugePages(name) {
+			limits[name] = q
+		}
+	}
+	if len(limits) == 0 {
+		return nil
+	}
+	return []MemoryReservation{{NumaNode: int32(ids[0]), Limits: limits}}
+}
+
+func cloneConfig(c *KubeletConfig) *KubeletConfig {
+	b, _ := json.Marshal(c)
+	var out KubeletConfig
+	_ = json.Unmarshal(b, &out)
+	return &out
+}
+
+func cloneMap(m map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// systemReservedFor is the systemReserved memory with which the node-allocatable memory
+// reservation equals the memory that rm reserves.
+func systemReservedFor(in StartInput, rm []MemoryReservation) (string, bool) {
+	want := resource.NewQuantity(0, resource.BinarySI)
+	for _, r := range rm {
+		if q, ok := r.Limits[string(v1.ResourceMemory)]; ok {
+			want.Add(q)
+		}
+	}
+	if want.IsZero() {
+		return "", false
+	}
+	cfg := cloneConfig(in.Config)
+	if cfg.SystemReserved != nil {
+		delete(cfg.SystemReserved, string(v1.ResourceMemory))
+	}
+	e := &env{machine: in.Machine, topo: discover(in.Machine), cfg: cfg}
+	if e.resolveConfig() != nil {
+		return "", false
+	}
+	rest := e.reservation[string(v1.ResourceMemory)]
+	want.Sub(rest)
+	if want.Sign() <= 0 {
+		return "", false
+	}
+	return want.String(), true
+}

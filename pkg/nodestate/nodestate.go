@@ -1,0 +1,261 @@
+// Package nodestate is the library under the commands: it reads checkpoint files (from live
+// nodes through package fetch, or from copies through package local), decodes and judges each
+// with package decode, and hands back one typed result per node as soon as that node is done.
+// It runs from a plain Config and knows no flags, streams or exit codes; the commands in
+// pkg/cmd (and doctor) are thin shells around it, as stern's commands are around its library.
+package nodestate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch/local"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/machine"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/render"
+)
+
+// Config says what to read and how to judge it. Set one source: FromDir or FromFile (files
+// copied off a node), or live nodes (Nodes, or AllNodes with an optional Selector) with Client
+// and RESTConfig.
+type Config struct {
+	// FromDir is a directory laid out like the kubelet root dir, or a tar/tar.gz of one.
+	FromDir string
+	// FromFile is one checkpoint file; Kind names its kind, else its base name does.
+	FromFile string
+	Kind     decode.Kind
+
+	// Nodes are the live nodes to read; AllNodes reads every node matching Selector instead.
+	Nodes    []string
+	AllNodes bool
+	Selector string
+	// Client and RESTConfig reach the cluster (live only).
+	Client     kubernetes.Interface
+	RESTConfig *rest.Config
+	// Fetch configures the debug pods (namespace, image, timeouts); its KubeletRootDir is
+	// replaced by KubeletRootDir.
+	Fetch fetch.Options
+	// Concurrency bounds the nodes read at once (fetch.DefaultConcurrency if < 1).
+	Concurrency int
+	// Exec replaces the remote exec into the debug pods, for tests (as fetch.Fetcher.Exec).
+	Exec fetch.ExecFunc
+
+	// KubeletRootDir is the kubelet's --root-dir on the node (decode.DefaultRootDir if "").
+	KubeletRootDir string
+	// Machine also reads each live node's machine from sysfs, in the same exec as the files
+	// (NodeResult.Machine).
+	Machine bool
+	// KubeletConfig also reads each live node's kubelet config: configz through the API
+	// server when the user may already GET nodes/proxy, else config.yaml from the kubelet
+	// root dir (NodeResult.KubeletConfig).
+	KubeletConfig bool
+	// Configz replaces the GET of configz through the API server, for tests.
+	Configz ConfigzFunc
+
+	// Kubelet judges every file as this kubelet would; nil judges a live node's files for its
+	// own kubelet version, and copied files for the last release writing each file's format.
+	Kubelet *decode.Kubelet
+}
+
+// Offline reports whether the files come from copies on disk.
+func (c *Config) Offline() bool { return c.FromDir != "" || c.FromFile != "" }
+
+// NodeResult is one node (or one copied directory or file), read and judged.
+type NodeResult struct {
+	// Node is the live node's name; "" for copies.
+	Node string
+	// Where names the origin in messages: "node NAME", or the copied path.
+	Where string
+	// Snapshot is what was read; nil when Err is set.
+	Snapshot *fetch.Snapshot
+	// Rows are the judged files in the kubelet's file order, then oversized and temp files; a
+	// node that could not be read has the one row saying why.
+	Rows []render.FileRow
+	// Names resolves the pod UIDs and container IDs of the files (nil offline).
+	Names render.PodNames
+	// Err is why the node could not be read at all (a *fetch.Error for live nodes).
+	Err error
+
+	// Machine is the node's machine from sysfs (Config.Machine), or why not in MachineErr.
+	Machine    *machine.Machine
+	MachineErr error
+	// KubeletConfig is the kubelet's config as read (Config.KubeletConfig): configz's JSON or
+	// config.yaml, as KubeletConfigFrom says; nil if neither could be read.
+	KubeletConfig     []byte
+	KubeletConfigFrom string
+	// KubeletConfigNote says why configz was not used, or why there is no config at all.
+	KubeletConfigNote string
+}
+
+// Warnings are the non-fatal problems of the read.
+func (n *NodeResult) Warnings() []string {
+	if n.Snapshot == nil {
+		return nil
+	}
+	return n.Snapshot.Warnings
+}
+
+// Skipped reports a node that was not read by design (a Windows node): not a failure.
+func (n *NodeResult) Skipped() bool {
+	return n.Err != nil && fetch.ReasonOf(n.Err) == fetch.ReasonUnsupportedOS
+}
+
+// ErrInterrupted is Run's error when ctx was cancelled (Ctrl-C): every node started was still
+// reported, and every debug pod created was deleted before Run returned.
+var ErrInterrupted = errors.New("interrupted; every debug pod created was deleted")
+
+// Reader runs a Config. New resolves the node list; Run reads.
+type Reader struct {
+	cfg   Config
+	nodes []string
+	// infos are the nodes to read; listed ones carry what reading needs, so a node is not
+	// read again one by one (a GET per node) after --all-nodes listed it.
+	infos   []fetch.NodeInfo
+	fetcher *fetch.Fetcher
+	// configz reads a node's configz, nil when the user may not (noConfigz says why).
+	configz   ConfigzFunc
+	noConfigz string
+}
+
+// New checks the config and, for live nodes, lists them when AllNodes is set.
+func New(ctx context.Context, cfg Config) (*Reader, error) {
+	if cfg.KubeletRootDir == "" {
+		cfg.KubeletRootDir = decode.DefaultRootDir
+	}
+	r := &Reader{cfg: cfg}
+	switch {
+	case cfg.FromDir != "" && cfg.FromFile != "":
+		return nil, errors.New("read a directory or a file, not both")
+	case cfg.Offline():
+		return r, nil
+	case cfg.Client == nil || cfg.RESTConfig == nil:
+		return nil, errors.New("live nodes need a Client and a RESTConfig")
+	}
+	opts := cfg.Fetch
+	opts.KubeletRootDir = cfg.KubeletRootDir
+	r.fetcher = &fetch.Fetcher{Client: cfg.Client, Config: cfg.RESTConfig, Paths: decode.Paths(), Options: opts, Exec: cfg.Exec}
+	if err := r.fetcher.Validate(); err != nil {
+		return nil, err
+	}
+	if r.configz = cfg.Configz; r.configz == nil {
+		r.configz = APIConfigz(cfg.Client)
+	}
+	r.withExtras(ctx, r.fetcher)
+	r.nodes, r.infos = cfg.Nodes, fetch.Named(cfg.Nodes)
+	if cfg.AllNodes {
+		infos, _, err := fetch.ListNodes(ctx, cfg.Client, cfg.Selector)
+		if err != nil {
+			return nil, fetch.ExplainError(err, opts.WithDefaults().Namespace)
+		}
+		if len(infos) == 0 {
+			return nil, fmt.Errorf("no nodes match %q", cfg.Selector)
+		}
+		r.infos = infos
+		r.nodes = make([]string, len(infos))
+		for i, n := range infos {
+			r.nodes[i] = n.Name
+		}
+	}
+	return r, nil
+}
+
+// Nodes is the live node list being read (nil offline).
+func (r *Reader) Nodes() []string { return r.nodes }
+
+// Run reads every source and calls each with its result as soon as it is judged: live nodes
+// in the order they complete, at most Concurrency at a time. Calls to each never overlap. An
+// error from each stops the reporting (nodes already started still finish and clean up) and
+// is returned. Copies that cannot be read at all are an error of Run; a live node that cannot
+// be read is a result with Err. After ctx is cancelled Run returns ErrInterrupted.
+func (r *Reader) Run(ctx context.Context, each func(*NodeResult) error) error {
+	if r.cfg.Offline() {
+		snap, err := r.loadOffline()
+		if err != nil {
+			return err
+		}
+		return each(r.judge(snap))
+	}
+	var eachErr error
+	r.fetcher.FetchNodes(ctx, r.infos, r.cfg.Concurrency, func(fr fetch.NodeResult) {
+		if eachErr != nil {
+			return
+		}
+		res := &NodeResult{Node: fr.Node, Where: "node " + fr.Node, Err: fr.Err}
+		if fr.Err != nil {
+			res.Rows = []render.FileRow{render.NodeFailedRow(fr.Node, res.Skipped(), failureReason(fr.Err), fr.Err.Error())}
+		} else {
+			// Extras first: they take config.yaml out of the checkpoint files.
+			extras := &NodeResult{Node: fr.Node, Snapshot: fr.Files}
+			r.addExtras(ctx, extras)
+			res = r.judge(fr.Files)
+			res.Machine, res.MachineErr = extras.Machine, extras.MachineErr
+			res.KubeletConfig, res.KubeletConfigFrom, res.KubeletConfigNote = extras.KubeletConfig, extras.KubeletConfigFrom, extras.KubeletConfigNote
+		}
+		eachErr = each(res)
+	})
+	if eachErr != nil {
+		return eachErr
+	}
+	if ctx.Err() != nil {
+		return ErrInterrupted
+	}
+	return nil
+}
+
+// failureReason is the few words a failed node's row has room for.
+func failureReason(err error) string {
+	var fe *fetch.Error
+	if errors.As(err, &fe) && fe.Short != "" {
+		return fe.Short
+	}
+	return string(fetch.ReasonOf(err))
+}
+
+// loadOffline reads FromDir or FromFile.
+func (r *Reader) loadOffline() (*fetch.Snapshot, error) {
+	if r.cfg.FromDir != "" {
+		return local.Read(r.cfg.FromDir, decode.Paths(), local.DefaultLimits)
+	}
+	if _, ok := r.fileKind(); !ok {
+		return nil, fmt.Errorf("cannot tell which checkpoint %s is: give the file its name on the node (e.g. cpu_manager_state) or pass --kind", r.cfg.FromFile)
+	}
+	b, err := local.ReadFile(r.cfg.FromFile, local.DefaultLimits)
+	if err != nil {
+		return nil, err
+	}
+	return &fetch.Snapshot{Source: r.cfg.FromFile, Files: map[string][]byte{r.cfg.FromFile: b}}, nil
+}
+
+// fileKind is the kind of FromFile: Kind, else the file's name on the node.
+func (r *Reader) fileKind() (decode.Kind, bool) {
+	if r.cfg.Kind != "" {
+		return r.cfg.Kind, true
+	}
+	return decode.ParseKind(path.Base(r.cfg.FromFile))
+}
+
+// judge decodes a snapshot into a result.
+func (r *Reader) judge(s *fetch.Snapshot) *NodeResult {
+	res := &NodeResult{Node: s.Node, Where: s.Source, Snapshot: s}
+	if s.Node != "" {
+		res.Where = "node " + s.Node
+	}
+	if s.Pods != nil {
+		res.Names = podNames{s.Pods}
+	}
+	kindOf := func(p string) decode.Kind {
+		k, _ := decode.ParseKind(p)
+		return k
+	}
+	if r.cfg.FromFile != "" {
+		kindOf = func(string) decode.Kind { k, _ := r.fileKind(); return k }
+	}
+	res.Rows = Judge(s, kindOf, r.cfg.Kubelet, r.cfg.KubeletRootDir)
+	return res
+}

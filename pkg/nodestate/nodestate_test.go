@@ -1,0 +1,254 @@
+package nodestate
+
+import (
+	"archive/tar"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
+	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/render"
+)
+
+const repo = "../.."
+
+// runAll runs cfg and collects the results.
+func runAll(t *testing.T, cfg Config) ([]*NodeResult, error) {
+	t.Helper()
+	r, err := New(context.Background(), cfg)
+	if err != nil {
+		return nil, err
+	}
+	var out []*NodeResult
+	err = r.Run(context.Background(), func(n *NodeResult) error { out = append(out, n); return nil })
+	return out, err
+}
+
+func TestFromFile(t *testing.T) {
+	vector := filepath.Join(repo, "testdata/kubelet/cpu_manager_state/v1.18.0/static-numa.json")
+	// Named like a vector, not like the file on the node: the kind must be given.
+	_, err := runAll(t, Config{FromFile: vector})
+	if err == nil || !strings.Contains(err.Error(), "cannot tell which checkpoint") || !strings.Contains(err.Error(), "--kind") {
+		t.Errorf("unknown name: %v", err)
+	}
+	res, err := runAll(t, Config{FromFile: vector, Kind: decode.KindCPU})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 1 || res[0].Node != "" || res[0].Where != vector || len(res[0].Rows) != 1 {
+		t.Fatalf("results: %+v", res)
+	}
+	if row := res[0].Rows[0]; row.Kind() != decode.KindCPU || row.File() != vector || row.Verdict() != decode.Valid {
+		t.Errorf("row: %+v", row.Report)
+	}
+	// The node's file name is enough, wherever it lies; Kind wins over the name.
+	dir := t.TempDir()
+	p := filepath.Join(dir, "memory_manager_state")
+	if err := os.WriteFile(p, []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := runAll(t, Config{FromFile: p}); err != nil || res[0].Rows[0].Kind() != decode.KindMemory {
+		t.Errorf("by name: %+v, %v", res, err)
+	}
+	if res, err := runAll(t, Config{FromFile: p, Kind: decode.KindDRA}); err != nil || res[0].Rows[0].Kind() != decode.KindDRA {
+		t.Errorf("kind over name: %+v, %v", res, err)
+	}
+	if _, err := runAll(t, Config{FromFile: filepath.Join(dir, "cpu_manager_state")}); err == nil {
+		t.Error("missing file: no error")
+	}
+}
+
+func TestFromDir(t *testing.T) {
+	dir := filepath.Join(repo, "examples/broken-node")
+	res, err := runAll(t, Config{FromDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 1 || res[0].Where != dir || res[0].Names != nil || len(res[0].Snapshot.Files) != 4 {
+		t.Fatalf("results: %+v", res)
+	}
+	last := res[0].Rows[len(res[0].Rows)-1]
+	if last.File() != ".482910377" || last.NotDecoded == nil || last.NotDecoded.Reason != render.TempFile || last.Verdict() != decode.NotRead {
+		t.Errorf("temp row: %+v", last)
+	}
+}
+
+func TestJudgeRowsAndOrder(t *testing.T) {
+	root := filepath.Join(repo, "examples/kubelet-root")
+	files := map[string][]byte{}
+	for _, f := range decode.Files {
+		if b, err := os.ReadFile(filepath.Join(root, f.Path)); err == nil {
+			files[f.Path] = b
+		}
+	}
+	s := &fetch.Snapshot{Files: files, Oversized: []string{"pod_status_manager_state"}, TempFiles: []string{".123", "device-plugins/.9"}}
+	rs := Judge(s, byName, nil, "")
+	var got []string
+	for _, r := range rs {
+		got = append(got, r.File()+"="+string(r.Verdict()))
+	}
+	want := []string{
+		"cpu_manager_state=valid", "memory_manager_state=valid", "device-plugins/kubelet_internal_checkpoint=valid",
+		"dra_manager_state=valid", "dra_health_state=valid", "allocated_pods_state=valid", "actuated_pods_state=valid",
+		"pod_status_manager_state=unreadable", ".123=not-read", "device-plugins/.9=not-read",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("rows:\n got %q\nwant %q", got, want)
+	}
+	// The oversized row carries its kind (so the show commands count it) and a cause; no
+	// report is made up for it.
+	over := rs[7]
+	if over.Report != nil || over.Kind() != decode.KindPodStatus || over.NotDecoded.Reason != render.Oversized || over.Why() != render.MsgOversized {
+		t.Errorf("oversized row: %+v", over.NotDecoded)
+	}
+	if rs[8].Report != nil || rs[8].Kind() != "" || rs[8].Why() != render.MsgTempFile {
+		t.Errorf("temp row: %+v", rs[8].NotDecoded)
+	}
+	for _, r := range rs[:7] {
+		if r.Kind() == "" || r.Reader() == "" {
+			t.Errorf("%s: kind %q reader %q", r.File(), r.Kind(), r.Reader())
+		}
+	}
+}
+
+func byName(p string) decode.Kind { k, _ := decode.ParseKind(p); return k }
+
+func TestJudgeReader(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(repo, "examples/kubelet-root/cpu_manager_state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := func(version string) *fetch.Snapshot {
+		return &fetch.Snapshot{Node: "n1", KubeletVersion: version, Files: map[string][]byte{"cpu_manager_state": raw}}
+	}
+	// Offline: the last kubelet writing the format.
+	if rs := Judge(snap(""), byName, nil, ""); rs[0].Reader() != "v1.37.1" {
+		t.Errorf("offline reader: %q", rs[0].Reader())
+	}
+	// Live: the node's own kubelet version.
+	if rs := Judge(snap("v1.36.4"), byName, nil, ""); rs[0].Reader() != "v1.36.4" || rs[0].Node != "n1" {
+		t.Errorf("node reader: %+v", rs[0].Report)
+	}
+	// An explicit kubelet wins over the node's version.
+	k, err := decode.ParseKubelet("v1.35.8", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs := Judge(snap("v1.36.4"), byName, &k, ""); rs[0].Reader() != "v1.35.8" {
+		t.Errorf("explicit reader: %+v", rs[0].Report)
+	}
+	// A version naming no release does not stop the read: the format's own rules judge, and the
+	// report says why.
+	rs := Judge(snap("garbage"), byName, nil, "")
+	if notes := rs[0].Report.Notes; rs[0].Reader() == "" || len(notes) == 0 || !strings.Contains(notes[len(notes)-1], `"garbage"`) {
+		t.Errorf("bad node version: %+v", rs[0].Report)
+	}
+}
+
+// Live nodes stream through the production fetch path (a fake API server whose pods run at
+// once, and a fake exec answering with a tar): each node's result arrives judged for its own
+// kubelet, with its pods' names; a node that cannot be read arrives as one failure row.
+func TestLive(t *testing.T) {
+	node := func(name string, ready corev1.ConditionStatus) *corev1.Node {
+		return &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"pool": "x"}},
+			Status: corev1.NodeStatus{
+				NodeInfo:   corev1.NodeSystemInfo{KubeletVersion: "v1.36.4", OperatingSystem: "linux"},
+				Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready}},
+			},
+		}
+	}
+	client := fake.NewClientset(node("a", corev1.ConditionTrue), node("b", corev1.ConditionFalse))
+	client.PrependReactor("create", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		a.(clienttesting.CreateAction).GetObject().(*corev1.Pod).Status.Phase = corev1.PodRunning
+		return false, nil, nil
+	})
+	cpu, err := os.ReadFile(filepath.Join(repo, "examples/kubelet-root/cpu_manager_state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec := func(_ context.Context, _, _, _ string, _ []string, stdout, _ io.Writer) error {
+		tw := tar.NewWriter(stdout)
+		if err := tw.WriteHeader(&tar.Header{Name: "cpu_manager_state", Mode: 0o600, Size: int64(len(cpu)), Typeflag: tar.TypeReg}); err != nil {
+			return err
+		}
+		if _, err := tw.Write(cpu); err != nil {
+			return err
+		}
+		return tw.Close()
+	}
+	cfg := Config{AllNodes: true, Selector: "pool=x", Client: client, RESTConfig: &rest.Config{}, Concurrency: 2, Exec: exec}
+	r, err := New(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Nodes(); !reflect.DeepEqual(got, []string{"a", "b"}) {
+		t.Fatalf("nodes %q", got)
+	}
+	got := map[string]*NodeResult{}
+	if err := r.Run(context.Background(), func(n *NodeResult) error { got[n.Node] = n; return nil }); err != nil || len(got) != 2 {
+		t.Fatalf("%d results, %v", len(got), err)
+	}
+	a := got["a"]
+	if a.Err != nil || a.Where != "node a" || a.Names == nil || len(a.Rows) != 1 {
+		t.Fatalf("node a: %+v", a)
+	}
+	if row := a.Rows[0]; row.Node != "a" || row.File() != "cpu_manager_state" || row.Verdict() != decode.Valid || row.Reader() != "v1.36.4" {
+		t.Errorf("node a row: %+v", row.Report)
+	}
+	b := got["b"]
+	if b.Err == nil || b.Snapshot != nil || len(b.Rows) != 1 || b.Rows[0].File() != "-" || b.Rows[0].Verdict() != decode.Unreadable ||
+		b.Rows[0].NotDecoded.Reason != render.NodeUnreadable || b.Rows[0].Why() == "" {
+		t.Errorf("node b: err %v, rows %+v", b.Err, b.Rows)
+	}
+	// An error of each stops the reporting and comes back.
+	stop := errors.New("stop")
+	calls := 0
+	if err := r.Run(context.Background(), func(*NodeResult) error { calls++; return stop }); err != stop || calls != 1 {
+		t.Errorf("each error: %v after %d calls", err, calls)
+	}
+	// Cancelled before the start: every node is reported cancelled, and Run says interrupted.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	n := 0
+	if err := r.Run(ctx, func(*NodeResult) error { n++; return nil }); err != ErrInterrupted || n != 2 {
+		t.Errorf("cancelled: %v, %d results", err, n)
+	}
+}
+
+func TestNewErrors(t *testing.T) {
+	if _, err := New(context.Background(), Config{FromDir: "d", FromFile: "f"}); err == nil {
+		t.Error("dir and file: no error")
+	}
+	if _, err := New(context.Background(), Config{Nodes: []string{"a"}}); err == nil {
+		t.Error("live without a client: no error")
+	}
+	client := fake.NewClientset()
+	if _, err := New(context.Background(), Config{AllNodes: true, Selector: "none=here", Client: client, RESTConfig: &rest.Config{}}); err == nil || !strings.Contains(err.Error(), `no nodes match "none=here"`) {
+		t.Errorf("no nodes: %v", err)
+	}
+}
+
+// A live snapshot's names tell the renderers which pods are the plugin's own debug pods.
+func TestJudgeMarksDebugPods(t *testing.T) {
+	ix := fetch.NewPodIndex(nil)
+	ix.Debug["uid-debug"] = true
+	res := (&Reader{}).judge(&fetch.Snapshot{Node: "n1", Pods: ix})
+	d, ok := res.Names.(render.DebugPods)
+	if !ok || !d.DebugPod("uid-debug") || d.DebugPod("uid-app") {
+		t.Errorf("result names %#v do not mark exactly the debug pod", res.Names)
+	}
+}

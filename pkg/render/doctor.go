@@ -1,0 +1,89 @@
+package render
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/doctor"
+)
+
+// DoctorResult is doctor's answer for one node, as `doctor -o json|yaml` prints it.
+type DoctorResult struct {
+	Node string `json:"node,omitempty"`
+	doctor.Result
+	// Error is why the node could not be read (then nothing else is known).
+	Error string `json:"error,omitempty"`
+}
+
+// Doctor prints one row for the start prediction and one per finding; json and yaml print the
+// result itself for one node (offline), a list for several.
+func Doctor(w io.Writer, o Options, results []DoctorResult) error {
+	if len(results) == 1 && !o.ShowNode && (o.Format == JSON || o.Format == YAML) {
+		return printOne(w, o.Format, results[0])
+	}
+	if done, err := printStructured(w, o, "DoctorResultList", results); done {
+		return err
+	}
+	headers := []string{"SEVERITY", "CHECK", "FILE", "ENTRY", "MESSAGE", "FIX"}
+	t := newTable(w, o, headers...).fixedWidths(8, 22, 28, 24, 80)
+	for _, r := range results {
+		if r.Error != "" {
+			t.add(r.Node, "error", "read", "", "", oneLine(r.Error), "")
+			continue
+		}
+		t.add(r.Node, startRow(r.KubeletStart)...)
+		for _, f := range r.Findings {
+			if f.Check == "kubelet-start" {
+				continue // the start row says it
+			}
+			t.add(r.Node, string(f.Severity), f.Check, f.File, f.Entry, oneLine(f.Message), oneLine(f.Fix))
+		}
+	}
+	t.render()
+	return nil
+}
+
+func startRow(s doctor.KubeletStart) []string {
+	switch {
+	case s.Phase == doctor.PhaseNotPredicted:
+		return []string{"info", "kubelet-start", "", "", "start not predicted (see the notes above)", ""}
+	case s.Starts:
+		return []string{"ok", "kubelet-start", "", "", fmt.Sprintf("kubelet %s starts: the CPU manager (%s) and memory manager (%s) accept the state", s.Kubelet, s.CPU.Policy, s.Memory.Policy), ""}
+	}
+	file := "kubelet-config"
+	switch s.Phase {
+	case doctor.PhaseCPUStart:
+		file = "cpu_manager_state"
+	case doctor.PhaseMemoryStart:
+		file = "memory_manager_state"
+	}
+	fix := ""
+	if s.Fix != nil {
+		fix = s.Fix.Text
+	}
+	msg := fmt.Sprintf("kubelet %s will not start: %s", s.Kubelet, s.Error)
+	if s.Memory != nil && s.Phase == doctor.PhaseMemoryStart && len(s.Memory.Details) > 0 {
+		msg += " (" + strings.Join(s.Memory.Details, "; ") + ")"
+	}
+	return []string{"error", "kubelet-start", file, s.Phase, oneLine(msg), oneLine(fix)}
+}
+
+func printOne(w io.Writer, f Format, r DoctorResult) error {
+	var b []byte
+	var err error
+	if f == JSON {
+		b, err = json.MarshalIndent(r, "", "    ")
+		b = append(b, '\n')
+	} else {
+		b, err = yaml.Marshal(r)
+	}
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
+}
