@@ -73,7 +73,8 @@ func TestFetchNodesListedNodesOneWatch(t *testing.T) {
 	}
 }
 
-// The shared watch judges each pod as the per-pod watch does, and fail ends one wait early.
+// The shared watch judges each pod as the per-pod watch does, and fail, or a failure from the
+// pod's events (realnode's EventError, sent on the wait's failed channel), ends one wait early.
 func TestPodWatchOutcomes(t *testing.T) {
 	c := newClient(false)
 	pods := c.CoreV1().Pods("ns")
@@ -95,13 +96,12 @@ func TestPodWatchOutcomes(t *testing.T) {
 		name string
 		err  error
 	}
-	done := make(chan result, 4)
-	wait := func(name string, w *podWaiter, p *corev1.Pod) {
-		go func() { done <- result{name, pw.wait(ctx, w, p, 5*time.Second, nil)} }()
-	}
-	for _, name := range []string{"runs", "fails", "deleted", "events"} {
+	done := make(chan result, 5)
+	failed := map[string]chan *Error{}
+	for _, name := range []string{"runs", "fails", "deleted", "failed", "events"} {
 		w, p := mk(name)
-		wait(name, w, p)
+		failed[name] = make(chan *Error)
+		go func() { done <- result{name, pw.wait(ctx, w, p, 5*time.Second, failed[name])} }()
 	}
 	time.Sleep(20 * time.Millisecond)
 	update := func(name string, mutate func(*corev1.Pod)) {
@@ -122,9 +122,10 @@ func TestPodWatchOutcomes(t *testing.T) {
 	if err := pods.Delete(ctx, "deleted", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	pw.fail("events", &Error{Reason: ReasonPodFailed, Short: "FailedMount", Message: "mount failed"})
+	pw.fail("failed", &Error{Reason: ReasonPodFailed, Short: "OutOfpods", Message: "rejected"})
+	failed["events"] <- &Error{Reason: ReasonRootDir, Short: "FailedMount", Message: "mount failed"}
 
-	want := map[string]Reason{"runs": "", "fails": ReasonImagePull, "deleted": ReasonPodDeleted, "events": ReasonPodFailed}
+	want := map[string]Reason{"runs": "", "fails": ReasonImagePull, "deleted": ReasonPodDeleted, "failed": ReasonPodFailed, "events": ReasonRootDir}
 	for range want {
 		select {
 		case r := <-done:
