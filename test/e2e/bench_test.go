@@ -58,8 +58,8 @@ func countedPath(p string) bool { return countedPathRE.MatchString(p) }
 
 var metricLabelRE = regexp.MustCompile(`(\w+)="([^"]*)"`)
 
-// requestCount sums apiserver_request_total over what the plugin does: pods and nodes (core
-// group, no subresource) and pods/exec. The harness's own requests of those kinds (the exec
+// requestCount sums apiserver_request_total over what the plugin does: pods, nodes and events
+// (core group, no subresource; events for the per-pod Warning-event watch) and pods/exec. The harness's own requests of those kinds (the exec
 // mapper's probe exec, patch and relists) are counted on its client and subtracted by the
 // caller; kwok only writes pods/status and node status, which are not counted.
 func requestCount(t testing.TB) (total int64, byVerb map[string]int64) {
@@ -86,7 +86,7 @@ func requestCount(t testing.TB) (total int64, byVerb map[string]int64) {
 			continue
 		}
 		res, sub := labels["resource"], labels["subresource"]
-		if labels["group"] != "" || (res != "pods" && res != "nodes") || (sub != "" && !(res == "pods" && sub == "exec")) {
+		if labels["group"] != "" || (res != "pods" && res != "nodes" && res != "events") || (sub != "" && !(res == "pods" && sub == "exec")) {
 			continue
 		}
 		total += int64(v)
