@@ -7,7 +7,7 @@ COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -s -w -X $(PKG)/pkg/version.version=$(VERSION) -X $(PKG)/pkg/version.commit=$(COMMIT) -X $(PKG)/pkg/version.date=$(DATE)
 
-.PHONY: help build test lint demo fuzz bench e2e e2e-scale e2e-node dist krew-test release-check ci
+.PHONY: help build test lint demo fuzz bench bench-scale bench-podindex e2e e2e-scale e2e-node dist krew-test release-check ci
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -30,6 +30,12 @@ fuzz: ## fuzz every target for FUZZTIME (default 20s each); fails only on a find
 
 bench: ## decoder benchmarks beside the kubelet's own algorithm, in one run, with ratios (COUNT=5)
 	hack/bench.sh
+
+bench-scale: ## the plugin's verify --all-nodes beside a minimal client-go floor on NODES (1,000) kwok nodes, and at 100 and 300
+	hack/bench-scale.sh
+
+bench-podindex: ## what naming pods costs the API server: a list per node vs one cluster-wide paginated list, at 100 and 10,000 pods a node
+	NODESTATE_BENCH_PODINDEX=1 hack/e2e.sh -run '^TestBenchPodIndex$$' 2>&1 | grep -E '^(PODINDEX|---|FAIL|ok)'
 
 e2e: ## live commands end to end on a real kube-apiserver + etcd + kwok (builds/caches the binaries)
 	hack/e2e.sh

@@ -14,45 +14,67 @@ type NodeResult struct {
 	Err   error
 }
 
-// FetchAll fetches nodes with at most concurrency at a time (DefaultConcurrency if < 1) and
-// calls each with every result as soon as it is ready. Calls to each never overlap, so it
-// needs no locking, but a slow each holds up reporting (not fetching). Once ctx is cancelled
-// no new node is started; those left are reported with a ReasonCanceled error, and FetchAll
-// returns only after every started Fetch has deleted its pod, so the caller may exit then.
+// Named returns nodes known only by name: fetching each reads its Node object first.
+func Named(names []string) []NodeInfo {
+	nodes := make([]NodeInfo, len(names))
+	for i, n := range names {
+		nodes[i] = NodeInfo{Name: n}
+	}
+	return nodes
+}
+
+// FetchAll is FetchNodes of nodes known only by name.
 func (f *Fetcher) FetchAll(ctx context.Context, nodes []string, concurrency int, each func(NodeResult)) {
+	f.FetchNodes(ctx, Named(nodes), concurrency, each)
+}
+
+// FetchNodes fetches nodes with at most concurrency at a time (DefaultConcurrency if < 1) and
+// calls each with every result as soon as it is ready. Nodes from ListNodes are not read
+// again. Every debug pod is waited for on one shared watch. Calls to each never overlap, so it
+// needs no locking, but a slow each holds up reporting (not fetching). Once ctx is cancelled
+// no new node is started; those left are reported with a ReasonCanceled error, and FetchNodes
+// returns only after every started fetch has deleted its pod, so the caller may exit then.
+func (f *Fetcher) FetchNodes(ctx context.Context, nodes []NodeInfo, concurrency int, each func(NodeResult)) {
 	if concurrency < 1 {
 		concurrency = DefaultConcurrency
 	}
+	opts := f.Options.WithDefaults()
 	var mu sync.Mutex // each is called from the workers, one at a time
 	report := func(r NodeResult) {
 		mu.Lock()
 		defer mu.Unlock()
 		each(r)
 	}
-	// A plain errgroup.Group, not WithContext: one node's failure is its result, not a reason
-	// to stop the others. Go blocks while concurrency fetches run.
-	canceled := func(node string) bool {
-		if ctx.Err() == nil {
-			return false
-		}
-		report(NodeResult{Node: node, Err: withNode(ctx.Err(), node, f.Options.WithDefaults().Namespace)})
-		return true
+	canceled := func(node string) {
+		report(NodeResult{Node: node, Err: withNode(ctx.Err(), node, opts.Namespace)})
 	}
+
+	// Without the shared watch (e.g. RBAC allows no watch across the namespace's pods), each
+	// fetch watches its own pod and reports what went wrong.
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var pw *podWatch
+	if len(nodes) > 0 && f.Validate() == nil {
+		pw, _ = newPodWatch(wctx, f.Client.CoreV1().Pods(opts.Namespace), opts.Image, "")
+	}
+
 	var g errgroup.Group
 	g.SetLimit(concurrency)
 	for _, node := range nodes {
-		if canceled(node) {
+		if ctx.Err() != nil {
+			canceled(node.Name)
 			continue
 		}
 		g.Go(func() error {
-			// Cancelled while waiting for a slot: don't start a pod.
-			if canceled(node) {
+			// Go may have waited for a slot past a cancellation.
+			if ctx.Err() != nil {
+				canceled(node.Name)
 				return nil
 			}
-			files, err := f.Fetch(ctx, node)
-			report(NodeResult{Node: node, Files: files, Err: err})
+			files, err := f.fetch(ctx, node, pw)
+			report(NodeResult{Node: node.Name, Files: files, Err: err})
 			return nil
 		})
 	}
-	_ = g.Wait() // the workers return nil: errors travel in each result
+	_ = g.Wait()
 }

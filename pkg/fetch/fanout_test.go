@@ -121,7 +121,7 @@ func TestClientRate(t *testing.T) {
 		concurrency int
 		qps         float32
 		burst       int
-	}{{0, 5, 10}, {1, 5, 10}, {20, 100, 200}, {100, 500, 1000}} {
+	}{{0, 50, 10}, {1, 50, 10}, {20, 1000, 200}, {100, 5000, 1000}} {
 		qps, burst := ClientRate(tt.concurrency)
 		if qps != tt.qps || burst != tt.burst {
 			t.Errorf("ClientRate(%d) = %v, %d; want %v, %d", tt.concurrency, qps, burst, tt.qps, tt.burst)

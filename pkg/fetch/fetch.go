@@ -3,8 +3,10 @@ package fetch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -69,26 +71,71 @@ func (f *Fetcher) exec() ExecFunc {
 	return RemoteExec(f.Client, f.Config)
 }
 
-// Fetch reads f.Paths from nodeName: it checks the node, creates the debug pod, waits for it
+// Fetch reads f.Paths from nodeName: it reads the node, creates the debug pod, waits for it
 // to run, execs one tar, parses it, indexes the node's pods, and deletes the pod on every way
 // out (success, error, timeout, ctx cancelled). Every error is an *Error for nodeName.
 func (f *Fetcher) Fetch(ctx context.Context, nodeName string) (nf *Snapshot, err error) {
+	return f.fetch(ctx, NodeInfo{Name: nodeName}, nil)
+}
+
+// fetch is Fetch of a node already read (node.listed) or only named, waiting for the debug
+// pod on the fan-out's shared watch pw, or on a watch of its own when pw is nil.
+func (f *Fetcher) fetch(ctx context.Context, node NodeInfo, pw *podWatch) (nf *Snapshot, err error) {
 	opts := f.Options.WithDefaults()
+	nodeName := node.Name
 	defer func() { err = withNode(err, nodeName, opts.Namespace) }()
 	if err := f.Validate(); err != nil {
 		return nil, err
 	}
 
-	node, err := f.Client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
-	if err != nil {
-		return nil, err
+	if !node.listed {
+		obj, err := f.Client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		node = NodeInfoOf(obj)
 	}
-	if err := checkNode(node); err != nil {
-		return nil, err
+	if node.refused != nil {
+		return nil, node.refused
 	}
+	// The pod index is read while the debug pod is deleted (see below); wait for it last.
+	var indexed chan struct{}
+	var index *PodIndex
+	var indexErr error
+	var debug *corev1.Pod
+	defer func() {
+		if indexed == nil {
+			return
+		}
+		<-indexed
+		switch {
+		case err != nil:
+		case indexErr != nil && ctx.Err() != nil:
+			nf, err = nil, ctx.Err()
+		case indexErr != nil:
+			// A failure here loses names, not data: warn and go on.
+			nf.Warnings = append(nf.Warnings, "pods not indexed, IDs stay unnamed: "+indexErr.Error())
+			nf.Pods = NewPodIndex(nil)
+		default:
+			nf.Pods = index
+		}
+		// Known even if the list, which runs during the pod's deletion, missed it: the files
+		// just read list the debug pod itself.
+		if nf != nil && err == nil && debug != nil && debug.UID != "" {
+			if _, ok := nf.Pods.Pods[string(debug.UID)]; !ok && indexErr == nil {
+				nf.Pods.add(debug)
+			}
+			nf.Pods.Debug[string(debug.UID)] = true
+		}
+	}()
 
 	pods := f.Client.CoreV1().Pods(opts.Namespace)
-	want := GenerateDebugPod(node, opts)
+	want := GenerateDebugPod(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}}, opts)
+	var waiter *podWaiter
+	if pw != nil {
+		waiter = pw.add(want.Name)
+		defer pw.remove(want.Name)
+	}
 	created, err := pods.Create(ctx, want, metav1.CreateOptions{})
 	if err != nil {
 		// A create cut short (cancel, timeout, lost connection) may still have created the
@@ -113,11 +160,18 @@ func (f *Fetcher) Fetch(ctx context.Context, nodeName string) (nf *Snapshot, err
 		}
 	}()
 
-	// The kubelet's Warning events (a failed mount, sandbox or admission) end the wait early.
+	// The kubelet's Warning events (a failed mount, sandbox or admission) end the wait early,
+	// on the fan-out's shared watch or on this pod's own.
 	evCtx, stopEvents := context.WithCancel(ctx)
 	failed := make(chan *Error)
 	go watchPodEvents(evCtx, f.Client.CoreV1().Events(opts.Namespace), created, opts, failed)
-	err = waitRunning(ctx, pods, created, opts.Image, opts.PodRunningTimeout, failed)
+	var missed bool
+	if pw != nil {
+		err = pw.wait(ctx, waiter, created, opts.PodRunningTimeout, failed)
+		missed = waiter.missed
+	} else {
+		err = waitRunning(ctx, pods, created, opts.Image, opts.PodRunningTimeout, failed)
+	}
 	stopEvents()
 	if err != nil {
 		return nil, err
@@ -128,25 +182,24 @@ func (f *Fetcher) Fetch(ctx context.Context, nodeName string) (nf *Snapshot, err
 	}
 	nf = &Snapshot{
 		Node:           nodeName,
-		KubeletVersion: node.Status.NodeInfo.KubeletVersion,
+		KubeletVersion: node.KubeletVersion,
 		Files:          got.files,
 		Missing:        got.missing,
 		Warnings:       got.warnings,
 		Sysfs:          got.sysfs,
 	}
-	// After the read, so every pod named in the files that still exists is in the index. A
-	// failure here loses names, not data: warn and go on.
-	if nf.Pods, err = IndexNodePods(ctx, f.Client, nodeName); err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		nf.Warnings = append(nf.Warnings, "pods not indexed, IDs stay unnamed: "+err.Error())
-		nf.Pods = NewPodIndex(nil)
+	if missed {
+		nf.Warnings = append(nf.Warnings, fmt.Sprintf("the pod watch did not report debug pod %s running; found it running after %s",
+			created.Name, opts.PodRunningTimeout))
 	}
-	// Known even if the list missed it: the files just read list the debug pod itself.
-	if created.UID != "" {
-		nf.Pods.Debug[string(created.UID)] = true
-	}
+	debug = created
+	// After the read, so every pod named in the files that still exists is in the index; at
+	// the same time as the debug pod's deletion, which it does not wait for.
+	indexed = make(chan struct{})
+	go func() {
+		defer close(indexed)
+		index, indexErr = IndexNodePods(ctx, f.Client, nodeName)
+	}()
 	return nf, nil
 }
 

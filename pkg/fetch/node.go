@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,17 +50,55 @@ func nodeOS(node *corev1.Node) string {
 	return node.Status.NodeInfo.OperatingSystem
 }
 
-// NodeNames lists the nodes matching a label selector ("" for all), sorted, for --all-nodes
-// and -l.
+// NodeInfo is what reading a node needs of its Node object, kept instead of the object: a
+// listed cluster then costs a few dozen bytes a node, and no node is read twice.
+type NodeInfo struct {
+	Name           string
+	KubeletVersion string // status.nodeInfo.kubeletVersion: picks the format rules
+
+	listed  bool  // read from the API server (else only named: Fetch reads it first)
+	refused error // checkNode's verdict, when listed
+}
+
+// NodeInfoOf keeps what reading node needs.
+func NodeInfoOf(node *corev1.Node) NodeInfo {
+	return NodeInfo{Name: node.Name, KubeletVersion: node.Status.NodeInfo.KubeletVersion, listed: true, refused: checkNode(node)}
+}
+
+// nodePageSize bounds one page of the node list, so a large cluster is never held whole.
+const nodePageSize = 500
+
+// ListNodes lists the nodes matching a label selector ("" for all), sorted by name, in pages,
+// keeping only their NodeInfo. It also returns the resourceVersion of the last page, where a
+// watch can start.
+func ListNodes(ctx context.Context, client kubernetes.Interface, selector string) ([]NodeInfo, string, error) {
+	var nodes []NodeInfo
+	opts := metav1.ListOptions{LabelSelector: selector, Limit: nodePageSize}
+	for {
+		list, err := client.CoreV1().Nodes().List(ctx, opts)
+		if err != nil {
+			return nil, "", ExplainError(err, "")
+		}
+		for i := range list.Items {
+			nodes = append(nodes, NodeInfoOf(&list.Items[i]))
+		}
+		if list.Continue == "" {
+			slices.SortFunc(nodes, func(a, b NodeInfo) int { return strings.Compare(a.Name, b.Name) })
+			return nodes, list.ResourceVersion, nil
+		}
+		opts.Continue = list.Continue
+	}
+}
+
+// NodeNames lists the names of the nodes matching a label selector ("" for all), sorted.
 func NodeNames(ctx context.Context, client kubernetes.Interface, selector string) ([]string, error) {
-	list, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: selector})
+	nodes, _, err := ListNodes(ctx, client, selector)
 	if err != nil {
-		return nil, ExplainError(err, "")
+		return nil, err
 	}
-	names := make([]string, 0, len(list.Items))
-	for _, n := range list.Items {
-		names = append(names, n.Name)
+	names := make([]string, len(nodes))
+	for i, n := range nodes {
+		names[i] = n.Name
 	}
-	slices.Sort(names)
 	return names, nil
 }

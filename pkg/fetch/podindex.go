@@ -89,35 +89,39 @@ func NewPodIndex(pods []corev1.Pod) *PodIndex {
 	ix := &PodIndex{Pods: map[string]PodRef{}, Containers: map[string]ContainerRef{}, Debug: map[string]bool{},
 		ContainerNames: map[string]map[string]bool{}}
 	for i := range pods {
-		p := &pods[i]
-		ref := PodRef{Namespace: p.Namespace, Name: p.Name}
-		names := containerNames(&p.Spec)
-		if p.UID != "" {
-			ix.Pods[string(p.UID)] = ref
-			if names != nil {
-				ix.ContainerNames[string(p.UID)] = names
-			}
-			if p.Labels[LabelManagedBy] == ManagedBy {
-				ix.Debug[string(p.UID)] = true
-			}
+		ix.add(&pods[i])
+	}
+	return ix
+}
+
+// add indexes one pod.
+func (ix *PodIndex) add(p *corev1.Pod) {
+	ref := PodRef{Namespace: p.Namespace, Name: p.Name}
+	names := containerNames(&p.Spec)
+	if p.UID != "" {
+		ix.Pods[string(p.UID)] = ref
+		if names != nil {
+			ix.ContainerNames[string(p.UID)] = names
 		}
-		if uid := p.Annotations[configMirrorAnnotation]; uid != "" {
-			ix.Pods[uid] = ref
-			if names != nil {
-				ix.ContainerNames[uid] = names
-			}
+		if p.Labels[LabelManagedBy] == ManagedBy {
+			ix.Debug[string(p.UID)] = true
 		}
-		for _, statuses := range [][]corev1.ContainerStatus{
-			p.Status.InitContainerStatuses, p.Status.ContainerStatuses, p.Status.EphemeralContainerStatuses,
-		} {
-			for _, cs := range statuses {
-				if id := stripScheme(cs.ContainerID); id != "" {
-					ix.Containers[id] = ContainerRef{Namespace: p.Namespace, Pod: p.Name, Container: cs.Name}
-				}
+	}
+	if uid := p.Annotations[configMirrorAnnotation]; uid != "" {
+		ix.Pods[uid] = ref
+		if names != nil {
+			ix.ContainerNames[uid] = names
+		}
+	}
+	for _, statuses := range [][]corev1.ContainerStatus{
+		p.Status.InitContainerStatuses, p.Status.ContainerStatuses, p.Status.EphemeralContainerStatuses,
+	} {
+		for _, cs := range statuses {
+			if id := stripScheme(cs.ContainerID); id != "" {
+				ix.Containers[id] = ContainerRef{Namespace: p.Namespace, Pod: p.Name, Container: cs.Name}
 			}
 		}
 	}
-	return ix
 }
 
 // containerNames is nil for a pod without containers (only a partial object can be): its

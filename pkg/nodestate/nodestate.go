@@ -119,8 +119,11 @@ var ErrInterrupted = errors.New("interrupted; every debug pod created was delete
 
 // Reader runs a Config. New resolves the node list; Run reads.
 type Reader struct {
-	cfg     Config
-	nodes   []string
+	cfg   Config
+	nodes []string
+	// infos are the nodes to read; listed ones carry what reading needs, so a node is not
+	// read again one by one (a GET per node) after --all-nodes listed it.
+	infos   []fetch.NodeInfo
 	fetcher *fetch.Fetcher
 	// configz reads a node's configz, nil when the user may not (noConfigz says why).
 	configz   ConfigzFunc
@@ -151,16 +154,20 @@ func New(ctx context.Context, cfg Config) (*Reader, error) {
 		r.configz = APIConfigz(cfg.Client)
 	}
 	r.withExtras(ctx, r.fetcher)
-	r.nodes = cfg.Nodes
+	r.nodes, r.infos = cfg.Nodes, fetch.Named(cfg.Nodes)
 	if cfg.AllNodes {
-		nodes, err := fetch.NodeNames(ctx, cfg.Client, cfg.Selector)
+		infos, _, err := fetch.ListNodes(ctx, cfg.Client, cfg.Selector)
 		if err != nil {
 			return nil, fetch.ExplainError(err, opts.WithDefaults().Namespace)
 		}
-		if len(nodes) == 0 {
+		if len(infos) == 0 {
 			return nil, fmt.Errorf("no nodes match %q", cfg.Selector)
 		}
-		r.nodes = nodes
+		r.infos = infos
+		r.nodes = make([]string, len(infos))
+		for i, n := range infos {
+			r.nodes[i] = n.Name
+		}
 	}
 	return r, nil
 }
@@ -182,7 +189,7 @@ func (r *Reader) Run(ctx context.Context, each func(*NodeResult) error) error {
 		return each(r.judge(snap))
 	}
 	var eachErr error
-	r.fetcher.FetchAll(ctx, r.nodes, r.cfg.Concurrency, func(fr fetch.NodeResult) {
+	r.fetcher.FetchNodes(ctx, r.infos, r.cfg.Concurrency, func(fr fetch.NodeResult) {
 		if eachErr != nil {
 			return
 		}

@@ -47,6 +47,9 @@ type Options struct {
 	// for NODE) so the blocks line up; set NoHeader after the first block.
 	Stream    bool
 	NodeWidth int
+	// List, when set, receives json/yaml items instead of a whole list being printed per call:
+	// a command streaming many nodes prints each node's items into it (see ListWriter).
+	List *ListWriter[any]
 }
 
 // List is the json/yaml envelope of every command's rows.
@@ -57,6 +60,17 @@ type List[T any] struct {
 
 // printStructured prints items as json or yaml; it reports false for table formats.
 func printStructured[T any](w io.Writer, o Options, kind string, items []T) (bool, error) {
+	if o.List != nil && (o.Format == JSON || o.Format == YAML) {
+		if o.List.kind == "" {
+			o.List.kind = kind
+		}
+		for _, it := range items {
+			if err := o.List.Add(it); err != nil {
+				return true, err
+			}
+		}
+		return true, nil
+	}
 	if items == nil {
 		items = []T{}
 	}
@@ -78,6 +92,114 @@ func printStructured[T any](w io.Writer, o Options, kind string, items []T) (boo
 		return true, err
 	}
 	return false, nil
+}
+
+// ListWriter writes the json/yaml List envelope of printStructured incrementally, items as
+// they come, so a command reading many nodes need not hold every node's items (and models)
+// until the end. The bytes are those printStructured writes for all the items at once: each
+// item is rendered inside a one-item List and cut out of it, so it gets the same indentation
+// (and yaml line folding) as in the whole list.
+type ListWriter[T any] struct {
+	w      io.Writer
+	format Format
+	kind   string
+	n      int
+}
+
+// NewListWriter returns a ListWriter for o's format, or nil for table formats. kind may be ""
+// when the printer the ListWriter is passed to (as Options.List) names it.
+func NewListWriter[T any](w io.Writer, o Options, kind string) *ListWriter[T] {
+	if o.Format != JSON && o.Format != YAML {
+		return nil
+	}
+	return &ListWriter[T]{w: w, format: o.Format, kind: kind}
+}
+
+// jsonItemsOpen and jsonItemsClose surround the items in MarshalIndent's output of a List.
+const (
+	jsonItemsOpen  = "\n    \"items\": [\n"
+	jsonItemsClose = "\n    ]\n}"
+)
+
+// Add writes items.
+func (l *ListWriter[T]) Add(items ...T) error {
+	for _, item := range items {
+		one := List[T]{Kind: l.kind, Items: []T{item}}
+		var text string
+		switch l.format {
+		case JSON:
+			b, err := json.MarshalIndent(one, "", "    ")
+			if err != nil {
+				return err
+			}
+			s := string(b)
+			start, end := strings.Index(s, jsonItemsOpen), strings.LastIndex(s, jsonItemsClose)
+			if start < 0 || end < start {
+				return fmt.Errorf("render: unexpected json list layout")
+			}
+			item := s[start+len(jsonItemsOpen) : end]
+			switch {
+			case l.n == 0:
+				text = s[:start] + jsonItemsOpen + item
+			default:
+				text = ",\n" + item
+			}
+		case YAML:
+			b, err := yaml.Marshal(one)
+			if err != nil {
+				return err
+			}
+			s := string(b)
+			const open = "items:\n"
+			end := strings.LastIndex(s, "kind: ")
+			if !strings.HasPrefix(s, open) || end < 0 {
+				return fmt.Errorf("render: unexpected yaml list layout")
+			}
+			text = s[len(open):end]
+			if l.n == 0 {
+				text = open + text
+			}
+		}
+		if _, err := io.WriteString(l.w, text); err != nil {
+			return err
+		}
+		l.n++
+	}
+	return nil
+}
+
+// Empty reports whether nothing was added yet.
+func (l *ListWriter[T]) Empty() bool { return l.n == 0 }
+
+// Close ends the list.
+func (l *ListWriter[T]) Close() error {
+	var tail string
+	switch {
+	case l.format == JSON && l.n == 0:
+		b, err := json.MarshalIndent(List[T]{Kind: l.kind, Items: []T{}}, "", "    ")
+		if err != nil {
+			return err
+		}
+		tail = string(b) + "\n"
+	case l.format == JSON:
+		tail = jsonItemsClose + "\n"
+	case l.n == 0:
+		b, err := yaml.Marshal(List[T]{Kind: l.kind, Items: []T{}})
+		if err != nil {
+			return err
+		}
+		tail = string(b)
+	default:
+		b, err := yaml.Marshal(struct {
+			Kind string `json:"kind"`
+		}{l.kind})
+		if err != nil {
+			return err
+		}
+		tail = string(b)
+	}
+	_, err := io.WriteString(l.w, tail)
+	return err
 }
 
 // table is a kubectl-looking table: no borders, left aligned, three spaces between columns.

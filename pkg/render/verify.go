@@ -151,13 +151,16 @@ func (r FileRow) MarshalJSON() ([]byte, error) {
 	return json.Marshal(notDecodedJSON{Node: r.Node, File: n.File, Kind: n.Kind, Verdict: r.Verdict(), Error: n.Error, Cause: n.Cause})
 }
 
+// VerifyListKind is the kind of verify's json/yaml list (see ListWriter).
+const VerifyListKind = "CheckpointVerificationList"
+
 // Verify prints one row per file: its format, the verdict, and a sentence saying what was
 // checked, by which kubelet, and what it means. -o wide trades the sentence for the facts behind
 // it (the kubelet, the rule id that accepted the file, each checksum with its values when they
 // differ) so that a row fits a 160-column terminal; -o json has everything, the kubelet's error
 // word for word included.
 func Verify(w io.Writer, o Options, rows []FileRow) error {
-	if done, err := printStructured(w, o, "CheckpointVerificationList", rows); done {
+	if done, err := printStructured(w, o, VerifyListKind, rows); done {
 		return err
 	}
 	headers := []string{"FILE", "FORMAT", "VERDICT", "MEANING"}

@@ -77,10 +77,15 @@ func (o *Options) wants(k decode.Kind) bool {
 	return false
 }
 
-// Run reads the files, warns about the ones that are not valid, and prints the rest.
+// Run reads the files, warns about the ones that are not valid, and prints the rest. With -o
+// json|yaml, live nodes' items are written as each node completes, into one list.
 func (o *Options) Run(ctx context.Context) error {
 	var nodes []*nodestate.NodeResult
 	worst := cmdutil.ExitOK
+	ro := o.RenderOptions()
+	if !o.Source.Offline() {
+		ro.List = render.NewListWriter[any](o.Out, ro, "")
+	}
 	err := o.Read(ctx, o.ErrOut, func(n *nodestate.NodeResult) error {
 		for _, w := range n.Warnings() {
 			fmt.Fprintf(o.ErrOut, "warning: %s: %s\n", n.Where, w)
@@ -107,13 +112,28 @@ func (o *Options) Run(ctx context.Context) error {
 		if !found {
 			fmt.Fprintf(o.ErrOut, "%s: no %v file\n", n.Where, o.view.Kinds)
 		}
+		if ro.List != nil {
+			// Streamed: the node is written and dropped.
+			return o.view.Print(o.Out, ro, []*nodestate.NodeResult{n})
+		}
 		nodes = append(nodes, n)
 		return nil
 	})
-	if err != nil {
+	switch {
+	case err != nil && (ro.List == nil || !cmdutil.Interrupted(err)):
 		return err
+	case ro.List != nil && !ro.List.Empty():
+		if cerr := ro.List.Close(); cerr != nil {
+			return cerr
+		}
+	default:
+		// Nothing streamed (or a table): print whole, which also names an empty list's kind.
+		ro.List = nil
+		if perr := o.view.Print(o.Out, ro, nodes); perr != nil {
+			return perr
+		}
 	}
-	if err := o.view.Print(o.Out, o.RenderOptions(), nodes); err != nil {
+	if err != nil {
 		return err
 	}
 	return cmdutil.Exit(worst)

@@ -62,13 +62,14 @@ func NewCmdVerify(flags *genericclioptions.ConfigFlags, streams genericiooptions
 	return cmd
 }
 
-// Run reads, judges and prints. Live nodes print as they complete (in table form); json and
-// yaml print once everything is read.
+// Run reads, judges and prints. Live nodes print as they complete: table rows in blocks, json
+// and yaml items into a list written as it grows, so nothing is held until the end.
 func (o *Options) Run(ctx context.Context) error {
 	var rows []render.FileRow
 	worst := cmdutil.ExitOK
 	ro := o.RenderOptions()
-	stream := !o.Source.Offline() && (ro.Format == render.Table || ro.Format == render.Wide)
+	list := render.NewListWriter[render.FileRow](o.Out, ro, render.VerifyListKind)
+	stream := !o.Source.Offline() && list == nil
 	ro.Stream = stream
 	err := o.Read(ctx, o.ErrOut, func(n *nodestate.NodeResult) error {
 		for _, w := range n.Warnings() {
@@ -101,6 +102,9 @@ func (o *Options) Run(ctx context.Context) error {
 				worst = max(worst, cmdutil.ExitNotValid)
 			}
 		}
+		if list != nil {
+			return list.Add(n.Rows...)
+		}
 		if stream && len(n.Rows) > 0 {
 			if ro.NodeWidth == 0 {
 				ro.NodeWidth = cmdutil.NodeColumnWidth(o.Live.Resolved)
@@ -118,7 +122,12 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil && !cmdutil.Interrupted(err) {
 		return err
 	}
-	if !stream {
+	switch {
+	case list != nil:
+		if perr := list.Close(); perr != nil {
+			return perr
+		}
+	case !stream:
 		if perr := render.Verify(o.Out, ro, rows); perr != nil {
 			return perr
 		}
