@@ -78,7 +78,9 @@ func startCase(t testing.TB, dir string, files []string, version string) StartIn
 	return in
 }
 
-func TestStartConformance(t *testing.T) {
+// loadStartManifest reads the kubelet-start vectors' MANIFEST.json.
+func loadStartManifest(t *testing.T) startManifest {
+	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(startVectorsDir, "MANIFEST.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -87,6 +89,11 @@ func TestStartConformance(t *testing.T) {
 	if err := json.Unmarshal(raw, &man); err != nil {
 		t.Fatal(err)
 	}
+	return man
+}
+
+func TestStartConformance(t *testing.T) {
+	man := loadStartManifest(t)
 	names := make([]string, 0, len(man.Cases))
 	for n := range man.Cases {
 		names = append(names, n)

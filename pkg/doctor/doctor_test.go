@@ -88,14 +88,7 @@ func TestDiagnoseFindings(t *testing.T) {
 
 // TestFixesVerified: every failed start gets a fix, and a fix marked verified really starts.
 func TestFixesVerified(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join(startVectorsDir, "MANIFEST.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var man startManifest
-	if err := json.Unmarshal(raw, &man); err != nil {
-		t.Fatal(err)
-	}
+	man := loadStartManifest(t)
 	failed, config, deletes, verified := 0, 0, 0, 0
 	for name := range man.Cases {
 		for _, v := range man.Versions {
