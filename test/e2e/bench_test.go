@@ -19,7 +19,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,7 +26,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,24 +35,6 @@ import (
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
 )
-
-// harnessRequests counts the harness's requests that requestCount counts too.
-var harnessRequests atomic.Int64
-
-type countingTransport struct{ rt http.RoundTripper }
-
-func (c countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if countedPath(r.URL.Path) {
-		harnessRequests.Add(1)
-	}
-	return c.rt.RoundTrip(r)
-}
-
-// countedPath says whether a request path is one requestCount counts: core pods and nodes,
-// and pods/exec; not their status (kwok's business) nor anything else.
-var countedPathRE = regexp.MustCompile(`^/api/v1/(namespaces/[^/]+/)?(pods|nodes)(/[^/]+(/exec)?)?$`)
-
-func countedPath(p string) bool { return countedPathRE.MatchString(p) }
 
 var metricLabelRE = regexp.MustCompile(`(\w+)="([^"]*)"`)
 
