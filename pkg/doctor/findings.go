@@ -162,18 +162,26 @@ func cpuFindings(in Input, rep *decode.Report, checkedByStart bool) []Finding {
 		}
 	}
 	const cpuFreed = "its exclusive CPUs return to the shared pool at the kubelet's next reconcile"
-	if in.LivePods != nil {
-		for _, pod := range sortedUnion(cs.Entries, cs.PodEntries) {
-			if !in.LivePods[pod] {
-				out = append(out, staleFinding(file, pod, cpuFreed))
-			}
-		}
-	}
-	out = append(out, staleContainers(in, file, slices.Sorted(maps.Keys(cs.Entries)), func(pod string) []string { return slices.Sorted(maps.Keys(cs.Entries[pod])) }, cpuFreed)...)
+	out = append(out, staleEntries(in, file, cs.Entries, cs.PodEntries, cpuFreed)...)
 	return out
 }
 
 // staleContainers: entries of containers a live pod no longer has.
+// staleEntries are the pods (container- or pod-level) and the containers a state file still
+// holds resources for although the API no longer has them; freed says what the kubelet does
+// about it.
+func staleEntries[C, P any](in Input, file string, entries map[string]map[string]C, podEntries map[string]P, freed string) []Finding {
+	var out []Finding
+	if in.LivePods != nil {
+		for _, pod := range sortedUnion(entries, podEntries) {
+			if !in.LivePods[pod] {
+				out = append(out, staleFinding(file, pod, freed))
+			}
+		}
+	}
+	return append(out, staleContainers(in, file, slices.Sorted(maps.Keys(entries)), func(pod string) []string { return slices.Sorted(maps.Keys(entries[pod])) }, freed)...)
+}
+
 func staleContainers(in Input, file string, pods []string, ctrs func(string) []string, what string) []Finding {
 	var out []Finding
 	for _, pod := range pods {
@@ -305,14 +313,7 @@ func memoryFindings(in Input, rep *decode.Report) []Finding {
 		}
 	}
 	const memFreed = "its NUMA memory is released at the kubelet's next reconcile"
-	if in.LivePods != nil {
-		for _, pod := range sortedUnion(ms.Entries, ms.PodEntries) {
-			if !in.LivePods[pod] {
-				out = append(out, staleFinding(file, pod, memFreed))
-			}
-		}
-	}
-	out = append(out, staleContainers(in, file, slices.Sorted(maps.Keys(ms.Entries)), func(pod string) []string { return slices.Sorted(maps.Keys(ms.Entries[pod])) }, memFreed)...)
+	out = append(out, staleEntries(in, file, ms.Entries, ms.PodEntries, memFreed)...)
 	return out
 }
 
