@@ -9,11 +9,11 @@ import (
 	"slices"
 	"sort"
 	"strconv"
-	"strings"
 
 	"k8s.io/utils/cpuset"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/machine"
 )
 
 // The CPU manager's policy names.
@@ -178,15 +178,15 @@ func (m *cpuManager) restore(e *env, rep *decode.Report) (*cpuState, error) {
 		return nil, wrap(fmt.Errorf("configured policy %q differs from state checkpoint policy %q", m.policy, cs.PolicyName))
 	}
 	var err error
-	if st.defaultSet, err = e.parseCPUSet(cs.DefaultCPUSet); err != nil {
-		return nil, wrap(fmt.Errorf("could not parse default %s set %q: %v", e.era.DefaultSetWord, cs.DefaultCPUSet, err))
+	if st.defaultSet, err = parseCPUSet(cs.DefaultCPUSet); err != nil {
+		return nil, wrap(fmt.Errorf("default CPU set: %v", err))
 	}
 	for _, pod := range slices.Sorted(maps.Keys(cs.Entries)) {
 		st.assignments[pod] = map[string]cpuset.CPUSet{}
 		for _, ctr := range slices.Sorted(maps.Keys(cs.Entries[pod])) {
-			s, err := e.parseCPUSet(cs.Entries[pod][ctr])
+			s, err := parseCPUSet(cs.Entries[pod][ctr])
 			if err != nil {
-				return nil, wrap(fmt.Errorf("could not parse cpuset %q for container %q in pod %q: %v", cs.Entries[pod][ctr], ctr, pod, err))
+				return nil, wrap(fmt.Errorf("container %q in pod %q: %v", ctr, pod, err))
 			}
 			st.assignments[pod][ctr] = s
 		}
@@ -194,7 +194,7 @@ func (m *cpuManager) restore(e *env, rep *decode.Report) (*cpuState, error) {
 	if e.era.PodLevelEntries && e.gate(gatePodLevelResources) {
 		st.podEntries = map[string]cpuset.CPUSet{}
 		for pod, s := range cs.PodEntries {
-			if set, err := cpuset.Parse(s); err == nil {
+			if set, err := parseCPUSet(s); err == nil {
 				st.podEntries[pod] = set
 			}
 		}
@@ -245,21 +245,13 @@ func (m *cpuManager) validateState(e *env, st *cpuState) error {
 	return nil
 }
 
-// parseCPUSet parses as the era's cpuset package: before 1.28 the kubelet's own, which also
-// refuses a range whose ends are equal ("3-3").
-func (e *env) parseCPUSet(s string) (cpuset.CPUSet, error) {
-	if e.era.LegacyCPUSet {
-		for _, r := range strings.Split(s, ",") {
-			lo, hi, ok := strings.Cut(r, "-")
-			if !ok {
-				continue
-			}
-			a, err1 := strconv.Atoi(lo)
-			b, err2 := strconv.Atoi(hi)
-			if err1 == nil && err2 == nil && a >= b {
-				return cpuset.New(), fmt.Errorf("invalid range %q (%d >= %d)", r, a, b)
-			}
-		}
+// parseCPUSet builds a set the judged kubelet's restore already parsed: decode replays each
+// release's cpuset rules (restore checks) and Diagnose only restores a Valid report, so what is
+// left is building it without a hostile "0-2000000000" allocating billions of IDs.
+func parseCPUSet(s string) (cpuset.CPUSet, error) {
+	set, err := machine.ParseCPUList(s)
+	if err != nil {
+		return cpuset.New(), fmt.Errorf("%v: it names CPU IDs no machine has, and the kubelet builds every one while restoring it (it runs out of memory or hangs)", err)
 	}
-	return cpuset.Parse(s)
+	return set, nil
 }

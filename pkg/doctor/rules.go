@@ -64,10 +64,6 @@ type era struct {
 	// PodLevelEntries: with PodLevelResourceManagers, pod-level CPU entries count as known CPUs
 	// and pod-level memory blocks replace the containers' in the expected machine state.
 	PodLevelEntries bool
-	// LegacyCPUSet: the kubelet's own cpuset package (before 1.28), which refuses "3-3".
-	LegacyCPUSet bool
-	// DefaultSetWord is how the restore error names the default set ("cpu" or "CPU").
-	DefaultSetWord string
 	// GroupedMemoryCompare: the machine-state comparison sums free/reserved over each
 	// assignment's NUMA group (1.32+); before, every table field must be equal per node.
 	GroupedMemoryCompare bool
@@ -95,21 +91,21 @@ var (
 
 // eras, oldest first. 1.25 is the oldest release doctor predicts for.
 var eras = []era{
-	{Since: "1.25", CPUOptions: options125, LegacyCPUSet: true, DefaultSetWord: "cpu"},
-	{Since: "1.27", CPUOptions: options125, LegacyCPUSet: true, DefaultSetWord: "cpu", ReservedPhysicalCPUs: true},
-	{Since: "1.28", CPUOptions: options125, DefaultSetWord: "cpu", ReservedPhysicalCPUs: true},
-	{Since: "1.31", CPUOptions: options131, ExclusiveOptions: exclusive131, DefaultSetWord: "cpu", ReservedPhysicalCPUs: true},
-	{Since: "1.32", CPUOptions: options132, ExclusiveOptions: exclusive132, DefaultSetWord: "cpu", ReservedPhysicalCPUs: true,
+	{Since: "1.25", CPUOptions: options125},
+	{Since: "1.27", CPUOptions: options125, ReservedPhysicalCPUs: true},
+	{Since: "1.28", CPUOptions: options125, ReservedPhysicalCPUs: true},
+	{Since: "1.31", CPUOptions: options131, ExclusiveOptions: exclusive131, ReservedPhysicalCPUs: true},
+	{Since: "1.32", CPUOptions: options132, ExclusiveOptions: exclusive132, ReservedPhysicalCPUs: true,
 		StrictReservation: true, GroupedMemoryCompare: true, BestEffortMemory: true},
-	{Since: "1.33", CPUOptions: options133, ExclusiveOptions: exclusive132, DefaultSetWord: "cpu", ReservedPhysicalCPUs: true,
+	{Since: "1.33", CPUOptions: options133, ExclusiveOptions: exclusive132, ReservedPhysicalCPUs: true,
 		StrictReservation: true, GroupedMemoryCompare: true, BestEffortMemory: true},
-	{Since: "1.34", CPUOptions: options134, ExclusiveOptions: exclusive132, DefaultSetWord: "cpu", ReservedPhysicalCPUs: true,
+	{Since: "1.34", CPUOptions: options134, ExclusiveOptions: exclusive132, ReservedPhysicalCPUs: true,
 		StrictReservation: true, GroupedMemoryCompare: true, BestEffortMemory: true},
-	{Since: "1.35", CPUOptions: options135, ExclusiveOptions: exclusive132, DefaultSetWord: "cpu", ReservedPhysicalCPUs: true,
+	{Since: "1.35", CPUOptions: options135, ExclusiveOptions: exclusive132, ReservedPhysicalCPUs: true,
 		StrictReservation: true, GroupedMemoryCompare: true, BestEffortMemory: true},
-	{Since: "1.36", CPUOptions: options136, ExclusiveOptions: exclusive132, DefaultSetWord: "cpu", ReservedPhysicalCPUs: true,
+	{Since: "1.36", CPUOptions: options136, ExclusiveOptions: exclusive132, ReservedPhysicalCPUs: true,
 		StrictReservation: true, GroupedMemoryCompare: true, BestEffortMemory: true, PodLevelEntries: true},
-	{Since: "1.37", CPUOptions: options136, ExclusiveOptions: exclusive132, DefaultSetWord: "CPU", ReservedPhysicalCPUs: true,
+	{Since: "1.37", CPUOptions: options136, ExclusiveOptions: exclusive132, ReservedPhysicalCPUs: true,
 		StrictReservation: true, GroupedMemoryCompare: true, BestEffortMemory: true, PodLevelEntries: true},
 }
 

@@ -316,8 +316,11 @@ func pages(pool map[uint64]uint64) []HugePage {
 	return out
 }
 
-// parseList parses a kernel CPU list ("0-3,8-11", or "" for none) after checking every id is
-// at most maxID, so a hostile "0-4000000000" cannot make cpuset allocate it.
+// ParseCPUList parses a CPU list ("0-3,8-11", or "" for none) as k8s.io/utils/cpuset does,
+// after checking every ID is one a machine can have (the kernel's NR_CPUS tops out at 8192), so
+// a hostile "0-4000000000" cannot make cpuset allocate it.
+func ParseCPUList(s string) (cpuset.CPUSet, error) { return parseList(s, maxCPUID) }
+
 func parseList(s string, maxID int) (cpuset.CPUSet, error) {
 	for _, part := range strings.Split(s, ",") {
 		for _, num := range strings.SplitN(part, "-", 2) {

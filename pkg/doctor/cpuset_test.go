@@ -1,0 +1,68 @@
+package doctor
+
+import (
+	"fmt"
+	"hash/fnv"
+	"strings"
+	"testing"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
+)
+
+// cpuFileV2 is a V2 cpu_manager_state (1.18-1.27 writers) with the checksum its kubelet computes,
+// so only the restore's cpuset parsing can refuse it.
+func cpuFileV2(t *testing.T, defaultSet, appSet string) []byte {
+	t.Helper()
+	raw := fmt.Sprintf(`{"policyName":"static","defaultCpuSet":%q,"entries":{"pod-a":{"app":%q}},"checksum":0}`, defaultSet, appSet)
+	text := decode.HashedText(decode.KindCPU, []byte(raw))["checksum"]
+	if text == "" {
+		t.Fatalf("no hashed text for %s", raw)
+	}
+	h := fnv.New32a()
+	h.Write([]byte(text))
+	return []byte(strings.Replace(raw, `"checksum":0`, fmt.Sprintf(`"checksum":%d`, h.Sum32()), 1))
+}
+
+// TestCPUSetRulesAreDecodes: a start is refused for a CPU set exactly where decode's restore
+// rules for that release refuse it. Every release from 1.22 refuses only start > end: 1.22-1.26's
+// pkg/kubelet/cm/cpuset words it "(%d >= %d)" but tests start > end (1.26.0 cpuset.go:322), so
+// "15-15" is a CPU set for all of them (doctor once refused it before 1.28).
+func TestCPUSetRulesAreDecodes(t *testing.T) {
+	dir := startVectorsDir + "/cases/cpu-s2c8t2n2-healthy-assigned__w1.25.16"
+	for _, tc := range []struct {
+		version, app string
+		starts       bool
+		err          string
+	}{
+		{"v1.25.16", "15,31", true, ""},
+		{"v1.25.16", "15-15,31", true, ""},
+		{"v1.25.16", "31-15", false, `could not parse cpuset "31-15" for container "app" in pod "pod-a": invalid range "31-15" (31 >= 15)`},
+		{"v1.27.0", "15-15,31", true, ""},
+		{"v1.31.14", "15-15,31", true, ""},
+		{"v1.27.0", "31-15", false, `invalid range "31-15" (31 > 15)`},
+	} {
+		in := startCase(t, dir, nil, tc.version)
+		in.CPU = decode.Decode(decode.KindCPU, cpuFileV2(t, "0-14,16-30", tc.app), decode.Options{Kubelet: &in.Kubelet})
+		p, err := PredictStart(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Starts != tc.starts || !strings.Contains(p.Error, tc.err) {
+			t.Errorf("%s %q: starts=%v error %q, want starts=%v error containing %q", tc.version, tc.app, p.Starts, p.Error, tc.starts, tc.err)
+		}
+	}
+}
+
+// TestHostileCPUSetIsNotBuilt: a checksum-valid range of two billion CPUs is refused without
+// building it (the kubelet would try to).
+func TestHostileCPUSetIsNotBuilt(t *testing.T) {
+	in := startCase(t, startVectorsDir+"/cases/cpu-s2c8t2n2-healthy-assigned__w1.25.16", nil, "v1.31.14")
+	in.CPU = decode.Decode(decode.KindCPU, cpuFileV2(t, "0-2000000000", "15,31"), decode.Options{Kubelet: &in.Kubelet})
+	p, err := PredictStart(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Starts || !strings.Contains(p.Error, "no machine has") {
+		t.Errorf("got starts=%v error %q", p.Starts, p.Error)
+	}
+}
