@@ -179,14 +179,14 @@ func (m *cpuManager) restore(e *env, rep *decode.Report) (*cpuState, error) {
 	}
 	var err error
 	if st.defaultSet, err = parseCPUSet(cs.DefaultCPUSet); err != nil {
-		return nil, wrap(fmt.Errorf("default CPU set: %v", err))
+		return nil, wrap(fmt.Errorf("default CPU set: %v: %s", err, buildsEveryCPU))
 	}
 	for _, pod := range slices.Sorted(maps.Keys(cs.Entries)) {
 		st.assignments[pod] = map[string]cpuset.CPUSet{}
 		for _, ctr := range slices.Sorted(maps.Keys(cs.Entries[pod])) {
 			s, err := parseCPUSet(cs.Entries[pod][ctr])
 			if err != nil {
-				return nil, wrap(fmt.Errorf("container %q in pod %q: %v", ctr, pod, err))
+				return nil, wrap(fmt.Errorf("container %q in pod %q: %v: %s", ctr, pod, err, buildsEveryCPU))
 			}
 			st.assignments[pod][ctr] = s
 		}
@@ -245,13 +245,10 @@ func (m *cpuManager) validateState(e *env, st *cpuState) error {
 	return nil
 }
 
-// parseCPUSet builds a set the judged kubelet's restore already parsed: decode replays each
-// release's cpuset rules (restore checks) and Diagnose only restores a Valid report, so what is
-// left is building it without a hostile "0-2000000000" allocating billions of IDs.
-func parseCPUSet(s string) (cpuset.CPUSet, error) {
-	set, err := machine.ParseCPUList(s)
-	if err != nil {
-		return cpuset.New(), fmt.Errorf("%v: it names CPU IDs no machine has, and the kubelet builds every one while restoring it (it runs out of memory or hangs)", err)
-	}
-	return set, nil
-}
+// parseCPUSet parses a CPU list from a node's files or config as k8s.io/utils/cpuset does, but
+// never allocates a hostile "0-2000000000". In the restore, the judged kubelet's own rules were
+// already replayed by decode (Diagnose restores Valid reports only), so what fails here is
+// only such a set, which the kubelet would try to build.
+func parseCPUSet(s string) (cpuset.CPUSet, error) { return machine.ParseCPUList(s) }
+
+const buildsEveryCPU = "the kubelet would build every one of them while restoring (it runs out of memory or hangs)"

@@ -62,7 +62,11 @@ func TestHostileCPUSetIsNotBuilt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Starts || !strings.Contains(p.Error, "no machine has") {
+	if p.Starts || !strings.Contains(p.Error, "beyond any machine") {
 		t.Errorf("got starts=%v error %q", p.Starts, p.Error)
+	}
+	r := Diagnose(Input{Machine: in.Machine, Config: in.Config, Kubelet: &in.Kubelet, Files: []*decode.Report{in.CPU}})
+	if !hasFinding(r, "cpu-unparsable", "beyond any machine") {
+		t.Errorf("no cpu-unparsable finding: %+v", r.Findings)
 	}
 }

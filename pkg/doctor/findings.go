@@ -70,7 +70,7 @@ func configFindings(in Input) []Finding {
 	if in.Config == nil || in.Machine == nil || in.Config.ReservedSystemCPUs == "" {
 		return nil
 	}
-	set, err := cpuset.Parse(in.Config.ReservedSystemCPUs)
+	set, err := parseCPUSet(in.Config.ReservedSystemCPUs)
 	if err != nil {
 		return []Finding{{Severity: SeverityError, Check: "reserved-cpus", File: "kubelet-config", Entry: "reservedSystemCPUs",
 			Message: fmt.Sprintf("the kubelet exits at start: unable to parse reserved-cpus list: %v", err),
@@ -94,7 +94,7 @@ func cpuFindings(in Input, rep *decode.Report, checkedByStart bool) []Finding {
 	}
 	file := rep.File
 	var out []Finding
-	def, err := cpuset.Parse(cs.DefaultCPUSet)
+	def, err := parseCPUSet(cs.DefaultCPUSet)
 	if err != nil {
 		return append(out, Finding{Severity: SeverityError, Check: "cpu-unparsable", File: file, Entry: "defaultCpuSet",
 			Message: fmt.Sprintf("default CPU set %q does not parse: %v", cs.DefaultCPUSet, err)})
@@ -106,7 +106,7 @@ func cpuFindings(in Input, rep *decode.Report, checkedByStart bool) []Finding {
 	var owners []owner
 	for _, pod := range slices.Sorted(maps.Keys(cs.Entries)) {
 		for _, ctr := range slices.Sorted(maps.Keys(cs.Entries[pod])) {
-			s, err := cpuset.Parse(cs.Entries[pod][ctr])
+			s, err := parseCPUSet(cs.Entries[pod][ctr])
 			if err != nil {
 				out = append(out, Finding{Severity: SeverityError, Check: "cpu-unparsable", File: file, Entry: pod + "/" + ctr,
 					Message: fmt.Sprintf("cpuset %q does not parse: %v", cs.Entries[pod][ctr], err)})
@@ -116,7 +116,7 @@ func cpuFindings(in Input, rep *decode.Report, checkedByStart bool) []Finding {
 		}
 	}
 	for _, pod := range slices.Sorted(maps.Keys(cs.PodEntries)) {
-		if s, err := cpuset.Parse(cs.PodEntries[pod]); err == nil {
+		if s, err := parseCPUSet(cs.PodEntries[pod]); err == nil {
 			owners = append(owners, owner{pod, "", s})
 		}
 	}

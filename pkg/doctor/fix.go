@@ -11,7 +11,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/utils/cpuset"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 )
@@ -219,7 +218,7 @@ func configCandidates(in StartInput, p Prediction) []candidate {
 		}
 		// Reserved CPUs: the same number, chosen among the CPUs the state's default set holds.
 		if cs != nil && in.Machine != nil {
-			if def, err := cpuset.Parse(cs.DefaultCPUSet); err == nil {
+			if def, err := parseCPUSet(cs.DefaultCPUSet); err == nil {
 				n := reservedCount(in)
 				topo := discover(in.Machine)
 				if n > 0 {

@@ -156,7 +156,7 @@ func PredictStart(in StartInput) (Prediction, error) {
 // as GetNodeAllocatableReservation does.
 func (e *env) resolveConfig() error {
 	if s := e.cfg.ReservedSystemCPUs; s != "" {
-		set, err := cpuset.Parse(s)
+		set, err := parseCPUSet(s)
 		if err != nil {
 			return err
 		}

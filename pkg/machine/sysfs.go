@@ -316,11 +316,21 @@ func pages(pool map[uint64]uint64) []HugePage {
 	return out
 }
 
-// ParseCPUList parses a CPU list ("0-3,8-11", or "" for none) as k8s.io/utils/cpuset does,
-// after checking every ID is one a machine can have (the kernel's NR_CPUS tops out at 8192), so
-// a hostile "0-4000000000" cannot make cpuset allocate it.
-func ParseCPUList(s string) (cpuset.CPUSet, error) { return parseList(s, maxCPUID) }
+// ParseCPUList parses a CPU list ("0-3,8-11", or "" for none) as k8s.io/utils/cpuset does, with
+// its errors, after checking every ID is one a machine can have (the kernel's NR_CPUS tops out
+// at 8192), so a hostile "0-4000000000" cannot make cpuset allocate it.
+func ParseCPUList(s string) (cpuset.CPUSet, error) {
+	for _, part := range strings.Split(s, ",") {
+		for _, num := range strings.SplitN(part, "-", 2) {
+			if n, err := strconv.Atoi(num); err == nil && (n < 0 || n > maxCPUID) {
+				return cpuset.New(), fmt.Errorf("CPU list %q names CPU %d, beyond any machine (at most %d CPUs)", truncate(s), n, maxCPUID)
+			}
+		}
+	}
+	return cpuset.Parse(s)
+}
 
+// parseList parses a kernel CPU list, bounded as ParseCPUList.
 func parseList(s string, maxID int) (cpuset.CPUSet, error) {
 	for _, part := range strings.Split(s, ",") {
 		for _, num := range strings.SplitN(part, "-", 2) {
