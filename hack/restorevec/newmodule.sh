@@ -23,7 +23,8 @@ staging=${STAGING:-v0.${rel#v1.}}
   echo "replace ("
   echo "	github.com/kubectl-nodestate/kubectl-nodestate/hack/restorevec/common => ../common"
   grep -oE 'k8s.io/[a-z0-9-]+ => \./staging/src/k8s.io/[a-z0-9-]+' "$mod" | while read -r name _ _; do
-    echo "	$name => $name $staging"
+    # An extra replace of a staging module wins.
+    case " ${*%%=*} " in *" $name "*) ;; *) echo "	$name => $name $staging" ;; esac
   done
   for r in "$@"; do
     echo "	${r%%=*} => ${r#*=}"

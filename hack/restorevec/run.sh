@@ -11,7 +11,7 @@ trap 'rm -rf "$work"' EXIT
 
 releases=("$@")
 if [ ${#releases[@]} -eq 0 ]; then
-  releases=(v1.17.17 v1.18.20 v1.21.14 v1.22.0 v1.26.0 v1.27.0 v1.28.0 v1.35.8 v1.36.0 v1.36.4 v1.37.1)
+  mapfile -t releases < <(ls -d v1.* | sort -V)
 fi
 for rel in "${releases[@]}"; do
   echo "building $rel" >&2

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -270,9 +271,9 @@ func readAs(rel Release, cases []Case, dir, suffix string) error {
 	return os.WriteFile(filepath.Join(dir, "reads", label+".json"), b, 0o644)
 }
 
-// vectors writes each written file to out/cpu_manager_state/<writer>/<case>.json and its
-// expectations (the writer's own read, every reader's) to out/expected/..., in the layout the
-// conformance suite reads (pkg/decode/conformance_test.go).
+// vectors writes each distinct written file to out/cpu_manager_state/<writer>/<case>.json and
+// its expectations (the writer's own read, every reader's) to out/expected/..., in the layout
+// the conformance suite reads (pkg/decode/conformance_test.go).
 func vectors(cases []Case, dir, out string) error {
 	byFile := map[string]map[string]read{}
 	readFiles, err := filepath.Glob(filepath.Join(dir, "reads", "*.json"))
@@ -295,47 +296,110 @@ func vectors(cases []Case, dir, out string) error {
 			byFile[r.File][r.Reader] = r
 		}
 	}
-	writers, err := filepath.Glob(filepath.Join(dir, "files", "*", "format"))
+	formats, err := filepath.Glob(filepath.Join(dir, "files", "*", "format"))
 	if err != nil {
 		return err
 	}
-	n := 0
-	for _, wf := range writers {
-		format, err := os.ReadFile(wf)
+	writers := make([]string, 0, len(formats))
+	for _, f := range formats {
+		writers = append(writers, filepath.Base(filepath.Dir(f)))
+	}
+	sort.Slice(writers, func(i, j int) bool { return labelLess(writers[i], writers[j]) })
+	// One vector per distinct file: named by its oldest writer, the others listed (1.18-1.36
+	// write the same V2 bytes); every copy must have been judged alike.
+	type vector struct {
+		writer, format string
+		c              Case
+		raw            []byte
+		also           []string
+	}
+	var vecs []*vector
+	byBytes := map[string]*vector{}
+	for _, writer := range writers {
+		format, err := os.ReadFile(filepath.Join(dir, "files", writer, "format"))
 		if err != nil {
 			return err
 		}
-		writer := filepath.Base(filepath.Dir(wf))
 		for _, c := range cases {
-			key := writer + "/" + c.Name
-			raw, err := os.ReadFile(filepath.Join(dir, "files", key, "cpu_manager_state"))
+			raw, err := os.ReadFile(filepath.Join(dir, "files", writer, c.Name, "cpu_manager_state"))
 			if os.IsNotExist(err) {
 				continue // a case this writer does not write
 			} else if err != nil {
 				return err
 			}
-			own, ok := byFile[key][writer]
-			if !ok {
-				return fmt.Errorf("%s: not read by its writer", key)
+			if _, ok := byFile[writer+"/"+c.Name][writer]; !ok {
+				return fmt.Errorf("%s/%s: not read by its writer", writer, c.Name)
 			}
-			var loaded json.RawMessage
-			if own.Verdict == "valid" {
-				if loaded, err = os.ReadFile(filepath.Join(dir, "files", key, "loaded.json")); err != nil {
-					return err
+			if v, ok := byBytes[string(raw)]; ok {
+				if err := sameReads(byFile[v.writer+"/"+v.c.Name], byFile[writer+"/"+c.Name]); err != nil {
+					return fmt.Errorf("%s/%s and %s/%s hold the same bytes: %w", v.writer, v.c.Name, writer, c.Name, err)
 				}
+				v.also = append(v.also, writer)
+				continue
 			}
-			if err := writeFile(filepath.Join(out, "cpu_manager_state", writer, c.Name+".json"), raw); err != nil {
-				return err
-			}
-			exp := expectation(writer, c, string(format), own, byFile[key], loaded)
-			if err := writeFile(filepath.Join(out, "expected", "cpu_manager_state", writer, c.Name+".json"), exp); err != nil {
-				return err
-			}
-			n++
+			v := &vector{writer: writer, format: string(format), c: c, raw: raw}
+			byBytes[string(raw)] = v
+			vecs = append(vecs, v)
 		}
 	}
-	fmt.Fprintf(os.Stderr, "%d vectors, %d readers\n", n, len(readFiles))
+	judged := 0
+	for _, v := range vecs {
+		key := v.writer + "/" + v.c.Name
+		own := byFile[key][v.writer]
+		var loaded json.RawMessage
+		if own.Verdict == "valid" {
+			if loaded, err = os.ReadFile(filepath.Join(dir, "files", key, "loaded.json")); err != nil {
+				return err
+			}
+		}
+		if err := writeFile(filepath.Join(out, "cpu_manager_state", v.writer, v.c.Name+".json"), v.raw); err != nil {
+			return err
+		}
+		exp := expectation(v.writer, v.also, v.c, v.format, own, byFile[key], loaded)
+		if err := writeFile(filepath.Join(out, "expected", "cpu_manager_state", v.writer, v.c.Name+".json"), exp); err != nil {
+			return err
+		}
+		judged += len(byFile[key])
+	}
+	fmt.Fprintf(os.Stderr, "%d writers, %d readers, %d distinct files (vectors), %d reader judgements\n", len(writers), len(readFiles), len(vecs), judged)
 	return nil
+}
+
+func sameReads(a, b map[string]read) error {
+	if len(a) != len(b) {
+		return fmt.Errorf("%d readers, %d readers", len(a), len(b))
+	}
+	for label, ra := range a {
+		rb := b[label]
+		if ra.Verdict != rb.Verdict || marshal(ra.Error) != marshal(rb.Error) {
+			return fmt.Errorf("reader %s: %s %s, %s %s", label, ra.Verdict, marshal(ra.Error), rb.Verdict, marshal(rb.Error))
+		}
+	}
+	return nil
+}
+
+// labelLess orders writer labels by release (v1.9 before v1.17, a pre-release before its
+// release), then by their gates.
+func labelLess(a, b string) bool {
+	va, ga, _ := strings.Cut(a, "+")
+	vb, gb, _ := strings.Cut(b, "+")
+	if va == vb {
+		return ga < gb
+	}
+	na, pa, _ := strings.Cut(strings.TrimPrefix(va, "v"), "-")
+	nb, pb, _ := strings.Cut(strings.TrimPrefix(vb, "v"), "-")
+	xa, xb := strings.Split(na, "."), strings.Split(nb, ".")
+	for i := 0; i < len(xa) && i < len(xb); i++ {
+		if xa[i] != xb[i] {
+			ia, _ := strconv.Atoi(xa[i])
+			ib, _ := strconv.Atoi(xb[i])
+			return ia < ib
+		}
+	}
+	if pa == "" || pb == "" {
+		return pa != "" // a pre-release first
+	}
+	return pa < pb
 }
 
 func writeFile(path string, b []byte) error {
@@ -357,12 +421,15 @@ func marshal(v any) string {
 // checkpoint manager loaded it (the strings the file holds, what nodestate decodes);
 // restoredByWriter is what its restore then made of them (cpuset.String(): "3-3" is "3", and
 // 1.12-1.21 make "5-3" an empty set).
-func expectation(writer string, c Case, format string, own read, reads map[string]read, loaded json.RawMessage) []byte {
+func expectation(writer string, also []string, c Case, format string, own read, reads map[string]read, loaded json.RawMessage) []byte {
 	var b strings.Builder
 	field := func(k string, v any) { fmt.Fprintf(&b, "  %q: %s,\n", k, marshal(v)) }
 	b.WriteString("{\n")
 	field("component", "cpu_manager_state")
 	field("writer", writer)
+	if len(also) > 0 {
+		field("alsoWrittenBy", also)
+	}
 	field("case", c.Name)
 	field("description", c.Description)
 	field("format", format)
