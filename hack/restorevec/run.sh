@@ -17,6 +17,8 @@ for rel in "${releases[@]}"; do
   echo "building $rel" >&2
   (cd "$rel" && go build -o "$work/bin/$rel" .)
 done
+echo "built ${#releases[@]} modules in ${SECONDS}s" >&2
+SECONDS=0
 # Every release writes its files, then every reader of every release restores all of them.
 # klog's lines go to a log, shown only on failure.
 for mode in write read; do
@@ -25,5 +27,6 @@ for mode in write read; do
       { cat "$work/log.txt" >&2; exit 1; }
   done
 done
+echo "wrote and restored every file in ${SECONDS}s" >&2
 rm -f "$repo"/testdata/kubelet/cpu_manager_state/*/restore-*.json "$repo"/testdata/kubelet/expected/cpu_manager_state/*/restore-*.json
 "$work/bin/${releases[0]}" -mode vectors -cases cases.json -dir "$work" -out "$repo/testdata/kubelet"
