@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -103,7 +104,14 @@ func TestCPURestoreChecks(t *testing.T) {
 		// 1.22-1.26: SplitN and "(a >= b)".
 		{"v2 reversed 1.22", "v1.22.5", v2("5-3", "3"), wrapped(`could not parse default cpu set "5-3": invalid range "5-3" (5 >= 3)`)},
 		{"v2 three-part 1.25", "v1.25.16", v2("0-1", "1-2-3"), wrapped(`could not parse cpuset "1-2-3" for container "app" in pod "` + pod + `": ` + atoi("2-3"))},
+		// "3-3" is one CPU for every release (each checks start > end; 1.22-1.26 only word it ">=").
+		{"v1 equal range 1.17", "v1.17.17", v1("3-3", "3-3"), ""},
+		{"v2 equal range 1.26", "v1.26.0", v2("3-3", "3-3"), ""},
+		{"v2 equal range 1.27", "v1.27.0", v2("3-3", "3-3"), ""},
+		{"v4 equal range 1.37", "v1.37.1", v4("3-3", "3-3", ""), ""},
+		{"v2 reversed 1.26", "v1.26.0", v2("0-1", "5-3"), wrapped(`could not parse cpuset "5-3" for container "app" in pod "` + pod + `": invalid range "5-3" (5 >= 3)`)},
 		// 1.27-1.36: "(a > b)".
+		{"v2 reversed 1.27", "v1.27.0", v2("5-3", "3"), wrapped(`could not parse default cpu set "5-3": invalid range "5-3" (5 > 3)`)},
 		{"v2 reversed 1.28", "v1.28.15", v2("0-1", "9-4"), wrapped(`could not parse cpuset "9-4" for container "app" in pod "` + pod + `": invalid range "9-4" (9 > 4)`)},
 		{"v2 default 1.35", "v1.35.8", v2("seven", "3"), wrapped(`could not parse default cpu set "seven": ` + atoi("seven"))},
 		{"v2 default 1.36", "v1.36.4", v2("2,x", "3"), wrapped(`could not parse default cpu set "2,x": ` + atoi("x"))},
@@ -228,4 +236,88 @@ func FuzzCPUSetParser(f *testing.F) {
 			}
 		}
 	})
+}
+
+// The recorded vectors (hack/restorevec: files written and judged by each release's real code)
+// must exercise every row of the CPU restore table, each of its texts and its parser's
+// behaviour, through a real reader of that row: a row or text no real restore confirms fails
+// here, so a new era needs its vectors.
+func TestCPURestoreRowsConfirmedByRecordedVectors(t *testing.T) {
+	type judgement struct {
+		reader    Kubelet
+		file      string
+		valid     bool
+		errorText string
+	}
+	var reads []judgement
+	for _, e := range loadManifest(t) {
+		if e.Component != string(KindCPU) || !strings.HasPrefix(e.Case, "restore-") {
+			continue
+		}
+		for label, r := range e.Reads {
+			j := judgement{reader: MustParseKubelet(label), file: e.File, valid: r.Verdict == Valid}
+			if r.Error != nil {
+				j.errorText = *r.Error
+			}
+			reads = append(reads, j)
+		}
+	}
+	rules := files[KindCPU].Restore
+	for i, rule := range rules {
+		c := rule.Check.(cpuRestore)
+		// The readers whose restore this row is (the first row holding them).
+		var mine []judgement
+		for _, j := range reads {
+			for k, r := range rules {
+				if r.By.has(j.reader) {
+					if k == i {
+						mine = append(mine, j)
+					}
+					break
+				}
+			}
+		}
+		name := fmt.Sprintf("row %d [%v, %v)", i, rule.By.since, rule.By.until)
+		if len(mine) == 0 {
+			t.Errorf("%s: no recorded reader", name)
+			continue
+		}
+		some := func(what string, ok func(judgement) bool) {
+			t.Helper()
+			for _, j := range mine {
+				if ok(j) {
+					return
+				}
+			}
+			t.Errorf("%s: no recorded real restore %s", name, what)
+		}
+		texts := map[string]string{"Default": c.Default, "ByContainerID": c.ByContainerID, "Entry": c.Entry, "Baseline": c.Baseline, "reversed": c.Parse.reversed}
+		for field, text := range texts {
+			if text == "" {
+				continue
+			}
+			re := formatRegexp(text)
+			some(field+" "+strconv.Quote(text), func(j judgement) bool { return re.MatchString(j.errorText) })
+		}
+		if c.Parse.reversed == "" {
+			some("accepting a reversed range", func(j judgement) bool { return j.valid && strings.Contains(j.file, "reversed") })
+		}
+		if c.Parse.splitAll {
+			some("skipping a three-part range", func(j judgement) bool { return j.valid && strings.Contains(j.file, "three-part") })
+		} else {
+			some("refusing a three-part range", func(j judgement) bool {
+				return strings.Contains(j.file, "three-part") && strings.Contains(j.errorText, `parsing "2-3"`)
+			})
+		}
+		some(`accepting "3-3"`, func(j judgement) bool { return j.valid && strings.Contains(j.file, "equal-range") })
+	}
+}
+
+// formatRegexp matches what a Sprintf of format can print: its verbs match anything.
+func formatRegexp(format string) *regexp.Regexp {
+	parts := regexp.MustCompile(`%[-+# 0-9.\[\]]*[a-zA-Z]`).Split(format, -1)
+	for i, p := range parts {
+		parts[i] = regexp.QuoteMeta(p)
+	}
+	return regexp.MustCompile(strings.Join(parts, ".*"))
 }

@@ -3,30 +3,18 @@ module github.com/kubectl-nodestate/kubectl-nodestate/hack/restorevec/v1.35.8
 go 1.25.0
 
 require (
-	k8s.io/apiserver v0.0.0
+	github.com/kubectl-nodestate/kubectl-nodestate/hack/restorevec/common v0.0.0-00010101000000-000000000000
 	k8s.io/klog/v2 v2.130.1
 	k8s.io/kubernetes v1.35.8
 )
 
 require (
-	github.com/beorn7/perks v1.0.1 // indirect
-	github.com/blang/semver/v4 v4.0.0 // indirect
-	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/davecgh/go-spew v1.1.1 // indirect
 	github.com/fsnotify/fsnotify v1.9.0 // indirect
 	github.com/go-logr/logr v1.4.3 // indirect
-	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
-	github.com/prometheus/client_golang v1.23.2 // indirect
-	github.com/prometheus/client_model v0.6.2 // indirect
-	github.com/prometheus/common v0.66.1 // indirect
-	github.com/prometheus/procfs v0.16.1 // indirect
-	github.com/spf13/pflag v1.0.9 // indirect
-	go.opentelemetry.io/otel v1.41.0 // indirect
-	go.opentelemetry.io/otel/trace v1.41.0 // indirect
-	go.yaml.in/yaml/v2 v2.4.3 // indirect
 	golang.org/x/sys v0.46.0 // indirect
-	google.golang.org/protobuf v1.36.12-0.20260120151049-f2248ac996af // indirect
 	k8s.io/apimachinery v0.35.8 // indirect
+	k8s.io/client-go v0.35.8 // indirect
 	k8s.io/component-base v0.35.8 // indirect
 	k8s.io/utils v0.0.0-20251002143259-bc988d571ff4 // indirect
 )
@@ -62,3 +50,5 @@ replace (
 	k8s.io/pod-security-admission => k8s.io/pod-security-admission v0.35.8
 	k8s.io/sample-apiserver => k8s.io/sample-apiserver v0.35.8
 )
+
+replace github.com/kubectl-nodestate/kubectl-nodestate/hack/restorevec/common => ../common

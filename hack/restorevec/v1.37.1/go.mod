@@ -3,6 +3,7 @@ module github.com/kubectl-nodestate/kubectl-nodestate/hack/restorevec/v1.37.1
 go 1.26.0
 
 require (
+	github.com/kubectl-nodestate/kubectl-nodestate/hack/restorevec/common v0.0.0-00010101000000-000000000000
 	k8s.io/apiserver v0.37.1
 	k8s.io/klog/v2 v2.140.0
 	k8s.io/kubernetes v1.37.1
@@ -67,3 +68,5 @@ replace (
 	k8s.io/sample-apiserver => k8s.io/sample-apiserver v0.37.1
 	k8s.io/streaming => k8s.io/streaming v0.37.1
 )
+
+replace github.com/kubectl-nodestate/kubectl-nodestate/hack/restorevec/common => ../common
