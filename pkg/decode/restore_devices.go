@@ -1,0 +1,73 @@
+package decode
+
+import "fmt"
+
+// The device manager's restore (readCheckpoint) never fails once the checkpoint loaded: its
+// podDevices.fromCheckpointData unmarshals each entry's AllocResp and, when that fails, logs
+// "Can't unmarshal allocResp" and skips the entry. The kubelet starts, but forgets that
+// container's devices: they count as free and may be allocated to another container. The
+// registered devices and the device IDs are taken as they are (a V1 file's flat IDs, read by
+// 1.20.14+, are put on NUMA node 0). The file is therefore valid, and the report names every
+// skipped entry (Report.Dropped).
+
+// A DroppedEntry is an entry of the file that the judged kubelet's restore skips.
+type DroppedEntry struct {
+	// Index is the entry's position in the file's podDeviceEntries.
+	Index         int    `json:"index"`
+	PodUID        string `json:"podUID"`
+	ContainerName string `json:"containerName"`
+	ResourceName  string `json:"resourceName"`
+	// Error is the kubelet's error for it, as it logs it after "Can't unmarshal allocResp".
+	Error string `json:"error"`
+}
+
+// A restoreDropper is a restore check that skips the entries it cannot use instead of failing.
+type restoreDropper interface {
+	dropped(model any, k Kubelet) []DroppedEntry
+}
+
+// restoreDropsOf is what kubelet k's restore skips of a loaded file's model.
+func restoreDropsOf(kind Kind, k Kubelet, model any) []DroppedEntry {
+	for _, r := range files[kind].Restore {
+		if r.By.has(k) {
+			if d, ok := r.Check.(restoreDropper); ok {
+				return d.dropped(model, k)
+			}
+			return nil
+		}
+	}
+	return nil
+}
+
+// devRestore is readCheckpoint after the checksum, by era of the device plugin API's code.
+type devRestore struct{ AllocResp allocRespRule }
+
+// check: nothing after the checksum fails the device manager's restore.
+func (devRestore) check(any, Kubelet) error { return nil }
+
+func (d devRestore) dropped(model any, _ Kubelet) []DroppedEntry {
+	st, ok := model.(*DeviceState)
+	if !ok {
+		return nil
+	}
+	var out []DroppedEntry
+	for i, e := range st.PodDeviceEntries {
+		if err := d.AllocResp.unmarshal(e.AllocResp); err != nil {
+			out = append(out, DroppedEntry{Index: i, PodUID: e.PodUID, ContainerName: e.ContainerName,
+				ResourceName: e.ResourceName, Error: err.Error()})
+		}
+	}
+	return out
+}
+
+// droppedNote says what the kubelet does with the skipped entries, for the report's notes.
+func droppedNote(reader Kubelet, dropped []DroppedEntry, entries int) string {
+	first := dropped[0]
+	s := fmt.Sprintf("kubelet %s's restore skips %d of %d device entries: it cannot unmarshal their allocResp "+
+		"(it logs \"Can't unmarshal allocResp\" and starts without them); entry %d (pod %s, container %s, %s): %s",
+		reader, len(dropped), entries, first.Index, first.PodUID, first.ContainerName, first.ResourceName, first.Error)
+	if len(dropped) > 1 {
+		s += fmt.Sprintf(", and %d more (see dropped)", len(dropped)-1)
+	}
+	return s + ". Those containers' devices count as free: the kubelet may allocate them to another container"
+}
