@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 )
 
 // Entry is one PodDevicesEntry as the release modules write it (V2: device IDs per NUMA node).
@@ -13,6 +14,20 @@ type Entry struct {
 	ResourceName  string             `json:"resourceName"`
 	DeviceIDs     map[int64][]string `json:"deviceIDs"`
 	AllocResp     []byte             `json:"allocResp"`
+}
+
+// FlatDeviceIDs is the V1 layout's list (1.11-1.19): every NUMA node's IDs, nodes in order.
+func (e Entry) FlatDeviceIDs() []string {
+	nodes := make([]int64, 0, len(e.DeviceIDs))
+	for n := range e.DeviceIDs {
+		nodes = append(nodes, n)
+	}
+	slices.Sort(nodes)
+	var ids []string
+	for _, n := range nodes {
+		ids = append(ids, e.DeviceIDs[n]...)
+	}
+	return ids
 }
 
 // Case is one checkpoint file.

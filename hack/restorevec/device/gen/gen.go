@@ -93,7 +93,7 @@ func Main(r Release) {
 	label := flag.String("label", "", "the reader's label (read)")
 	reads := flag.String("reads", "", "comma-separated outputs of -mode read (vectors)")
 	out := flag.String("out", "", "the repository's testdata/kubelet (vectors)")
-	writer := flag.String("writer", "", "the writer whose files become vectors (vectors)")
+	writers := flag.String("writers", "", "release=format of the writers whose files become vectors, comma-separated (vectors)")
 	flag.Parse()
 	var err error
 	switch *mode {
@@ -102,7 +102,12 @@ func Main(r Release) {
 	case "read":
 		err = readAll(r, *dir, *label)
 	case "vectors":
-		err = vectors(*dir, *reads, *out, *writer)
+		for _, w := range strings.Split(*writers, ",") {
+			release, format, _ := strings.Cut(w, "=")
+			if err = vectors(*dir, *reads, *out, release, format); err != nil {
+				break
+			}
+		}
 	default:
 		err = errors.New("-mode write|read|vectors")
 	}
@@ -217,9 +222,9 @@ func privateVarLib() error {
 	return errors.New("/var/lib is not a tmpfs here (run run.sh)")
 }
 
-// vectors writes the writer's files to out/kubelet_internal_checkpoint/<writer>/ and their
-// expectations (every reader's verdict and dropped entries) to out/expected/.
-func vectors(dir, readFiles, out, writer string) error {
+// vectors writes the writer's files (of that format) to out/kubelet_internal_checkpoint/<writer>/
+// and their expectations (every reader's verdict and dropped entries) to out/expected/.
+func vectors(dir, readFiles, out, writer, format string) error {
 	byCase := map[string]map[string]Read{}
 	for _, f := range strings.Split(readFiles, ",") {
 		b, err := os.ReadFile(f)
@@ -257,7 +262,7 @@ func vectors(dir, readFiles, out, writer string) error {
 		if err := os.WriteFile(file, raw, 0o644); err != nil {
 			return err
 		}
-		if err := os.WriteFile(exp, expectation(c, writer, own, byCase[key]), 0o644); err != nil {
+		if err := os.WriteFile(exp, expectation(c, writer, format, own, byCase[key]), 0o644); err != nil {
 			return err
 		}
 	}
@@ -273,7 +278,7 @@ func marshal(v any) string {
 }
 
 // expectation is the vector's <case>.json, one line per reader as the other vectors have it.
-func expectation(c Case, writer string, own Read, reads map[string]Read) []byte {
+func expectation(c Case, writer, format string, own Read, reads map[string]Read) []byte {
 	var b strings.Builder
 	field := func(k string, v any) { fmt.Fprintf(&b, "  %q: %s,\n", k, marshal(v)) }
 	b.WriteString("{\n")
@@ -281,7 +286,7 @@ func expectation(c Case, writer string, own Read, reads map[string]Read) []byte 
 	field("writer", writer)
 	field("case", c.Name)
 	field("description", c.Description)
-	field("format", "dev-v2")
+	field("format", format)
 	field("mutation", nil)
 	field("expectedVerdict", own.Verdict)
 	field("expectedError", own.Error)
@@ -301,9 +306,15 @@ func expectation(c Case, writer string, own Read, reads map[string]Read) []byte 
 	}
 	entries := []any{}
 	for _, e := range c.Entries {
-		ids := map[string][]string{}
-		for n, d := range e.DeviceIDs {
-			ids[strconv.FormatInt(n, 10)] = d
+		var ids any
+		if format == "dev-v1" {
+			ids = e.FlatDeviceIDs()
+		} else {
+			perNUMA := map[string][]string{}
+			for n, d := range e.DeviceIDs {
+				perNUMA[strconv.FormatInt(n, 10)] = d
+			}
+			ids = perNUMA
 		}
 		entries = append(entries, map[string]any{"podUID": e.PodUID, "containerName": e.ContainerName, "resourceName": e.ResourceName,
 			"deviceIDs": ids, "allocRespBase64": base64.StdEncoding.EncodeToString(e.AllocResp)})
