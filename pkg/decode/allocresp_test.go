@@ -128,3 +128,24 @@ func devFile(t *testing.T, resps ...[]byte) []byte {
 	}
 	return raw
 }
+
+// Two good entries for one container and resource: the kubelet keeps the later one.
+func TestReplacedEntryReport(t *testing.T) {
+	raw := devFile(t, pbGood, pbGood)
+	// devFile names the containers c0, c1: make them one.
+	raw = []byte(strings.Replace(string(raw), `"ContainerName":"c1"`, `"ContainerName":"c0"`, 1))
+	var cp devcheckpoint.Data
+	if err := json.Unmarshal(raw, &cp); err != nil {
+		t.Fatal(err)
+	}
+	cp.Checksum = checksumField(eraByID(t, "dev-v2").Sums[0].Rule.compute(&cp))
+	raw, _ = json.Marshal(&cp)
+	k := MustParseKubelet("v1.37.1")
+	rep := Decode(KindDevices, raw, Options{Kubelet: &k})
+	if rep.Verdict != Valid || len(rep.Dropped) != 1 || rep.Dropped[0].Index != 0 || rep.Dropped[0].ReplacedBy == nil || *rep.Dropped[0].ReplacedBy != 1 {
+		t.Fatalf("verdict %s, dropped %+v", rep.Verdict, rep.Dropped)
+	}
+	if !strings.Contains(strings.Join(rep.Notes, "\n"), "entry 0 (pod 6f1c2a0d-3b5e-4c8a-9d1e-2a7b6c5d4e3f, container c0, nvidia.com/gpu) is replaced by entry 1") {
+		t.Errorf("notes %q", rep.Notes)
+	}
+}

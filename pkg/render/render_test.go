@@ -432,7 +432,7 @@ func TestMeaning(t *testing.T) {
 			decode.Report{Reader: "v1.37.1", Verdict: decode.Valid, Checksums: []decode.ChecksumResult{ok("Checksum")},
 				Dropped: []decode.DroppedEntry{{Index: 1, PodUID: "p1", ContainerName: "c1", ResourceName: "nvidia.com/gpu", Error: "unexpected EOF"},
 					{Index: 3, PodUID: "p2", ContainerName: "c2", ResourceName: "nvidia.com/gpu", Error: "unexpected EOF"}}},
-			"checksum matches: kubelet v1.37.1 restores it, but skips 2 device entries it cannot unmarshal (pod p1 container c1 nvidia.com/gpu: unexpected EOF; and 1 more): their devices count as free"},
+			"checksum matches: kubelet v1.37.1 restores it, but skips 2 device entries (pod p1 container c1 nvidia.com/gpu: unexpected EOF; and 1 more): their devices count as free"},
 		{"not read by the judge",
 			decode.Report{Reader: "v1.33.13", Verdict: decode.NotRead, WrittenBy: "1.34+"},
 			"kubelet v1.33.13 does not read this file (written by kubelet 1.34+)"},

@@ -315,14 +315,19 @@ func Meaning(r *decode.Report) string {
 }
 
 // droppedClause says which entries a restore that accepts the file skips (the device manager's
-// entries whose allocResp it cannot unmarshal); -o json has them all, with the kubelet's error.
+// entries whose allocResp it cannot unmarshal, or that a later entry replaces); -o json has them
+// all, with the kubelet's error.
 func droppedClause(r *decode.Report) string {
 	if len(r.Dropped) == 0 {
 		return ""
 	}
 	d := r.Dropped[0]
-	s := fmt.Sprintf(", but skips %d %s it cannot unmarshal (pod %s container %s %s: %s",
-		len(r.Dropped), plural(len(r.Dropped), "device entry", "device entries"), d.PodUID, d.ContainerName, d.ResourceName, d.Error)
+	why := d.Error
+	if d.ReplacedBy != nil {
+		why = fmt.Sprintf("replaced by entry %d", *d.ReplacedBy)
+	}
+	s := fmt.Sprintf(", but skips %d %s (pod %s container %s %s: %s",
+		len(r.Dropped), plural(len(r.Dropped), "device entry", "device entries"), d.PodUID, d.ContainerName, d.ResourceName, why)
 	if len(r.Dropped) > 1 {
 		s += fmt.Sprintf("; and %d more", len(r.Dropped)-1)
 	}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -25,15 +26,15 @@ type Release interface {
 	Write(dir string, c Case) error
 	// Restore starts the release's real device manager (NewManagerImpl, then Start, which reads
 	// the checkpoint the caller put in the device plugin directory) with log, and returns what
-	// it restored: has(pod, container, resource) reports whether that entry survived.
-	Restore(log *Log) (has func(pod, container, resource string) bool, stop func(), err error)
+	// it restored: devices(pod, container, resource) is the IDs it holds for them, sorted.
+	Restore(log *Log) (devices func(pod, container, resource string) []string, stop func(), err error)
 }
 
 // Log records what the device manager logs at errors: the checkpoint's read error and the
 // entries it cannot unmarshal. Each release module adapts it to its klog/logr.
 type Log struct {
 	ReadErr error
-	Dropped map[string]string // pod/container/resource -> the unmarshal error
+	Dropped map[string][]string // pod/container/resource -> the unmarshal errors, in order
 }
 
 // Info is called for every info line: 1.21 logs the checkpoint's read error as one ("err").
@@ -59,19 +60,23 @@ func (l *Log) Error(err error, msg string, kv ...any) {
 			v[fmt.Sprint(kv[i])] = fmt.Sprint(kv[i+1])
 		}
 		if l.Dropped == nil {
-			l.Dropped = map[string]string{}
+			l.Dropped = map[string][]string{}
 		}
 		// google.golang.org/protobuf writes "proto:" then a space or a no-break space, chosen
 		// by a hash of the binary (internal/detrand) so that nobody matches its texts: the
 		// vectors have the space.
-		l.Dropped[v["podUID"]+"/"+v["containerName"]+"/"+v["resourceName"]] = strings.ReplaceAll(err.Error(), "proto:\u00a0", "proto: ")
+		k := v["podUID"] + "/" + v["containerName"] + "/" + v["resourceName"]
+		l.Dropped[k] = append(l.Dropped[k], strings.ReplaceAll(err.Error(), "proto:\u00a0", "proto: "))
 	}
 }
 
 // Dropped is one entry the restore skipped.
 type Dropped struct {
 	Index int    `json:"index"` // in the file's entries
-	Error string `json:"error"`
+	Error string `json:"error,omitempty"`
+	// ReplacedBy is the later entry for the same pod, container and resource that the kubelet
+	// keeps instead (it logs nothing for this one).
+	ReplacedBy *int `json:"replacedBy,omitempty"`
 }
 
 // Read is how one reader judged one file.
@@ -174,7 +179,7 @@ func readOne(r Release, file string, c Case) (Read, error) {
 		return Read{}, err
 	}
 	log := &Log{}
-	has, stop, err := r.Restore(log)
+	devices, stop, err := r.Restore(log)
 	if err != nil {
 		return Read{}, err
 	}
@@ -188,17 +193,90 @@ func readOne(r Release, file string, c Case) (Read, error) {
 		}
 		return rd, nil
 	}
+	// The entries of each pod, container and resource: the one whose devices the manager holds
+	// survived; the others were logged as not unmarshalled, or replaced by a later one.
+	byKey := map[string][]int{}
+	var keys []string
 	for i, e := range c.Entries {
-		key := e.PodUID + "/" + e.ContainerName + "/" + e.ResourceName
-		logged, dropped := log.Dropped[key]
-		if kept := has(e.PodUID, e.ContainerName, e.ResourceName); kept == dropped {
-			return Read{}, fmt.Errorf("entry %d (%s): restored %v, but logged %q", i, key, kept, logged)
+		k := e.PodUID + "/" + e.ContainerName + "/" + e.ResourceName
+		if byKey[k] == nil {
+			keys = append(keys, k)
 		}
-		if dropped {
-			rd.Dropped = append(rd.Dropped, Dropped{Index: i, Error: logged})
+		byKey[k] = append(byKey[k], i)
+	}
+	for _, k := range keys {
+		d, err := classify(c, byKey[k], log.Dropped[k], devices)
+		if err != nil {
+			return Read{}, fmt.Errorf("%s: %w", k, err)
+		}
+		rd.Dropped = append(rd.Dropped, d...)
+	}
+	sort.Slice(rd.Dropped, func(i, j int) bool { return rd.Dropped[i].Index < rd.Dropped[j].Index })
+	return rd, nil
+}
+
+// classify tells, for the entries idx of one pod, container and resource (file order), which
+// survived (the manager holds its devices), which were logged (the errors, in order) and which
+// a later entry replaced, and refuses what the restored state and the log cannot settle.
+func classify(c Case, idx []int, logged []string, devices func(pod, container, resource string) []string) ([]Dropped, error) {
+	e := c.Entries[idx[0]]
+	held := devices(e.PodUID, e.ContainerName, e.ResourceName)
+	survivor := -1
+	for n, i := range idx {
+		if slices.Equal(held, sortedIDs(c.Entries[i])) {
+			if survivor >= 0 {
+				return nil, fmt.Errorf("entries %d and %d hold the same devices: the case cannot tell them apart", idx[survivor], i)
+			}
+			survivor = n
 		}
 	}
-	return rd, nil
+	if survivor < 0 && held != nil {
+		return nil, fmt.Errorf("the manager holds %v, which no entry has", held)
+	}
+	failed := make([]bool, len(idx))
+	switch {
+	case survivor < 0: // every entry failed
+		for n := range idx {
+			failed[n] = true
+		}
+	default:
+		after := len(idx) - survivor - 1 // a later entry that unmarshalled would have replaced it
+		before := len(logged) - after
+		switch {
+		case before < 0 || before > survivor:
+			return nil, fmt.Errorf("%d errors logged, for %d entries around the survivor %d", len(logged), len(idx)-1, idx[survivor])
+		case before != 0 && before != survivor:
+			return nil, fmt.Errorf("entries before %d: %d of %d failed, the log does not say which", idx[survivor], before, survivor)
+		}
+		for n := range idx {
+			failed[n] = n > survivor || (n < survivor && before > 0)
+		}
+	}
+	var out []Dropped
+	next := 0
+	for n, i := range idx {
+		switch {
+		case failed[n]:
+			if next >= len(logged) {
+				return nil, fmt.Errorf("entry %d is not restored, and no error is logged for it", i)
+			}
+			out = append(out, Dropped{Index: i, Error: logged[next]})
+			next++
+		case n != survivor:
+			by := idx[n+1]
+			out = append(out, Dropped{Index: i, ReplacedBy: &by})
+		}
+	}
+	if next != len(logged) {
+		return nil, fmt.Errorf("%d errors logged, %d entries failed", len(logged), next)
+	}
+	return out, nil
+}
+
+func sortedIDs(e Entry) []string {
+	ids := e.FlatDeviceIDs()
+	slices.Sort(ids)
+	return ids
 }
 
 // privateVarLib checks that /var/lib is a tmpfs mounted in a mount namespace of its own (not its

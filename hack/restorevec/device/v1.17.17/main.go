@@ -6,7 +6,9 @@ package main
 import (
 	"errors"
 	"flag"
+	"io"
 	"regexp"
+	"sort"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog"
@@ -51,7 +53,7 @@ func (o klogOut) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (release) Restore(log *gen.Log) (func(pod, container, resource string) bool, func(), error) {
+func (release) Restore(log *gen.Log) (func(pod, container, resource string) []string, func(), error) {
 	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(fs)
 	for k, v := range map[string]string{"logtostderr": "false", "alsologtostderr": "false", "stderrthreshold": "FATAL"} {
@@ -59,7 +61,10 @@ func (release) Restore(log *gen.Log) (func(pod, container, resource string) bool
 			return nil, nil, err
 		}
 	}
-	klog.SetOutput(klogOut{log})
+	// klog writes a line to the output of its severity and of every lower one: only INFO's
+	// sees each line once.
+	klog.SetOutput(io.Discard)
+	klog.SetOutputBySeverity("INFO", klogOut{log})
 	m, err := devicemanager.NewManagerImpl(nil, nil)
 	if err != nil {
 		return nil, nil, err
@@ -68,15 +73,17 @@ func (release) Restore(log *gen.Log) (func(pod, container, resource string) bool
 	if err := m.Start(func() []*v1.Pod { return nil }, ready{}); err != nil {
 		return nil, nil, err
 	}
-	has := func(pod, container, resource string) bool {
+	devices := func(pod, container, resource string) []string {
+		var ids []string
 		for _, d := range m.GetDevices(pod, container) {
 			if d.ResourceName == resource {
-				return true
+				ids = append(ids, d.DeviceIds...)
 			}
 		}
-		return false
+		sort.Strings(ids)
+		return ids
 	}
-	return has, func() { _ = m.Stop() }, nil
+	return devices, func() { _ = m.Stop() }, nil
 }
 
 type ready struct{}

@@ -3,6 +3,8 @@
 package main
 
 import (
+	"sort"
+
 	"github.com/go-logr/logr"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -28,7 +30,7 @@ func (release) Write(dir string, c gen.Case) error {
 	return m.CreateCheckpoint(gen.FileName, checkpoint.New(entries, c.Registered))
 }
 
-func (release) Restore(log *gen.Log) (func(pod, container, resource string) bool, func(), error) {
+func (release) Restore(log *gen.Log) (func(pod, container, resource string) []string, func(), error) {
 	// 1.21 logs through the global klog (v2.9.0, logr v0.4.0: Logger is an interface).
 	klog.SetLogger(logger{log})
 	m, err := devicemanager.NewManagerImpl(nil, nil)
@@ -39,11 +41,15 @@ func (release) Restore(log *gen.Log) (func(pod, container, resource string) bool
 	if err := m.Start(func() []*v1.Pod { return nil }, ready{}); err != nil {
 		return nil, nil, err
 	}
-	has := func(pod, container, resource string) bool {
-		_, ok := m.GetDevices(pod, container)[resource]
-		return ok
+	devices := func(pod, container, resource string) []string {
+		var ids []string
+		for id := range m.GetDevices(pod, container)[resource] {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+		return ids
 	}
-	return has, func() { _ = m.Stop() }, nil
+	return devices, func() { _ = m.Stop() }, nil
 }
 
 type ready struct{}

@@ -3,6 +3,8 @@
 package main
 
 import (
+	"sort"
+
 	"github.com/go-logr/logr"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -30,7 +32,7 @@ func (release) Write(dir string, c gen.Case) error {
 	return m.CreateCheckpoint(gen.FileName, checkpoint.New(entries, c.Registered))
 }
 
-func (release) Restore(log *gen.Log) (func(pod, container, resource string) bool, func(), error) {
+func (release) Restore(log *gen.Log) (func(pod, container, resource string) []string, func(), error) {
 	logger := logr.New(sink{log})
 	klog.SetLogger(logger)
 	m, err := devicemanager.NewManagerImpl(logger, nil, nil)
@@ -41,11 +43,15 @@ func (release) Restore(log *gen.Log) (func(pod, container, resource string) bool
 	if err := m.Start(logger, func() []*v1.Pod { return nil }, ready{}, containermap.NewContainerMap(), sets.New[string]()); err != nil {
 		return nil, nil, err
 	}
-	has := func(pod, container, resource string) bool {
-		_, ok := m.GetDevices(pod, container)[resource]
-		return ok
+	devices := func(pod, container, resource string) []string {
+		var ids []string
+		for id := range m.GetDevices(pod, container)[resource] {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+		return ids
 	}
-	return has, func() { _ = m.Stop(logger) }, nil
+	return devices, func() { _ = m.Stop(logger) }, nil
 }
 
 type ready struct{}
