@@ -8,11 +8,12 @@ import (
 
 // The device manager's restore (readCheckpoint) never fails once the checkpoint loaded: its
 // podDevices.fromCheckpointData unmarshals each entry's AllocResp and, when that fails, logs
-// "Can't unmarshal allocResp" and skips the entry. The kubelet starts, but forgets that
-// container's devices: they count as free and may be allocated to another container. The
-// registered devices and the device IDs are taken as they are (a V1 file's flat IDs, read by
-// 1.20.14+, are put on NUMA node 0). The file is therefore valid, and the report names every
-// skipped entry (Report.Dropped).
+// "Can't unmarshal allocResp" and skips the entry; of the entries it keeps, a later one for the
+// same pod, container and resource silently replaces an earlier one. The kubelet starts, but
+// forgets those containers' devices: they count as free and may be allocated to another
+// container. The registered devices and the device IDs are taken as they are (a V1 file's flat
+// IDs, read by 1.20.14+, are put on NUMA node 0). The file is therefore valid, and the report
+// names every skipped entry (Report.Dropped).
 
 // A DroppedEntry is an entry of the file that the judged kubelet's restore skips.
 type DroppedEntry struct {
