@@ -36,6 +36,9 @@ type manifestEntry struct {
 	Reads           map[string]struct {
 		Verdict Verdict `json:"verdict"`
 		Error   *string `json:"error"`
+		// Dropped is the entries that reader's restore skipped (the device manager's), when the
+		// vector records them (hack/restorevec/device).
+		Dropped *[]droppedRead `json:"dropped"`
 	} `json:"reads"`
 }
 
@@ -123,8 +126,47 @@ func TestConformanceReadsMatrix(t *testing.T) {
 				if want.Error != nil && rep.Error != *want.Error {
 					t.Errorf("reader %s: error\n got %q\nwant %q", label, rep.Error, *want.Error)
 				}
+				checkDropped(t, label, rep.Dropped, want.Dropped)
 			}
 		})
+	}
+}
+
+// droppedRead is an entry a real restore skipped: its index and the error the kubelet logged.
+type droppedRead struct {
+	Index      int    `json:"index"`
+	Error      string `json:"error,omitempty"`
+	ReplacedBy *int   `json:"replacedBy,omitempty"`
+}
+
+func (d droppedRead) String() string {
+	if d.ReplacedBy != nil {
+		return fmt.Sprintf("%d replaced by %d", d.Index, *d.ReplacedBy)
+	}
+	return fmt.Sprintf("%d: %s", d.Index, d.Error)
+}
+
+// checkDropped compares the entries a report says its reader skips with the real restore's; a
+// vector that does not record them was restored without skipping any.
+func checkDropped(t *testing.T, label string, got []DroppedEntry, want *[]droppedRead) {
+	t.Helper()
+	var w []droppedRead
+	if want != nil {
+		w = *want
+	}
+	g := make([]droppedRead, 0, len(got))
+	for _, d := range got {
+		g = append(g, droppedRead{d.Index, d.Error, d.ReplacedBy})
+	}
+	if len(g) != len(w) {
+		t.Errorf("reader %s: %d entries dropped, want %d", label, len(g), len(w))
+	}
+	shown := 0
+	for i := 0; i < len(g) && i < len(w) && shown < 5; i++ {
+		if g[i].String() != w[i].String() {
+			t.Errorf("reader %s: dropped %s, want %s", label, g[i], w[i])
+			shown++
+		}
 	}
 }
 

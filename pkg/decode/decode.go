@@ -113,6 +113,10 @@ func decodeChecksummed(rep *Report, raw []byte, opts Options) *Report {
 		if out.result.note != "" {
 			rep.Notes = append(rep.Notes, out.result.note)
 		}
+		if len(out.dropped) > 0 {
+			rep.Dropped = out.dropped
+			rep.Notes = append(rep.Notes, droppedNote(*reader, out.dropped, len(out.model.(*DeviceState).PodDeviceEntries)))
+		}
 	}
 	if f != nil {
 		rep.Checksums = checksumResults(f, in, *reader)

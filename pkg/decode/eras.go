@@ -119,7 +119,15 @@ var files = map[Kind]fileSpec{
 		}},
 	KindMemory: {Keys: []string{"policyname", "machinestate", "entries", "podentries", "checksum", "data", "datachecksum"},
 		Wrap: []wording{{every, wrapMemory}}},
-	KindDevices:   {Keys: []string{"data", "checksum"}, Wrap: []wording{{every, wrapNone}}},
+	KindDevices: {Keys: []string{"data", "checksum"}, Wrap: []wording{{every, wrapNone}},
+		// Nothing fails the restore after the checksum; entries whose AllocResp does not
+		// unmarshal are skipped, by the rules of the era's device plugin API code.
+		Restore: []restoreRule{
+			{between("", "1.18"), devRestore{allocRespRule{gogoRecursiveSkip, allocRespV1beta1}}},
+			{between("1.18", "1.28"), devRestore{allocRespRule{gogoDepthSkip, allocRespV1beta1}}},
+			{between("1.28", "1.34"), devRestore{allocRespRule{gogoDepthSkip, allocRespCDI}}},
+			{from("1.34"), devRestore{allocRespRule{googleProtobuf, allocRespCDI}}},
+		}},
 	KindDRA:       {Keys: []string{"version", "entries", "checksum", "data"}, Wrap: []wording{{every, wrapDRA}}, PayloadWrap: wrapNone},
 	KindDRAHealth: {Unchecked: "the kubelet logs \"Failed to load health checkpoint, proceeding with empty cache\" and keeps running"},
 	KindPodStatus: {Keys: []string{"allocationentries", "resizestatusentries", "checksum", "data"}, Wrap: []wording{{every, wrapPodStatus}}},

@@ -42,3 +42,34 @@ func fuzzDecode(f *testing.F, kind Kind) {
 func FuzzDecodeCPU(f *testing.F)     { fuzzDecode(f, KindCPU) }
 func FuzzDecodeMemory(f *testing.F)  { fuzzDecode(f, KindMemory) }
 func FuzzDecodeDevices(f *testing.F) { fuzzDecode(f, KindDevices) }
+
+// FuzzAllocResp runs every era's AllocResp rules on any bytes: they must not panic, and, as
+// protobuf parses field after field, two pieces each era accepts must be accepted together.
+// The seeds are the responses of the device vectors (the real restores judged each one).
+func FuzzAllocResp(f *testing.F) {
+	for _, e := range loadManifest(f) {
+		if e.Component != string(KindDevices) || e.ExpectedVerdict != Valid {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join(vectorsDir, e.File))
+		if err != nil {
+			f.Fatal(err)
+		}
+		rep := Decode(KindDevices, raw, Options{})
+		if st, ok := rep.Decoded.(*DeviceState); ok {
+			for _, d := range st.PodDeviceEntries {
+				f.Add(d.AllocResp, uint16(len(d.AllocResp)/2))
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, b []byte, split uint16) {
+		k := int(split) % (len(b) + 1)
+		for _, r := range files[KindDevices].Restore {
+			rule := r.Check.(devRestore).AllocResp
+			whole := rule.unmarshal(b)
+			if rule.unmarshal(b[:k]) == nil && rule.unmarshal(b[k:]) == nil && whole != nil {
+				t.Errorf("%v: %x and %x are accepted, together refused: %v", r.By, b[:k], b[k:], whole)
+			}
+		}
+	})
+}

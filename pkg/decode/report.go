@@ -41,6 +41,9 @@ type Report struct {
 	// Breaks, for a file its reader accepts although a checksum does not match, names the
 	// nearest releases that would refuse it as corrupted.
 	Breaks *Breaks `json:"breaks,omitempty"`
+	// Dropped, for a file its reader accepts, is the entries its restore skips (the device
+	// manager's entries whose allocResp it cannot unmarshal): the kubelet starts without them.
+	Dropped []DroppedEntry `json:"dropped,omitempty"`
 	// Apart is set by a caller judging a node's files together (ChooseJudge): no kubelet that
 	// writes the node's other files writes this one in its format.
 	Apart bool `json:"apart,omitempty"`

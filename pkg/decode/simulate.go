@@ -15,6 +15,8 @@ type readOutcome struct {
 	model   any           // its version-neutral model, when valid
 	// restoreFailed: the file loaded, then a restore check refused its content.
 	restoreFailed bool
+	// dropped is the entries the restore skips of a file it accepts.
+	dropped []DroppedEntry
 }
 
 const notReadError = "this kubelet version does not read this file"
@@ -40,7 +42,7 @@ func simulate(kind Kind, in *input, k Kubelet, rootDir string) readOutcome {
 			}
 			model := res.layoutModel()
 			if cause = restoreErrorOf(kind, k, model); cause == nil {
-				return readOutcome{verdict: Valid, result: res, model: model}
+				return readOutcome{verdict: Valid, result: res, model: model, dropped: restoreDropsOf(kind, k, model)}
 			}
 			break
 		}

@@ -190,6 +190,9 @@ func Verify(w io.Writer, o Options, rows []FileRow) error {
 				rule = "= format"
 			}
 			detail := checksumValues(r)
+			if n := len(r.Dropped); n > 0 {
+				detail += fmt.Sprintf("; %d %s dropped", n, plural(n, "entry", "entries"))
+			}
 			if r.Reader == "" {
 				detail = Meaning(r) // not judged by a kubelet: why
 			}
@@ -279,6 +282,7 @@ func Meaning(r *decode.Report) string {
 				}
 			}
 		}
+		s += droppedClause(r)
 	case decode.Corrupt, decode.Unreadable:
 		refuses := k + " refuses it"
 		if r.Verdict == decode.Unreadable {
@@ -308,6 +312,33 @@ func Meaning(r *decode.Report) string {
 		s += "; left by kubelet " + r.WrittenBy + ", never rewritten since"
 	}
 	return s
+}
+
+// droppedClause says which entries a restore that accepts the file skips (the device manager's
+// entries whose allocResp it cannot unmarshal, or that a later entry replaces); -o json has them
+// all, with the kubelet's error.
+func droppedClause(r *decode.Report) string {
+	if len(r.Dropped) == 0 {
+		return ""
+	}
+	d := r.Dropped[0]
+	why := d.Error
+	if d.ReplacedBy != nil {
+		why = fmt.Sprintf("replaced by entry %d", *d.ReplacedBy)
+	}
+	s := fmt.Sprintf(", but skips %d %s (pod %s container %s %s: %s",
+		len(r.Dropped), plural(len(r.Dropped), "device entry", "device entries"), d.PodUID, d.ContainerName, d.ResourceName, why)
+	if len(r.Dropped) > 1 {
+		s += fmt.Sprintf("; and %d more", len(r.Dropped)-1)
+	}
+	return s + "): their devices count as free"
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // checked says which checksums matched: "both checksums match", "dataChecksum matches".

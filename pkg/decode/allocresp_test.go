@@ -1,0 +1,151 @@
+package decode
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	devcheckpoint "github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode/internal/kubelet/devcheckpoint"
+)
+
+// Protobuf wire helpers for the tests.
+func pbTag(num uint64, wt byte) []byte { return binary.AppendUvarint(nil, num<<3|uint64(wt)) }
+func pbBytes(num uint64, v []byte) []byte {
+	return pbCat(pbTag(num, 2), binary.AppendUvarint(nil, uint64(len(v))), v)
+}
+func pbStr(num uint64, s string) []byte { return pbBytes(num, []byte(s)) }
+func pbCat(parts ...[]byte) []byte {
+	var out []byte
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}
+
+var pbGood = pbCat(pbBytes(1, pbCat(pbStr(1, "NVIDIA_VISIBLE_DEVICES"), pbStr(2, "GPU-0"))),
+	pbBytes(2, pbCat(pbStr(1, "/usr/local/nvidia"), pbStr(2, "/opt/nvidia"), pbTag(3, 0), []byte{1})),
+	pbBytes(3, pbCat(pbStr(1, "/dev/nvidia0"), pbStr(2, "/dev/nvidia0"), pbStr(3, "rw"))),
+	pbBytes(4, pbCat(pbStr(1, "example.com/gpu"), pbStr(2, "0"))))
+
+// The kubelet of each era, as a release in it (the rows of files[KindDevices].Restore).
+var allocRespEras = []string{"v1.17.17", "v1.21.14", "v1.33.0", "v1.37.1"}
+
+const (
+	pbDecode = "proto: cannot parse invalid wire-format data"
+	pbUTF8   = "string field contains invalid UTF-8"
+	eof      = "unexpected EOF"
+)
+
+// Every rule that differs between the eras, with each era's error ("" keeps the entry). The
+// texts are the generated code's (api.pb.go of k8s.io/kubelet v0.17.17, v0.21.14, v0.33.0) and
+// google.golang.org/protobuf's; the conformance vectors record them from the real restores.
+func TestAllocRespRules(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		b    []byte
+		want [4]string // by allocRespEras
+	}{
+		{"good", pbGood, [4]string{}},
+		{"empty", nil, [4]string{}},
+		{"truncated", pbGood[:30], [4]string{eof, eof, eof, pbDecode}},
+		{"envs as a varint", pbCat(pbTag(1, 0), []byte{7}), [4]string{"proto: wrong wireType = 0 for field Envs", "proto: wrong wireType = 0 for field Envs", "proto: wrong wireType = 0 for field Envs", ""}},
+		{"read_only as bytes", pbBytes(2, pbStr(3, "x")), [4]string{"proto: wrong wireType = 2 for field ReadOnly", "proto: wrong wireType = 2 for field ReadOnly", "proto: wrong wireType = 2 for field ReadOnly", ""}},
+		{"cdi_devices as a varint", pbCat(pbTag(5, 0), []byte{1}), [4]string{"", "", "proto: wrong wireType = 0 for field CDIDevices", ""}},
+		{"cdi name truncated", pbBytes(5, []byte{0x0a, 0x05, 'a'}), [4]string{"", "", eof, pbDecode}},
+		{"host path not UTF-8", pbBytes(2, pbStr(2, "/mnt/\xff")), [4]string{"", "", "", pbUTF8}},
+		{"env value not UTF-8", pbBytes(1, pbCat(pbStr(1, "K"), pbStr(2, "caf\xe9"))), [4]string{"", "", "", pbUTF8}},
+		{"env key as a varint", pbBytes(1, pbCat(pbTag(1, 0), []byte{0}, pbStr(2, "v"))), [4]string{"", "", "", ""}},
+		{"lone end group in an env entry", pbBytes(1, pbCat(pbStr(1, "A"), pbTag(3, 4), pbStr(2, "B"))), [4]string{"", "proto: unexpected end of group", "proto: unexpected end of group", pbDecode}},
+		{"lone end group at the top", pbCat(pbGood, pbTag(9, 4)), [4]string{"proto: ContainerAllocateResponse: wiretype end group for non-group", "proto: ContainerAllocateResponse: wiretype end group for non-group", "proto: ContainerAllocateResponse: wiretype end group for non-group", pbDecode}},
+		{"field number 0", pbCat(pbTag(0, 0), []byte{1}), [4]string{"proto: ContainerAllocateResponse: illegal tag 0 (wire type 0)", "proto: ContainerAllocateResponse: illegal tag 0 (wire type 0)", "proto: ContainerAllocateResponse: illegal tag 0 (wire type 0)", pbDecode}},
+		{"field number 2^29", pbCat(pbTag(1<<29, 0), []byte{1}), [4]string{"", "", "", pbDecode}},
+		{"field number 2^31 (negative as int32)", pbCat(pbTag(1<<31, 0), []byte{1}), [4]string{"proto: ContainerAllocateResponse: illegal tag -2147483648 (wire type 17179869184)", "proto: ContainerAllocateResponse: illegal tag -2147483648 (wire type 17179869184)", "proto: ContainerAllocateResponse: illegal tag -2147483648 (wire type 17179869184)", pbDecode}},
+		{"ten-byte varint over 64 bits", pbBytes(2, pbCat(pbTag(3, 0), []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f})), [4]string{"", "", "", pbDecode}},
+		{"eleven-byte varint", pbBytes(2, pbCat(pbTag(3, 0), []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})), [4]string{"proto: integer overflow", "proto: integer overflow", "proto: integer overflow", pbDecode}},
+		{"group", pbCat(pbTag(9, 3), pbTag(1, 0), []byte{5}, pbTag(9, 4)), [4]string{}},
+		{"group ended by another number", pbCat(pbTag(9, 3), pbTag(1, 0), []byte{5}, pbTag(8, 4)), [4]string{"", "", "", pbDecode}},
+		{"group never ended", pbCat(pbTag(9, 3), pbTag(1, 0), []byte{5}), [4]string{eof, eof, eof, pbDecode}},
+		{"wire type 6", pbCat(pbTag(9, 6)), [4]string{"proto: illegal wireType 6", "proto: illegal wireType 6", "proto: illegal wireType 6", pbDecode}},
+		{"length near 2^63", pbCat(pbTag(2, 2), binary.AppendUvarint(nil, 1<<63)), [4]string{"proto: negative length found during unmarshaling", "proto: negative length found during unmarshaling", "proto: negative length found during unmarshaling", pbDecode}},
+		// A map entry's string may run past the entry, as long as it ends within the response:
+		// gogo reads it against the whole message's length, then jumps to the entry's end.
+		// Here the key is the next field's two bytes (field 9, empty), which is then read again.
+		{"env key past its entry", pbCat(pbTag(1, 2), []byte{2}, pbTag(1, 2), []byte{2}, pbTag(9, 2), []byte{0}), [4]string{"", "", "", pbDecode}},
+	} {
+		for i, label := range allocRespEras {
+			k := MustParseKubelet(label)
+			var got string
+			for _, r := range files[KindDevices].Restore {
+				if r.By.has(k) {
+					if err := r.Check.(devRestore).AllocResp.unmarshal(c.b); err != nil {
+						got = err.Error()
+					}
+					break
+				}
+			}
+			if got != c.want[i] {
+				t.Errorf("%s, kubelet %s: %q, want %q", c.name, label, got, c.want[i])
+			}
+		}
+	}
+}
+
+// A file with one bad entry is valid, names the entry in Dropped and in a note, and the other
+// entries stay in Decoded.
+func TestDroppedEntryReport(t *testing.T) {
+	raw := devFile(t, pbGood, pbGood[:12])
+	for _, label := range []string{"v1.21.14", "v1.37.1"} {
+		k := MustParseKubelet(label)
+		rep := Decode(KindDevices, raw, Options{Kubelet: &k})
+		if rep.Verdict != Valid || len(rep.Dropped) != 1 || rep.Dropped[0].Index != 1 || rep.Dropped[0].ContainerName != "c1" {
+			t.Fatalf("%s: verdict %s, dropped %+v", label, rep.Verdict, rep.Dropped)
+		}
+		if n := len(rep.Decoded.(*DeviceState).PodDeviceEntries); n != 2 {
+			t.Errorf("%s: %d entries decoded, want 2", label, n)
+		}
+		if !strings.Contains(strings.Join(rep.Notes, "\n"), "skips 1 of 2 device entries") {
+			t.Errorf("%s: notes %q", label, rep.Notes)
+		}
+	}
+}
+
+// devFile is a dev-v2 checkpoint with one entry per response (containers c0, c1, ...), its
+// checksum computed by the dev-v2 rule.
+func devFile(t *testing.T, resps ...[]byte) []byte {
+	t.Helper()
+	cp := devcheckpoint.NewData()
+	for i, r := range resps {
+		cp.Data.PodDeviceEntries = append(cp.Data.PodDeviceEntries, devcheckpoint.PodDevicesEntry{PodUID: "6f1c2a0d-3b5e-4c8a-9d1e-2a7b6c5d4e3f",
+			ContainerName: fmt.Sprintf("c%d", i), ResourceName: "nvidia.com/gpu", DeviceIDs: devcheckpoint.DevicesPerNUMA{0: {fmt.Sprintf("GPU-%d", i)}}, AllocResp: r})
+	}
+	cp.Data.RegisteredDevices["nvidia.com/gpu"] = []string{"GPU-0", "GPU-1"}
+	cp.Checksum = checksumField(eraByID(t, "dev-v2").Sums[0].Rule.compute(cp))
+	raw, err := json.Marshal(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+// Two good entries for one container and resource: the kubelet keeps the later one.
+func TestReplacedEntryReport(t *testing.T) {
+	raw := devFile(t, pbGood, pbGood)
+	// devFile names the containers c0, c1: make them one.
+	raw = []byte(strings.Replace(string(raw), `"ContainerName":"c1"`, `"ContainerName":"c0"`, 1))
+	var cp devcheckpoint.Data
+	if err := json.Unmarshal(raw, &cp); err != nil {
+		t.Fatal(err)
+	}
+	cp.Checksum = checksumField(eraByID(t, "dev-v2").Sums[0].Rule.compute(&cp))
+	raw, _ = json.Marshal(&cp)
+	k := MustParseKubelet("v1.37.1")
+	rep := Decode(KindDevices, raw, Options{Kubelet: &k})
+	if rep.Verdict != Valid || len(rep.Dropped) != 1 || rep.Dropped[0].Index != 0 || rep.Dropped[0].ReplacedBy == nil || *rep.Dropped[0].ReplacedBy != 1 {
+		t.Fatalf("verdict %s, dropped %+v", rep.Verdict, rep.Dropped)
+	}
+	if !strings.Contains(strings.Join(rep.Notes, "\n"), "entry 0 (pod 6f1c2a0d-3b5e-4c8a-9d1e-2a7b6c5d4e3f, container c0, nvidia.com/gpu) is replaced by entry 1") {
+		t.Errorf("notes %q", rep.Notes)
+	}
+}
