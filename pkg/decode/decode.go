@@ -42,7 +42,7 @@ func Decode(kind Kind, raw []byte, opts Options) *Report {
 		rep.Error = fmt.Sprintf("%q is not a checkpoint file nodestate knows", kind)
 		return rep
 	}
-	if files[kind].Unchecked != "" {
+	if files[kind].Unchecked {
 		return decodeUnchecked(rep, raw, opts)
 	}
 	return decodeChecksummed(rep, raw, opts)
@@ -66,7 +66,7 @@ func decodeUnchecked(rep *Report, raw []byte, opts Options) *Report {
 	res := attempts[0].run(newInput(raw), *reader)
 	if res.err != nil {
 		rep.Verdict, rep.Error, rep.Cause = Unreadable, res.err.Error(), res.err.Error()
-		rep.Notes = append(rep.Notes, files[rep.Kind].Unchecked)
+		rep.Refused = refusedOf(rep.Kind, *reader)
 		return rep
 	}
 	rep.Verdict, rep.Decoded = Valid, res.layoutModel()
@@ -99,6 +99,9 @@ func decodeChecksummed(rep *Report, raw []byte, opts Options) *Report {
 
 	out := simulate(rep.Kind, in, *reader, opts.RootDir)
 	rep.Verdict, rep.Error, rep.Cause = out.verdict, out.err, out.cause
+	if out.verdict == Corrupt || out.verdict == Unreadable {
+		rep.Refused = refusedOf(rep.Kind, *reader)
+	}
 	if out.verdict == Valid {
 		rep.Rule = out.result.rule.ID
 		if out.result.zeroAccepted {
@@ -187,7 +190,7 @@ func HashedText(kind Kind, raw []byte) map[string]string {
 		return nil
 	}
 	in := newInput(raw)
-	if files[kind].Unchecked != "" {
+	if files[kind].Unchecked {
 		return nil
 	}
 	f := detectEra(kind, in, top)

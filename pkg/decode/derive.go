@@ -80,6 +80,16 @@ func wrapOf(kind Kind, k Kubelet) string {
 	return wrapNone
 }
 
+// refusedOf is what kubelet k does once it refuses the file.
+func refusedOf(kind Kind, k Kubelet) *Refusal {
+	for _, r := range files[kind].Refused {
+		if r.By.has(k) {
+			return &r.Refusal
+		}
+	}
+	return nil
+}
+
 // homeOf is the kubelet that judges a file of era e when none is given: the newest release
 // writing e whose restore checks e's own rule first (1.36 with the gate off writes V2 files but
 // first tries a name no release wrote, so the V2 home is 1.35). Gates a writer needs are on.

@@ -71,9 +71,11 @@ type fileSpec struct {
 	// PayloadWrap words an error decoding the data document after the checkpoint loaded; empty
 	// uses Wrap.
 	PayloadWrap string
-	// Unchecked: the file has no checksum, the kubelet only decodes it; this says what the
-	// kubelet does with one it cannot decode.
-	Unchecked string
+	// Unchecked: the file has no checksum, the kubelet only decodes it.
+	Unchecked bool
+	// Refused says what the kubelet does once it refuses the file (the first row whose span
+	// has the kubelet): not every manager stops the kubelet.
+	Refused []refusal
 	// Restore is the checks restoreState makes once the file loaded (restore.go), by release.
 	Restore []restoreRule
 }
@@ -81,6 +83,11 @@ type fileSpec struct {
 type wording struct {
 	By   span
 	Text string
+}
+
+type refusal struct {
+	By span
+	Refusal
 }
 
 // releases are the newest patch release of each minor the vectors cover: the candidates for an
@@ -105,9 +112,14 @@ const (
 	plrm = GatePodLevelResourceManagers
 )
 
+var allocationPanics = stops("the allocation manager panics, and the kubelet with it")
+
+func stops(effect string) Refusal { return Refusal{Effect: effect} }
+
 var files = map[Kind]fileSpec{
 	KindCPU: {Keys: []string{"policyname", "defaultcpuset", "entries", "podentries", "checksum", "data", "datachecksum"},
-		Wrap: []wording{{between("", "1.18"), wrapCPU117}, {every, wrapCPU}},
+		Wrap:    []wording{{between("", "1.18"), wrapCPU117}, {every, wrapCPU}},
+		Refused: []refusal{{every, stops("the CPU manager fails, and the kubelet does not start")}},
 		// Every set is parsed (a pod-level set already while decoding the JSON).
 		Restore: []restoreRule{
 			{between("", "1.18"), cpuRestore{Parse: cpusetUnchecked, Default: cpuDefault, ByContainerID: cpuByContainerID}},
@@ -118,8 +130,11 @@ var files = map[Kind]fileSpec{
 				Baseline: "could not parse Baseline cpuset %q for container %q in pod %q: %v", BaselineGate: GateInPlacePodVerticalScalingExclusiveCPUs}},
 		}},
 	KindMemory: {Keys: []string{"policyname", "machinestate", "entries", "podentries", "checksum", "data", "datachecksum"},
-		Wrap: []wording{{every, wrapMemory}}},
+		Wrap: []wording{{every, wrapMemory}}, Refused: []refusal{{every, stops("the memory manager fails, and the kubelet does not start")}}},
 	KindDevices: {Keys: []string{"data", "checksum"}, Wrap: []wording{{every, wrapNone}},
+		// manager.go Start: "Continue after failing to read checkpoint file" (1.17.17:234, 1.37.1:377).
+		Refused: []refusal{{every, Refusal{KubeletStarts: true, Effect: "the device manager logs it and starts without the file's allocations: " +
+			"until those pods restart it may hand their devices to other pods"}}},
 		// Nothing fails the restore after the checksum; entries whose AllocResp does not
 		// unmarshal are skipped, by the rules of the era's device plugin API code.
 		Restore: []restoreRule{
@@ -128,11 +143,19 @@ var files = map[Kind]fileSpec{
 			{between("1.28", "1.34"), devRestore{allocRespRule{gogoDepthSkip, allocRespCDI}}},
 			{from("1.34"), devRestore{allocRespRule{googleProtobuf, allocRespCDI}}},
 		}},
-	KindDRA:       {Keys: []string{"version", "entries", "checksum", "data"}, Wrap: []wording{{every, wrapDRA}}, PayloadWrap: wrapNone},
-	KindDRAHealth: {Unchecked: "the kubelet logs \"Failed to load health checkpoint, proceeding with empty cache\" and keeps running"},
-	KindPodStatus: {Keys: []string{"allocationentries", "resizestatusentries", "checksum", "data"}, Wrap: []wording{{every, wrapPodStatus}}},
-	KindAllocated: {Keys: []string{"data", "checksum"}, Wrap: []wording{{every, wrapPodInfo}}},
-	KindActuated:  {Keys: []string{"data", "checksum"}, Wrap: []wording{{between("", "1.35"), wrapPodInfo}, {every, wrapActuated}}},
+	KindDRA: {Keys: []string{"version", "entries", "checksum", "data"}, Wrap: []wording{{every, wrapDRA}}, PayloadWrap: wrapNone,
+		Refused: []refusal{{every, stops("the DRA manager cannot be created, and the kubelet does not start")}}},
+	KindDRAHealth: {Unchecked: true, Refused: []refusal{{every, Refusal{KubeletStarts: true,
+		Effect: "the DRA manager logs \"Failed to load health checkpoint, proceeding with empty cache\" and starts with no device health"}}}},
+	// The status manager (1.27-1.32) and the allocation manager (1.33+) panic: "a critical,
+	// non-recoverable failure".
+	KindPodStatus: {Keys: []string{"allocationentries", "resizestatusentries", "checksum", "data"}, Wrap: []wording{{every, wrapPodStatus}},
+		Refused: []refusal{{every, stops("the status manager panics, and the kubelet with it")}}},
+	KindAllocated: {Keys: []string{"data", "checksum"}, Wrap: []wording{{every, wrapPodInfo}}, Refused: []refusal{{every, allocationPanics}}},
+	// 1.35+ open actuated_pods_state in kuberuntime, which returns the error (kuberuntime_manager.go:384).
+	KindActuated: {Keys: []string{"data", "checksum"}, Wrap: []wording{{between("", "1.35"), wrapPodInfo}, {every, wrapActuated}},
+		Refused: []refusal{{between("", "1.35"), allocationPanics},
+			{every, stops("the container runtime manager cannot be created, and the kubelet does not start")}}},
 }
 
 func renamed(from, to string) []rewrite       { return []rewrite{{From: from, To: to}} }

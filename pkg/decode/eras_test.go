@@ -97,3 +97,40 @@ func TestEraTableInvariants(t *testing.T) {
 		}
 	}
 }
+
+// TestRefusedSaysWhatTheKubeletDoes: a refused file's report says what its kubelet then does,
+// which differs by manager (the device manager and the health cache carry on) and, for the
+// actuated file, by release (kuberuntime returns the error from 1.35; the allocation manager
+// panicked before).
+func TestRefusedSaysWhatTheKubeletDoes(t *testing.T) {
+	for _, tc := range []struct {
+		kind    Kind
+		raw     string
+		version string
+		starts  bool
+		want    string
+	}{
+		{KindCPU, `{"policyName":"none","defaultCpuSet":"","checksum":1}`, "v1.31.14", false, "the CPU manager fails, and the kubelet does not start"},
+		{KindMemory, `{"policyName":"None","machineState":{},"checksum":1}`, "v1.31.14", false, "the memory manager fails, and the kubelet does not start"},
+		{KindDevices, `{"Data":{"PodDeviceEntries":null,"RegisteredDevices":{}},"Checksum":1}`, "v1.37.1", true, "the device manager logs it and starts without the file's allocations: until those pods restart it may hand their devices to other pods"},
+		{KindDRAHealth, `[`, "v1.37.1", true, `the DRA manager logs "Failed to load health checkpoint, proceeding with empty cache" and starts with no device health`},
+		{KindAllocated, `{"data":"{}","checksum":1}`, "v1.34.10", false, "the allocation manager panics, and the kubelet with it"},
+		{KindActuated, `{"data":"{}","checksum":1}`, "v1.34.10", false, "the allocation manager panics, and the kubelet with it"},
+		{KindActuated, `{"data":"{}","checksum":1}`, "v1.35.8", false, "the container runtime manager cannot be created, and the kubelet does not start"},
+		{KindPodStatus, `{"checksum":1}`, "v1.31.14", false, "the status manager panics, and the kubelet with it"},
+	} {
+		k := MustParseKubelet(tc.version)
+		rep := Decode(tc.kind, []byte(tc.raw), Options{Kubelet: &k})
+		if rep.Verdict != Corrupt && rep.Verdict != Unreadable {
+			t.Errorf("%s @ %s: verdict %s (%s), want a refusal", tc.kind, tc.version, rep.Verdict, rep.Error)
+			continue
+		}
+		if rep.Refused == nil || rep.Refused.Effect != tc.want || rep.Refused.KubeletStarts != tc.starts {
+			t.Errorf("%s @ %s: refused %+v, want %q (kubelet starts: %v)", tc.kind, tc.version, rep.Refused, tc.want, tc.starts)
+		}
+	}
+	k := MustParseKubelet("v1.37.1")
+	if rep := Decode(KindDevices, []byte(`{"Data":{"PodDeviceEntries":null,"RegisteredDevices":{}},"Checksum":3467439661}`), Options{Kubelet: &k}); rep.Verdict != Valid || rep.Refused != nil {
+		t.Errorf("a valid file: verdict %s, refused %+v", rep.Verdict, rep.Refused)
+	}
+}

@@ -44,6 +44,8 @@ type Report struct {
 	// Dropped, for a file its reader accepts, is the entries its restore skips (the device
 	// manager's entries whose allocResp it cannot unmarshal): the kubelet starts without them.
 	Dropped []DroppedEntry `json:"dropped,omitempty"`
+	// Refused, for a file the judged kubelet refuses, says what that kubelet then does.
+	Refused *Refusal `json:"refused,omitempty"`
 	// Apart is set by a caller judging a node's files together (ChooseJudge): no kubelet that
 	// writes the node's other files writes this one in its format.
 	Apart bool `json:"apart,omitempty"`
@@ -70,4 +72,11 @@ type ChecksumResult struct {
 type Breaks struct {
 	Older string `json:"older,omitempty"`
 	Newer string `json:"newer,omitempty"`
+}
+
+// A Refusal is what a kubelet does once it refuses a checkpoint at start: most managers stop
+// the kubelet; the device manager and the DRA health cache log it and carry on without it.
+type Refusal struct {
+	KubeletStarts bool   `json:"kubeletStarts"`
+	Effect        string `json:"effect"`
 }

@@ -12,23 +12,6 @@ import (
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 )
 
-// refusedFile is what a kubelet does when it refuses one kind of checkpoint at start (read from
-// the 1.37 managers): most stop the kubelet, a few log and start with empty state.
-var refusedFile = map[decode.Kind]struct {
-	Severity Severity
-	Effect   string
-}{
-	decode.KindCPU:       {SeverityError, "the CPU manager fails to start, and the kubelet with it"},
-	decode.KindMemory:    {SeverityError, "the memory manager fails to start, and the kubelet with it"},
-	decode.KindDRA:       {SeverityError, "the DRA manager cannot be created, and the kubelet stops"},
-	decode.KindPodStatus: {SeverityError, "the allocation manager cannot restore it, and the kubelet stops"},
-	decode.KindAllocated: {SeverityError, "the allocation manager cannot restore it, and the kubelet stops"},
-	decode.KindActuated:  {SeverityError, "the allocation manager cannot restore it, and the kubelet stops"},
-	decode.KindDevices: {SeverityWarning, "the device manager logs it and starts without the devices' allocations: " +
-		"until those pods restart it may hand their devices to other pods"},
-	decode.KindDRAHealth: {SeverityWarning, "the DRA manager logs it and starts with no device health"},
-}
-
 // fileFindings: a checkpoint the target kubelet refuses (decode's verdict). A refusal that is
 // already the start prediction's error is not said twice.
 func fileFindings(in Input, startErr string) []Finding {
@@ -45,12 +28,16 @@ func fileFindings(in Input, startErr string) []Finding {
 		if r.Reader != "" {
 			who = "kubelet " + r.Reader
 		}
-		impact, ok := refusedFile[r.Kind]
-		if !ok {
-			impact.Severity, impact.Effect = SeverityWarning, "it is not a file the kubelet restores at start"
+		// decode says what the kubelet does then: most managers stop it, a few carry on.
+		severity, effect := SeverityWarning, "it is not a file the kubelet restores at start"
+		if r.Refused != nil {
+			effect = r.Refused.Effect
+			if !r.Refused.KubeletStarts {
+				severity = SeverityError
+			}
 		}
-		out = append(out, Finding{Severity: impact.Severity, Check: "file-refused", File: r.File,
-			Message: fmt.Sprintf("%s refuses this file (%s), so %s: %s", who, r.Verdict, impact.Effect, r.Error),
+		out = append(out, Finding{Severity: severity, Check: "file-refused", File: r.File,
+			Message: fmt.Sprintf("%s refuses this file (%s), so %s: %s", who, r.Verdict, effect, r.Error),
 			Fix:     fmt.Sprintf("drain the node, then delete %s before that kubelet starts", onNode(in, r.File))})
 	}
 	return out

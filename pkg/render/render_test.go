@@ -322,7 +322,7 @@ func TestVerifyChecksumStates(t *testing.T) {
 	if want := "checksum is 0, which kubelet " + zero.Reader + " accepts unverified: it restores the file"; rs[1][3] != want {
 		t.Errorf("zero checksum sentence %q, want %q", rs[1][3], want)
 	}
-	if want := "checksum does not match: kubelet " + altered.Reader + " refuses it (checkpoint is corrupted)"; rs[2][3] != want {
+	if want := "checksum does not match: kubelet " + altered.Reader + " refuses it (checkpoint is corrupted); the CPU manager fails, and the kubelet does not start"; rs[2][3] != want {
 		t.Errorf("altered checksum sentence %q, want %q", rs[2][3], want)
 	}
 }

@@ -311,6 +311,9 @@ func Meaning(r *decode.Report) string {
 	if r.Apart && r.WrittenBy != "" {
 		s += "; left by kubelet " + r.WrittenBy + ", never rewritten since"
 	}
+	if r.Refused != nil {
+		s += "; " + r.Refused.Effect
+	}
 	return s
 }
 
