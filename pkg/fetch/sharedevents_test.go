@@ -141,23 +141,36 @@ func TestFetchNodesOneEventsWatch(t *testing.T) {
 // a watch per pod.
 func TestFetchNodesEventsWatchRefused(t *testing.T) {
 	for _, tt := range []struct {
-		name    string
-		err     error
-		watches int
+		name   string
+		err    error
+		perPod bool
 	}{
-		{"forbidden", apierrors.NewForbidden(schema.GroupResource{Resource: "events"}, "", errors.New("no watch")), 1},
-		{"other error", apierrors.NewServiceUnavailable("try later"), 1 + 6},
+		{"forbidden", apierrors.NewForbidden(schema.GroupResource{Resource: "events"}, "", errors.New("no watch")), false},
+		{"other error", apierrors.NewServiceUnavailable("try later"), true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			list, sc := newSharedEventsCluster(t, 6, nil, tt.err)
+			// n02's pod never runs: its wait, and so its own events watch, lasts the timeout.
+			list, sc := newSharedEventsCluster(t, 6, map[string]string{"n02": "FailedMount"}, tt.err)
 			f := newFetcher(sc.c, tarExec(nodeFS{"cpu_manager_state": "x"}))
+			f.Options.PodRunningTimeout = 2 * time.Second
 			for node, err := range fetchAll(t, f, list) {
-				if err != nil {
+				if node == "n02" {
+					wantReason(t, err, ReasonTimeout)
+				} else if err != nil {
 					t.Errorf("%s: %v", node, err)
 				}
 			}
-			if selectors, _ := sc.watches(); len(selectors) != tt.watches {
-				t.Errorf("%d events watches, want %d: %q", len(selectors), tt.watches, selectors)
+			// The shared one, then (a pod's own watch may be cancelled before it starts, when
+			// its pod runs first) at most one per pod.
+			selectors, _ := sc.watches()
+			perPod := selectors[1:]
+			if tt.perPod != (len(perPod) > 0) || len(perPod) > 6 {
+				t.Errorf("events watches %q: want the shared one, then per pod: %v", selectors, tt.perPod)
+			}
+			for _, sel := range perPod {
+				if !strings.Contains(sel, "involvedObject.uid=") {
+					t.Errorf("events watch %q is not of one pod", sel)
+				}
 			}
 		})
 	}
