@@ -85,9 +85,10 @@ func newPodWatch(ctx context.Context, pods corev1client.PodInterface, image, rv 
 
 // watchEvents starts the shared watch of the Warning events about pods in the namespace of
 // events (the part of EventError's test the API server can apply: events support field
-// selectors on involvedObject.kind and type). It watches from "" (now, after the events that
-// exist): the events rule of deploy/rbac.yaml grants watch, not the list a resourceVersion would
-// need, and a failure recorded before a wait registered its pod still counts.
+// selectors on involvedObject.kind and type). It watches from "": the server first replays the
+// Warning events that exist (dropped: no pod waits yet, or of an earlier pod's UID), then sends
+// new ones. The events rule of deploy/rbac.yaml grants watch, not the list a resourceVersion to
+// start from would need.
 //
 // Without it each Fetch watches its own pod's events, as a single Fetch does; when events may
 // not be watched at all, the waits just run to their timeout.
