@@ -56,6 +56,17 @@ It reads live nodes through a short-lived read-only debug pod, or files copied o
 	}
 
 	addKlogFlags(root)
+	prof := &profiling{}
+	prof.addFlags(root.PersistentFlags())
+	klogPreRun := root.PersistentPreRun
+	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
+		klogPreRun(cmd, args)
+		if err := prof.start(); err != nil {
+			return err
+		}
+		running = prof
+		return nil
+	}
 
 	root.AddCommand(verify.NewCmdVerify(configFlags, streams))
 	for _, c := range show.NewCmds(configFlags, streams) {
@@ -99,6 +110,12 @@ func (w cancelOnBrokenPipe) Write(p []byte) (int, error) {
 // Execute runs the command and turns its error into a message on stderr and an exit code.
 func Execute(ctx context.Context, root *cobra.Command, streams genericiooptions.IOStreams) int {
 	err := root.ExecuteContext(ctx)
+	if running != nil {
+		if perr := running.stop(); perr != nil {
+			fmt.Fprintln(streams.ErrOut, "error: --profile: "+perr.Error())
+		}
+		running = nil
+	}
 	if err == nil {
 		return 0
 	}

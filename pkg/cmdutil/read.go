@@ -9,8 +9,10 @@ import (
 	"sync/atomic"
 
 	"golang.org/x/term"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
@@ -39,7 +41,7 @@ func (o *ReadOptions) Config() (nodestate.Config, error) {
 		return cfg, err
 	}
 	config.QPS, config.Burst = fetch.ClientRate(live.Concurrency)
-	client, err := kubernetes.NewForConfig(config)
+	client, err := kubernetes.NewForConfig(protobuf(config))
 	if err != nil {
 		return cfg, err
 	}
@@ -58,6 +60,17 @@ func (o *ReadOptions) Config() (nodestate.Config, error) {
 		ExecTimeout:       live.Timeout,
 	}
 	return cfg, nil
+}
+
+// protobuf returns a copy of config that talks protobuf, falling back to JSON, as the
+// Kubernetes controllers' clients do: every object the plugin sends and receives is a built-in
+// type (nodes, pods, events), and protobuf costs the API server less to encode than JSON, for
+// each pod in a node's pod list and each change on the shared watches (docs/performance.md).
+func protobuf(config *rest.Config) *rest.Config {
+	config = rest.CopyConfig(config)
+	config.ContentType = runtime.ContentTypeProtobuf
+	config.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	return config
 }
 
 // Read runs the library on the flags and hands each node's result to fn as it completes, with

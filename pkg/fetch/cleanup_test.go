@@ -103,6 +103,13 @@ func TestPodIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// One list, by node, from the watch cache as it is.
+	if a := c.Actions(); len(a) != 1 || a[0].GetVerb() != "list" ||
+		a[0].(clienttesting.ListAction).GetListRestrictions().Fields.String() != "spec.nodeName=n1" {
+		t.Errorf("requests %v, want one list by spec.nodeName", a)
+	} else if rv := a[0].(clienttesting.ListActionImpl).ListOptions.ResourceVersion; rv != "0" {
+		t.Errorf("listed at resourceVersion %q, want 0 (the watch cache)", rv)
+	}
 	want := &PodIndex{
 		Pods: map[string]PodRef{
 			"uid-web":     {"a", "web"},

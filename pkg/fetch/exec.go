@@ -45,12 +45,11 @@ func RemoteExec(client kubernetes.Interface, config *rest.Config) ExecFunc {
 	}
 }
 
-// newExecutor mirrors kubectl's createExecutor (pkg/cmd/exec).
+// newExecutor mirrors kubectl's createExecutor (pkg/cmd/exec), except that the SPDY executor
+// is only built when the fallback needs it: building one makes a TLS config (the client key
+// parsed again) per exec, a few percent of the plugin's CPU over a fan-out that never uses it.
 func newExecutor(config *rest.Config, u *url.URL) (remotecommand.Executor, error) {
-	spdy, err := remotecommand.NewSPDYExecutor(config, "POST", u)
-	if err != nil {
-		return nil, err
-	}
+	spdy := lazyExecutor(func() (remotecommand.Executor, error) { return remotecommand.NewSPDYExecutor(config, "POST", u) })
 	// WebSocket must be GET (RFC 6455 4.1).
 	ws, err := remotecommand.NewWebSocketExecutor(config, "GET", u.String())
 	if err != nil {
@@ -64,6 +63,21 @@ func newExecutor(config *rest.Config, u *url.URL) (remotecommand.Executor, error
 		}
 		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
 	})
+}
+
+// lazyExecutor builds its executor when first asked to stream.
+type lazyExecutor func() (remotecommand.Executor, error)
+
+func (l lazyExecutor) Stream(o remotecommand.StreamOptions) error {
+	return l.StreamWithContext(context.Background(), o)
+}
+
+func (l lazyExecutor) StreamWithContext(ctx context.Context, o remotecommand.StreamOptions) error {
+	e, err := l()
+	if err != nil {
+		return err
+	}
+	return e.StreamWithContext(ctx, o)
 }
 
 // collectScript keeps only the arguments that are regular files, then tars them to stdout.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -125,6 +126,50 @@ func TestClientRate(t *testing.T) {
 		qps, burst := ClientRate(tt.concurrency)
 		if qps != tt.qps || burst != tt.burst {
 			t.Errorf("ClientRate(%d) = %v, %d; want %v, %d", tt.concurrency, qps, burst, tt.qps, tt.burst)
+		}
+	}
+}
+
+// FetchNodesThen's work runs in the workers, several nodes at once (here all four must be in
+// work together, or none gets out), while each still gets the answers one at a time.
+func TestFetchNodesThenWorksConcurrently(t *testing.T) {
+	const nodes = 4
+	var objs []runtime.Object
+	var names []string
+	for i := range nodes {
+		name := fmt.Sprintf("n%02d", i)
+		objs = append(objs, readyNode(name))
+		names = append(names, name)
+	}
+	f := newFetcher(newClient(true, objs...), tarExec(nodeFS{"cpu_manager_state": "x"}))
+	var arrived sync.WaitGroup
+	arrived.Add(nodes)
+	all := make(chan struct{})
+	go func() { arrived.Wait(); close(all) }()
+	work := func(_ context.Context, r NodeResult) string {
+		arrived.Done()
+		select {
+		case <-all:
+			return r.Node
+		case <-time.After(10 * time.Second):
+			return "alone: " + r.Node
+		}
+	}
+	var inEach atomic.Bool
+	var got []string
+	FetchNodesThen(context.Background(), f, Named(names), nodes, work, func(s string) {
+		if !inEach.CompareAndSwap(false, true) {
+			t.Error("each called concurrently")
+		}
+		defer inEach.Store(false)
+		got = append(got, s)
+	})
+	if len(got) != nodes {
+		t.Fatalf("%d results, want %d", len(got), nodes)
+	}
+	for _, s := range got {
+		if strings.HasPrefix(s, "alone") {
+			t.Errorf("work ran %s", s)
 		}
 	}
 }

@@ -160,11 +160,21 @@ func (f *Fetcher) fetch(ctx context.Context, node NodeInfo, pw *podWatch) (nf *S
 		}
 	}()
 
-	// The kubelet's Warning events (a failed mount, sandbox or admission) end the wait early,
-	// on the fan-out's shared watch or on this pod's own.
-	evCtx, stopEvents := context.WithCancel(ctx)
-	failed := make(chan *Error)
-	go watchPodEvents(evCtx, f.Client.CoreV1().Events(opts.Namespace), created, opts, failed)
+	// The kubelet's Warning events (a failed mount, sandbox or admission) end the wait early:
+	// from the fan-out's shared events watch, else from a watch of this pod's events.
+	var failed <-chan *Error
+	stopEvents := func() {}
+	switch {
+	case pw != nil && pw.events == eventsShared:
+		failed = waiter.failed
+	case pw != nil && pw.events == eventsNone:
+	default:
+		var evCtx context.Context
+		evCtx, stopEvents = context.WithCancel(ctx)
+		ch := make(chan *Error)
+		go watchPodEvents(evCtx, f.Client.CoreV1().Events(opts.Namespace), created, opts, ch)
+		failed = ch
+	}
 	var missed bool
 	if pw != nil {
 		err = pw.wait(ctx, waiter, created, opts.PodRunningTimeout, failed)

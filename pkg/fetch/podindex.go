@@ -65,11 +65,15 @@ func (ix *PodIndex) Container(id string) (ContainerRef, bool) {
 	return r, ok
 }
 
-// IndexNodePods indexes the pods bound to node with ONE field-selected list (served from the
-// API server's watch cache), instead of a request per ID.
+// IndexNodePods indexes the pods bound to node with ONE field-selected list, instead of a
+// request per ID. The list is served from the API server's watch cache as it is
+// (resourceVersion "0"), without first asking etcd for its current revision as a consistent
+// read does: the kubelet learned every pod its files name from a watch served by that cache,
+// before it wrote them and long before this list, so the cache holds them.
 func IndexNodePods(ctx context.Context, client kubernetes.Interface, node string) (*PodIndex, error) {
 	list, err := client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
-		FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node).String(),
+		FieldSelector:   fields.OneTermEqualSelector("spec.nodeName", node).String(),
+		ResourceVersion: "0",
 	})
 	if err != nil {
 		return nil, ExplainError(err, "")

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 )
@@ -16,18 +17,34 @@ import (
 // a watch per pod costs the API server a WATCH request and a watcher per node. It hands each
 // pod's changes to the Fetch waiting for that pod, by name, and judges them with startState.
 //
-// It is also where other per-pod signals can end a wait early: fail ends one pod's wait with
-// an error (e.g. a check fed by the pod's Warning events).
+// With watchEvents it also holds ONE watch on the namespace's Warning events about pods, and
+// hands each to the waiter of the pod it is about, judged by EventError (a failed mount,
+// sandbox or admission ends the wait at once). fail ends one pod's wait with an error from any
+// other signal.
 type podWatch struct {
 	pods  corev1client.PodInterface
 	image string
 
 	mu      sync.Mutex
 	waiters map[string]*podWaiter // pod name -> its Fetch's waiter
-	broken  chan struct{}         // closed when the watch cannot be restarted
 
-	rv string // resume point, owned by run
+	w *resumingWatch
+	// events says how the waits learn of the pods' Warning events (see watchEvents).
+	events eventSource
+	opts   Options // for EventError
 }
+
+// eventSource is where a Fetch on the shared pod watch gets its pod's Warning events from.
+type eventSource int
+
+const (
+	eventsPerPod eventSource = iota // a watch of its own pod's events (the shared one could not start)
+	eventsShared                    // the shared events watch, through podWaiter.failed
+	eventsNone                      // none: events may not be watched (deploy/rbac.yaml makes it optional)
+)
+
+// maxPendingEvents bounds the Warning events kept for a pod whose create has not returned yet.
+const maxPendingEvents = 8
 
 // podWaiter is one pod's wait: last is the newest state seen, done is closed once err (nil
 // for Running) is final.
@@ -37,33 +54,71 @@ type podWaiter struct {
 	err  error
 	// missed: the watch never told, the wait timed out and a read of the pod found it running.
 	missed bool
+
+	// created is the create's answer (its UID tells this pod's events from an earlier pod's
+	// of the same name); events about the name that came before it are pending.
+	created *corev1.Pod
+	pending []*corev1.Event
+	// failed gets the first Warning event that means the pod will never run (shared events).
+	failed chan *Error
 }
 
 // newPodWatch starts the shared watch of the managed pods in the namespace of pods, from rv
 // ("" for now). It runs until ctx ends.
 func newPodWatch(ctx context.Context, pods corev1client.PodInterface, image, rv string) (*podWatch, error) {
-	pw := &podWatch{pods: pods, image: image, waiters: map[string]*podWaiter{}, rv: rv, broken: make(chan struct{})}
-	w, err := pw.watch(ctx)
+	pw := &podWatch{pods: pods, image: image, waiters: map[string]*podWaiter{}}
+	open := func(ctx context.Context, rv string) (watch.Interface, error) {
+		return pods.Watch(ctx, metav1.ListOptions{LabelSelector: ManagedSelector, ResourceVersion: rv, AllowWatchBookmarks: true})
+	}
+	handle := func(typ watch.EventType, obj any) {
+		if pod, ok := obj.(*corev1.Pod); ok {
+			pw.observe(pod, typ == watch.Deleted)
+		}
+	}
+	w, err := startWatch(ctx, rv, open, handle, pw.resync)
 	if err != nil {
 		return nil, err
 	}
-	go pw.run(ctx, w)
+	pw.w = w
 	return pw, nil
 }
 
-func (pw *podWatch) watch(ctx context.Context) (watch.Interface, error) {
-	return pw.pods.Watch(ctx, metav1.ListOptions{
-		LabelSelector:       ManagedSelector,
-		ResourceVersion:     pw.rv,
-		AllowWatchBookmarks: true,
-	})
+// watchEvents starts the shared watch of the Warning events about pods in the namespace of
+// events (the part of EventError's test the API server can apply: events support field
+// selectors on involvedObject.kind and type). It watches from "": the server first replays the
+// Warning events that exist (dropped: no pod waits yet, or of an earlier pod's UID), then sends
+// new ones. The events rule of deploy/rbac.yaml grants watch, not the list a resourceVersion to
+// start from would need.
+//
+// Without it each Fetch watches its own pod's events, as a single Fetch does; when events may
+// not be watched at all, the waits just run to their timeout.
+func (pw *podWatch) watchEvents(ctx context.Context, events corev1client.EventInterface, opts Options) {
+	pw.opts = opts.WithDefaults()
+	selector := fields.Set{"involvedObject.kind": "Pod", "type": corev1.EventTypeWarning}.AsSelector().String()
+	open := func(ctx context.Context, rv string) (watch.Interface, error) {
+		return events.Watch(ctx, metav1.ListOptions{FieldSelector: selector, ResourceVersion: rv, AllowWatchBookmarks: true})
+	}
+	handle := func(typ watch.EventType, obj any) {
+		if ev, ok := obj.(*corev1.Event); ok && typ != watch.Deleted {
+			pw.event(ev)
+		}
+	}
+	_, err := startWatch(ctx, "", open, handle, nil)
+	switch {
+	case err == nil:
+		pw.events = eventsShared
+	case apierrors.IsForbidden(err):
+		pw.events = eventsNone
+	default:
+		pw.events = eventsPerPod
+	}
 }
 
 // add registers the pod name about to be created, before the create, so no event is missed.
 func (pw *podWatch) add(name string) *podWaiter {
 	pw.mu.Lock()
 	defer pw.mu.Unlock()
-	pwr := &podWaiter{done: make(chan struct{})}
+	pwr := &podWaiter{done: make(chan struct{}), failed: make(chan *Error, 1)}
 	pw.waiters[name] = pwr
 	return pwr
 }
@@ -113,59 +168,30 @@ func (pw *podWatch) observe(pod *corev1.Pod, deleted bool) {
 	}
 }
 
-// run consumes the watch, and watches again when the server ends it (its own timeout, a
-// restart), from the last resourceVersion seen; when that has expired, from now, after
-// re-reading every pod still waited for.
-func (pw *podWatch) run(ctx context.Context, w watch.Interface) {
-	for {
-		expired := pw.consume(ctx, w)
-		w.Stop()
-		if ctx.Err() != nil {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(watchRetryDelay):
-		}
-		if expired {
-			pw.rv = ""
-			pw.resync(ctx)
-		}
-		var err error
-		if w, err = pw.watch(ctx); err != nil {
-			// Waits go on with a watch of their own pod.
-			close(pw.broken)
-			return
-		}
+// event judges a Warning event for the waiter of the pod it names; until that pod's create has
+// answered (its UID), it is kept.
+func (pw *podWatch) event(ev *corev1.Event) {
+	pw.mu.Lock()
+	defer pw.mu.Unlock()
+	w, ok := pw.waiters[ev.InvolvedObject.Name]
+	if !ok {
+		return
 	}
+	if w.created == nil {
+		if len(w.pending) < maxPendingEvents {
+			w.pending = append(w.pending, ev)
+		}
+		return
+	}
+	w.judge(ev, pw.opts)
 }
 
-// consume dispatches events until the watch ends; it reports whether the resume point expired.
-func (pw *podWatch) consume(ctx context.Context, w watch.Interface) (expired bool) {
-	for {
+// judge sends the failure ev means, if any, unless one was sent; callers hold pw.mu.
+func (w *podWaiter) judge(ev *corev1.Event, opts Options) {
+	if fe := EventError(ev, w.created, opts); fe != nil {
 		select {
-		case <-ctx.Done():
-			return false
-		case ev, ok := <-w.ResultChan():
-			if !ok {
-				return false
-			}
-			if ev.Type == watch.Error {
-				err := apierrors.FromObject(ev.Object)
-				return apierrors.IsResourceExpired(err) || apierrors.IsGone(err)
-			}
-			pod, ok := ev.Object.(*corev1.Pod)
-			if !ok {
-				continue
-			}
-			pw.rv = pod.ResourceVersion
-			switch ev.Type {
-			case watch.Added, watch.Modified:
-				pw.observe(pod, false)
-			case watch.Deleted:
-				pw.observe(pod, true)
-			}
+		case w.failed <- fe:
+		default:
 		}
 	}
 }
@@ -198,6 +224,11 @@ func (pw *podWatch) wait(ctx context.Context, w *podWaiter, created *corev1.Pod,
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	pw.mu.Lock()
+	w.created = created
+	for _, ev := range w.pending {
+		w.judge(ev, pw.opts)
+	}
+	w.pending = nil
 	if w.last == nil {
 		w.last = created
 		if done, err := startState(created, pw.image); done || err != nil {
@@ -217,7 +248,7 @@ func (pw *podWatch) wait(ctx context.Context, w *podWaiter, created *corev1.Pod,
 		default:
 			return fe
 		}
-	case <-pw.broken:
+	case <-pw.w.broken:
 		// The shared watch is gone for good: wait on this pod alone.
 		return waitRunning(parent, pw.pods, created, pw.image, timeout, failed)
 	case <-ctx.Done():

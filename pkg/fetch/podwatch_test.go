@@ -68,6 +68,9 @@ func TestFetchNodesListedNodesOneWatch(t *testing.T) {
 	if len(count) != len(want) {
 		t.Errorf("pod requests %v, want only %v", count, want)
 	}
+	if got := actions(c, "events"); len(got) != 1 || got[0] != "watch" {
+		t.Errorf("event requests %v, want one watch", got)
+	}
 	if left := debugPods(t, c); len(left) != 0 {
 		t.Errorf("debug pods left: %v", left)
 	}
@@ -100,8 +103,9 @@ func TestPodWatchOutcomes(t *testing.T) {
 	failed := map[string]chan *Error{}
 	for _, name := range []string{"runs", "fails", "deleted", "failed", "events"} {
 		w, p := mk(name)
-		failed[name] = make(chan *Error)
-		go func() { done <- result{name, pw.wait(ctx, w, p, 5*time.Second, failed[name])} }()
+		ch := make(chan *Error)
+		failed[name] = ch
+		go func() { done <- result{name, pw.wait(ctx, w, p, 5*time.Second, ch)} }()
 	}
 	time.Sleep(20 * time.Millisecond)
 	update := func(name string, mutate func(*corev1.Pod)) {

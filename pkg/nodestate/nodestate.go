@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"sync/atomic"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -188,23 +189,34 @@ func (r *Reader) Run(ctx context.Context, each func(*NodeResult) error) error {
 		}
 		return each(r.judge(snap))
 	}
+	// Reading extras and judging happen in each node's worker, concurrently; only each is
+	// called one node at a time.
 	var eachErr error
-	r.fetcher.FetchNodes(ctx, r.infos, r.cfg.Concurrency, func(fr fetch.NodeResult) {
-		if eachErr != nil {
-			return
+	var stopped atomic.Bool
+	work := func(ctx context.Context, fr fetch.NodeResult) *NodeResult {
+		if stopped.Load() {
+			return nil
 		}
 		res := &NodeResult{Node: fr.Node, Where: "node " + fr.Node, Err: fr.Err}
 		if fr.Err != nil {
 			res.Rows = []render.FileRow{render.NodeFailedRow(fr.Node, res.Skipped(), failureReason(fr.Err), fr.Err.Error())}
-		} else {
-			// Extras first: they take config.yaml out of the checkpoint files.
-			extras := &NodeResult{Node: fr.Node, Snapshot: fr.Files}
-			r.addExtras(ctx, extras)
-			res = r.judge(fr.Files)
-			res.Machine, res.MachineErr = extras.Machine, extras.MachineErr
-			res.KubeletConfig, res.KubeletConfigFrom, res.KubeletConfigNote = extras.KubeletConfig, extras.KubeletConfigFrom, extras.KubeletConfigNote
+			return res
 		}
-		eachErr = each(res)
+		// Extras first: they take config.yaml out of the checkpoint files.
+		extras := &NodeResult{Node: fr.Node, Snapshot: fr.Files}
+		r.addExtras(ctx, extras)
+		res = r.judge(fr.Files)
+		res.Machine, res.MachineErr = extras.Machine, extras.MachineErr
+		res.KubeletConfig, res.KubeletConfigFrom, res.KubeletConfigNote = extras.KubeletConfig, extras.KubeletConfigFrom, extras.KubeletConfigNote
+		return res
+	}
+	fetch.FetchNodesThen(ctx, r.fetcher, r.infos, r.cfg.Concurrency, work, func(res *NodeResult) {
+		if eachErr != nil || res == nil {
+			return
+		}
+		if eachErr = each(res); eachErr != nil {
+			stopped.Store(true)
+		}
 	})
 	if eachErr != nil {
 		return eachErr

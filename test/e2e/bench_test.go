@@ -8,8 +8,8 @@ package e2e
 //
 //	nodes=N nodestate=Xs floor=Ys ratio=X/Y baseline_extrapolated=Zs speedup=Z/X rss=MiB requests_per_node=R
 //
-// nodestate and floor are the means of their two runs; rss is the plugin's peak RSS (the
-// kernel's ru_maxrss, what /usr/bin/time -v reports); requests_per_node is the plugin's share
+// nodestate and floor are the means of their two runs; rss is the plugin's peak RSS (VmHWM,
+// what /usr/bin/time -v reports as maximum resident set size); requests_per_node is the plugin's share
 // of the API server's apiserver_request_total (see requestCount); baseline_extrapolated is a
 // `kubectl run` + `wait` + `exec` + `delete` loop over a few nodes, scaled to N.
 
@@ -39,7 +39,7 @@ import (
 var metricLabelRE = regexp.MustCompile(`(\w+)="([^"]*)"`)
 
 // requestCount sums apiserver_request_total over what the plugin does: pods, nodes and events
-// (core group, no subresource; events for the per-pod Warning-event watch) and pods/exec. The harness's own requests of those kinds (the exec
+// (core group, no subresource; events for the shared Warning-event watch) and pods/exec. The harness's own requests of those kinds (the exec
 // mapper's probe exec, patch and relists) are counted on its client and subtracted by the
 // caller; kwok only writes pods/status and node status, which are not counted.
 func requestCount(t testing.TB) (total int64, byVerb map[string]int64) {
@@ -83,6 +83,10 @@ func requestCount(t testing.TB) (total int64, byVerb map[string]int64) {
 type benchRun struct {
 	wall     time.Duration
 	rssKiB   int64
+	// Peaks of the two parts of RSS, sampled: the program's own memory (RssAnon) and the pages
+	// of its binary (RssFile, shared and clean; all of a large binary on a kernel that maps
+	// file pages in 2 MiB folios).
+	anonKiB, fileKiB int64
 	requests int64            // API server's count minus the harness's
 	byVerb   map[string]int64 // API server's count (harness included), by verb and resource
 	stdout   string
@@ -107,15 +111,15 @@ func measure(t *testing.T, ns string, bin string, args ...string) benchRun {
 	// Peak RSS: the kernel's high-water mark of the program's own memory (VmHWM), read until
 	// it exits. (The child's ru_maxrss would not do: it starts from this test binary's RSS,
 	// which the child shares between fork and exec.)
-	hwm := make(chan int64)
+	hwm := make(chan [3]int64)
 	stop := make(chan struct{})
 	go func() {
-		var peak int64
+		var peak [3]int64 // VmHWM, RssAnon, RssFile
 		tick := time.NewTicker(20 * time.Millisecond)
 		defer tick.Stop()
 		for {
-			if kib := vmHWM(cmd.Process.Pid); kib > peak {
-				peak = kib
+			for i, v := range procStatus(cmd.Process.Pid, "VmHWM:", "RssAnon:", "RssFile:") {
+				peak[i] = max(peak[i], v)
 			}
 			select {
 			case <-stop:
@@ -128,7 +132,8 @@ func measure(t *testing.T, ns string, bin string, args ...string) benchRun {
 	err := cmd.Wait()
 	r := benchRun{wall: time.Since(start), stdout: stdout.String()}
 	close(stop)
-	r.rssKiB = <-hwm
+	peak := <-hwm
+	r.rssKiB, r.anonKiB, r.fileKiB = peak[0], peak[1], peak[2]
 	if err != nil {
 		t.Fatalf("%s %s: %v\nstderr:\n%s", filepath.Base(bin), strings.Join(args, " "), err, tailLines(stderr.String(), 20))
 	}
@@ -145,24 +150,28 @@ func measure(t *testing.T, ns string, bin string, args ...string) benchRun {
 	if n := strings.Count(stderr.String(), "warning:"); n > 0 {
 		t.Errorf("%s: %d warnings, e.g.: %s", filepath.Base(bin), n, tailLines(stderr.String(), 3))
 	}
-	t.Logf("ran %s %s: %s, peak RSS %.1f MiB, %d requests (API server by verb, harness included: %v)",
-		filepath.Base(bin), strings.Join(args, " "), r.wall.Round(time.Millisecond), float64(r.rssKiB)/1024, r.requests, r.byVerb)
+	t.Logf("ran %s %s: %s, peak RSS %.1f MiB (anon %.1f, file %.1f), %d requests (API server by verb, harness included: %v)",
+		filepath.Base(bin), strings.Join(args, " "), r.wall.Round(time.Millisecond), float64(r.rssKiB)/1024,
+		float64(r.anonKiB)/1024, float64(r.fileKiB)/1024, r.requests, r.byVerb)
 	return r
 }
 
-// vmHWM is the peak RSS of process pid in KiB, 0 once it is gone.
-func vmHWM(pid int) int64 {
+// procStatus reads the named fields (e.g. "VmHWM:") of /proc/PID/status in KiB, 0 for each
+// once the process is gone.
+func procStatus(pid int, names ...string) []int64 {
+	out := make([]int64, len(names))
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0
+		return out
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kib, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return kib
+		for i, name := range names {
+			if v, ok := strings.CutPrefix(line, name); ok {
+				out[i], _ = strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			}
 		}
 	}
-	return 0
+	return out
 }
 
 func tailLines(s string, n int) string {

@@ -7,6 +7,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -14,6 +15,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
 
 	nodestatelib "github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
 )
@@ -41,6 +47,9 @@ func TestLiveAllNodes100(t *testing.T) {
 		"all-notready":              {health: "broken", verdict: "unreadable", cause: "NotReady", errorHas: "node is not Ready"},
 		"all-windows":               {health: "windows", verdict: "not-read", cause: "not supported yet, skipped", errorHas: "windows nodes are not supported yet"},
 		PrefixPodsImagePull + "all": {health: "broken", verdict: "unreadable", cause: "ImagePullBackOff", errorHas: "cannot pull image"},
+		// Its pod stays Pending while a "kubelet" (recordFailedMount) records a FailedMount event
+		// about it: the fan-out's one events watch must end its wait before the timeout does.
+		PrefixPodsPending + "mount": {health: "broken", verdict: "unreadable", cause: "FailedMount", errorHas: "--kubelet-root-dir"},
 	}
 	var names []string
 	for name := range broken {
@@ -60,7 +69,7 @@ func TestLiveAllNodes100(t *testing.T) {
 		switch name {
 		case "all-corrupt":
 			o.KubeletDir = corrupt
-		case PrefixPodsPending + "all":
+		case PrefixPodsPending + "all", PrefixPodsPending + "mount":
 			o.Pods = PodsPending
 		case "all-notready":
 			o.NotReady = true
@@ -73,6 +82,7 @@ func TestLiveAllNodes100(t *testing.T) {
 	})
 	t.Logf("%d nodes created in %s", total, time.Since(start).Round(time.Millisecond))
 	expectNoLeftovers(t)
+	recordFailedMount(t, ns, PrefixPodsPending+"mount")
 	exampleFiles := len(repoDirFiles(t, "examples/kubelet-root"))
 
 	run := func(selector string, flags ...string) (Result, map[string]map[string]verifyItem) {
@@ -132,8 +142,8 @@ func TestLiveAllNodes100(t *testing.T) {
 	// stderr: one line per node not read: "error: node X: ..." for a failure, "note: node X:
 	// ..." for a skipped (Windows) node, which is no failure.
 	stderr := nonEmptyLines(r.Stderr)
-	if len(stderr) != 4 {
-		t.Errorf("stderr: %d lines, want 4 (one per unread node):\n%s", len(stderr), r.Stderr)
+	if len(stderr) != 5 {
+		t.Errorf("stderr: %d lines, want 5 (one per unread node):\n%s", len(stderr), r.Stderr)
 	}
 	for name, e := range broken {
 		prefix := "error: node "
@@ -148,8 +158,8 @@ func TestLiveAllNodes100(t *testing.T) {
 	// Without the nodes that cannot be read: only the corrupt file, exit 1. The Windows node is
 	// skipped, which is not a failure.
 	r, got = run(TestSelector(t) + "," + healthLabel + " in (healthy,corrupt,windows)")
-	if r.ExitCode != 1 || len(got) != total-3 {
-		t.Errorf("healthy+corrupt+windows: exit %d with %d nodes, want 1 with %d", r.ExitCode, len(got), total-3)
+	if r.ExitCode != 1 || len(got) != total-4 {
+		t.Errorf("healthy+corrupt+windows: exit %d with %d nodes, want 1 with %d", r.ExitCode, len(got), total-4)
 	}
 	if got["all-corrupt"]["cpu_manager_state"].Verdict != "corrupt" || got["all-windows"]["-"].Verdict != "not-read" {
 		t.Errorf("corrupt node %+v, windows node %+v", got["all-corrupt"], got["all-windows"])
@@ -157,10 +167,49 @@ func TestLiveAllNodes100(t *testing.T) {
 
 	// Healthy nodes (and the skipped Windows node): exit 0.
 	r, got = run(TestSelector(t) + "," + healthLabel + " in (healthy,windows)")
-	if r.ExitCode != 0 || len(got) != total-4 {
-		t.Errorf("healthy+windows: exit %d with %d nodes, want 0 with %d:\n%s", r.ExitCode, len(got), total-4, r.Stderr)
+	if r.ExitCode != 0 || len(got) != total-5 {
+		t.Errorf("healthy+windows: exit %d with %d nodes, want 0 with %d:\n%s", r.ExitCode, len(got), total-5, r.Stderr)
 	}
 	t.Logf("verify --all-nodes over %d healthy nodes: %s", len(got), r.Duration.Round(time.Millisecond))
+}
+
+// recordFailedMount plays the kubelet of node for the debug pods created on it in ns: it
+// records the Warning event a real kubelet (v1.37.1, see ../shared/docs/real-node.md) records
+// when the --kubelet-root-dir hostPath is missing, about each such pod, until the test ends.
+func recordFailedMount(t *testing.T, ns, node string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := cp.client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node).String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
+	go func() {
+		defer close(done)
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			pod, ok := ev.Object.(*corev1.Pod)
+			if !ok || ev.Type != watch.Added {
+				continue
+			}
+			event := &corev1.Event{
+				ObjectMeta: metav1.ObjectMeta{GenerateName: pod.Name + ".", Namespace: ns},
+				InvolvedObject: corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: ns, Name: pod.Name, UID: pod.UID,
+					ResourceVersion: pod.ResourceVersion},
+				Type:   corev1.EventTypeWarning,
+				Reason: "FailedMount",
+				Message: `MountVolume.SetUp failed for volume "kubelet" : hostPath type check failed: /var/lib/kubelet ` +
+					`is not a directory`,
+				Source:         corev1.EventSource{Component: "kubelet", Host: node},
+				FirstTimestamp: metav1.Now(), LastTimestamp: metav1.Now(), Count: 1,
+			}
+			if _, err := cp.client.CoreV1().Events(ns).Create(ctx, event, metav1.CreateOptions{}); err != nil && ctx.Err() == nil {
+				t.Errorf("record the FailedMount event: %v", err)
+			}
+		}
+	}()
 }
 
 func TestLiveInterrupt(t *testing.T) {

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmdutil"
 )
 
 // TestLiveScale runs `kubectl nodestate verify --all-nodes` over many simulated nodes
@@ -20,7 +22,11 @@ func TestLiveScale(t *testing.T) {
 	if n < 1 {
 		t.Skip("set NODESTATE_E2E_PLUGIN_SCALE_NODES (make e2e-scale) for the scale run")
 	}
-	concurrencies := []int{20, 100}
+	// The default, and 100 (docs/performance.md: the sweep that chose the default).
+	concurrencies := []int{cmdutil.DefaultConcurrency}
+	if cmdutil.DefaultConcurrency != 100 {
+		concurrencies = append(concurrencies, 100)
+	}
 	files := repoDirFiles(t, "examples/kubelet-root")
 	names := make([]string, n)
 	for i := range names {
