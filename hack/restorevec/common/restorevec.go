@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -87,6 +88,8 @@ type Reader struct {
 
 // A Release is one kubelet release's module.
 type Release struct {
+	// Name is set by Main: the k8s.io/kubernetes version the module requires, so that one
+	// main.go (../shapes) serves every release of its API shape.
 	Name    string
 	Writers []Writer
 	Readers []Reader
@@ -96,6 +99,20 @@ type Release struct {
 	// say), with containers as the runtime's (1.18+), and returns the restored state, sets as
 	// strings.
 	Restore func(dir string, containers []Container) (restored any, err error)
+}
+
+// kubeletRelease is the version of k8s.io/kubernetes built into the binary.
+func kubeletRelease() (string, error) {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "", fmt.Errorf("no build info: build the release module with go build")
+	}
+	for _, d := range info.Deps {
+		if d.Path == "k8s.io/kubernetes" {
+			return d.Version, nil
+		}
+	}
+	return "", fmt.Errorf("k8s.io/kubernetes is not a dependency of %s", info.Main.Path)
 }
 
 // NodePath is where the kubelet keeps the file; the error texts name it.
@@ -122,6 +139,11 @@ func Main(rel Release) {
 	reader := flag.String("reader", "", "read-one: the reader (its label suffix); read runs one process per reader")
 	out := flag.String("out", "", "vectors: the repository's testdata/kubelet")
 	flag.Parse()
+	var err error
+	if rel.Name, err = kubeletRelease(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	cases, err := loadCases(*casesFile)
 	if err == nil {
 		switch *mode {
