@@ -393,8 +393,8 @@ func sameReads(a, b map[string]read) error {
 	}
 	for label, ra := range a {
 		rb := b[label]
-		if ra.Verdict != rb.Verdict || marshal(ra.Error) != marshal(rb.Error) {
-			return fmt.Errorf("reader %s: %s %s, %s %s", label, ra.Verdict, marshal(ra.Error), rb.Verdict, marshal(rb.Error))
+		if ra.Verdict != rb.Verdict || Marshal(ra.Error) != Marshal(rb.Error) {
+			return fmt.Errorf("reader %s: %s %s, %s %s", label, ra.Verdict, Marshal(ra.Error), rb.Verdict, Marshal(rb.Error))
 		}
 	}
 	return nil
@@ -431,7 +431,8 @@ func writeFile(path string, b []byte) error {
 	return os.WriteFile(path, b, 0o644)
 }
 
-func marshal(v any) string {
+// Marshal is v as the vectors spell JSON: on one line, HTML characters as they are.
+func Marshal(v any) string {
 	var buf strings.Builder
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -439,40 +440,67 @@ func marshal(v any) string {
 	return strings.TrimSuffix(buf.String(), "\n")
 }
 
+// Head is what every vector's expectation file (the CPU and the device generators') starts with.
+type Head struct {
+	Component, Writer string
+	AlsoWrittenBy     []string // left out when empty
+	Case, Description string
+	Format            string
+	Verdict           string
+	Error             *string
+	// Reads is each reader's judgement by label: its fields, each a key and a value.
+	Reads map[string][]any
+}
+
+// Write writes the head's fields, then "reads", one line per reader in label order, up to the
+// comma after it; the caller writes the rest of the file.
+func (h Head) Write(b *strings.Builder) {
+	field := func(k string, v any) { fmt.Fprintf(b, "  %q: %s,\n", k, Marshal(v)) }
+	b.WriteString("{\n")
+	field("component", h.Component)
+	field("writer", h.Writer)
+	if len(h.AlsoWrittenBy) > 0 {
+		field("alsoWrittenBy", h.AlsoWrittenBy)
+	}
+	field("case", h.Case)
+	field("description", h.Description)
+	field("format", h.Format)
+	field("mutation", nil)
+	field("expectedVerdict", h.Verdict)
+	field("expectedError", h.Error)
+	b.WriteString("  \"reads\": {\n")
+	labels := make([]string, 0, len(h.Reads))
+	for l := range h.Reads {
+		labels = append(labels, l)
+	}
+	sort.Strings(labels)
+	for i, l := range labels {
+		kv := h.Reads[l]
+		fields := make([]string, 0, len(kv)/2)
+		for j := 0; j+1 < len(kv); j += 2 {
+			fields = append(fields, Marshal(kv[j])+": "+Marshal(kv[j+1]))
+		}
+		sep := ","
+		if i == len(labels)-1 {
+			sep = ""
+		}
+		fmt.Fprintf(b, "    %q: {%s}%s\n", l, strings.Join(fields, ", "), sep)
+	}
+	b.WriteString("  },\n")
+}
+
 // expectation is the vector's <case>.json: expectedDecoded is the checkpoint as the writer's own
 // checkpoint manager loaded it (the strings the file holds, what nodestate decodes);
 // restoredByWriter is what its restore then made of them (cpuset.String(): "3-3" is "3", and
 // 1.12-1.21 make "5-3" an empty set).
 func expectation(writer string, also []string, c Case, format string, own read, reads map[string]read, loaded json.RawMessage) []byte {
+	head := Head{Component: "cpu_manager_state", Writer: writer, AlsoWrittenBy: also, Case: c.Name, Description: c.Description,
+		Format: format, Verdict: own.Verdict, Error: own.Error, Reads: map[string][]any{}}
+	for l, r := range reads {
+		head.Reads[l] = []any{"verdict", r.Verdict, "error", r.Error}
+	}
 	var b strings.Builder
-	field := func(k string, v any) { fmt.Fprintf(&b, "  %q: %s,\n", k, marshal(v)) }
-	b.WriteString("{\n")
-	field("component", "cpu_manager_state")
-	field("writer", writer)
-	if len(also) > 0 {
-		field("alsoWrittenBy", also)
-	}
-	field("case", c.Name)
-	field("description", c.Description)
-	field("format", format)
-	field("mutation", nil)
-	field("expectedVerdict", own.Verdict)
-	field("expectedError", own.Error)
-	b.WriteString("  \"reads\": {\n")
-	labels := make([]string, 0, len(reads))
-	for l := range reads {
-		labels = append(labels, l)
-	}
-	sort.Strings(labels)
-	for i, l := range labels {
-		r := reads[l]
-		sep := ","
-		if i == len(labels)-1 {
-			sep = ""
-		}
-		fmt.Fprintf(&b, "    %q: {\"verdict\": %s, \"error\": %s}%s\n", l, marshal(r.Verdict), marshal(r.Error), sep)
-	}
-	b.WriteString("  },\n")
+	head.Write(&b)
 	if own.Restored != nil {
 		var c bytes.Buffer
 		_ = json.Compact(&c, own.Restored)
