@@ -139,11 +139,12 @@ func Main(rel Release) {
 	reader := flag.String("reader", "", "read-one: the reader (its label suffix); read runs one process per reader")
 	out := flag.String("out", "", "vectors: the repository's testdata/kubelet")
 	flag.Parse()
-	var err error
-	if rel.Name, err = kubeletRelease(); err != nil {
+	name, err := kubeletRelease()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	rel.Name = name
 	cases, err := loadCases(*casesFile)
 	if err == nil {
 		switch *mode {
@@ -297,26 +298,13 @@ func readAs(rel Release, cases []Case, dir, suffix string) error {
 // its expectations (the writer's own read, every reader's) to out/expected/..., in the layout
 // the conformance suite reads (pkg/decode/conformance_test.go).
 func vectors(cases []Case, dir, out string) error {
-	byFile := map[string]map[string]read{}
 	readFiles, err := filepath.Glob(filepath.Join(dir, "reads", "*.json"))
 	if err != nil {
 		return err
 	}
-	for _, f := range readFiles {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return err
-		}
-		var rs []read
-		if err := json.Unmarshal(b, &rs); err != nil {
-			return fmt.Errorf("%s: %w", f, err)
-		}
-		for _, r := range rs {
-			if byFile[r.File] == nil {
-				byFile[r.File] = map[string]read{}
-			}
-			byFile[r.File][r.Reader] = r
-		}
+	byFile, err := IndexReads(readFiles, func(r read) (string, string) { return r.File, r.Reader })
+	if err != nil {
+		return err
 	}
 	formats, err := filepath.Glob(filepath.Join(dir, "files", "*", "format"))
 	if err != nil {
@@ -431,6 +419,40 @@ func writeFile(path string, b []byte) error {
 	return os.WriteFile(path, b, 0o644)
 }
 
+// IndexReads loads the reads the readers wrote (a JSON list per file) by what was read (key's
+// first result), then by reader (its second).
+func IndexReads[R any](files []string, key func(R) (read, reader string)) (map[string]map[string]R, error) {
+	by := map[string]map[string]R{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		var rs []R
+		if err := json.Unmarshal(b, &rs); err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		for _, r := range rs {
+			what, reader := key(r)
+			if by[what] == nil {
+				by[what] = map[string]R{}
+			}
+			by[what][reader] = r
+		}
+	}
+	return by, nil
+}
+
+// sortedKeys is m's keys in order (maps.Keys wants go 1.23; the release modules say 1.22).
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
 // Marshal is v as the vectors spell JSON: on one line, HTML characters as they are.
 func Marshal(v any) string {
 	var buf strings.Builder
@@ -469,11 +491,7 @@ func (h Head) Write(b *strings.Builder) {
 	field("expectedVerdict", h.Verdict)
 	field("expectedError", h.Error)
 	b.WriteString("  \"reads\": {\n")
-	labels := make([]string, 0, len(h.Reads))
-	for l := range h.Reads {
-		labels = append(labels, l)
-	}
-	sort.Strings(labels)
+	labels := sortedKeys(h.Reads)
 	for i, l := range labels {
 		kv := h.Reads[l]
 		fields := make([]string, 0, len(kv)/2)

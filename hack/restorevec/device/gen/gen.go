@@ -305,22 +305,9 @@ func privateVarLib() error {
 // vectors writes the writer's files (of that format) to out/kubelet_internal_checkpoint/<writer>/
 // and their expectations (every reader's verdict and dropped entries) to out/expected/.
 func vectors(dir, readFiles, out, writer, format string) error {
-	byCase := map[string]map[string]Read{}
-	for _, f := range strings.Split(readFiles, ",") {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return err
-		}
-		var rs []Read
-		if err := json.Unmarshal(b, &rs); err != nil {
-			return fmt.Errorf("%s: %w", f, err)
-		}
-		for _, r := range rs {
-			if byCase[r.Case] == nil {
-				byCase[r.Case] = map[string]Read{}
-			}
-			byCase[r.Case][r.Reader] = r
-		}
+	byCase, err := restorevec.IndexReads(strings.Split(readFiles, ","), func(r Read) (string, string) { return r.Case, r.Reader })
+	if err != nil {
+		return err
 	}
 	for _, c := range Cases() {
 		key := writer + "/" + c.Name
