@@ -443,16 +443,6 @@ func IndexReads[R any](files []string, key func(R) (read, reader string)) (map[s
 	return by, nil
 }
 
-// sortedKeys is m's keys in order (maps.Keys wants go 1.23; the release modules say 1.22).
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
 // Marshal is v as the vectors spell JSON: on one line, HTML characters as they are.
 func Marshal(v any) string {
 	var buf strings.Builder
@@ -491,7 +481,11 @@ func (h Head) Write(b *strings.Builder) {
 	field("expectedVerdict", h.Verdict)
 	field("expectedError", h.Error)
 	b.WriteString("  \"reads\": {\n")
-	labels := sortedKeys(h.Reads)
+	labels := make([]string, 0, len(h.Reads))
+	for l := range h.Reads {
+		labels = append(labels, l)
+	}
+	sort.Strings(labels)
 	for i, l := range labels {
 		kv := h.Reads[l]
 		fields := make([]string, 0, len(kv)/2)
