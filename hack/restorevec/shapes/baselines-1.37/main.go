@@ -1,7 +1,8 @@
-// Command restorevec for kubelet 1.37+ (1.37+ row, the module's k8s.io/kubernetes): writes V4 cpu_manager_state files (the
-// data document and its dataChecksum; baselines only with InPlacePodVerticalScalingExclusiveCPUs)
-// with the real checkpoint code, and restores files with the real state.NewCheckpointState under
-// each gate setting. See hack/restorevec/README.md.
+// Command restorevec for kubelet 1.37+ (1.37+ row; the release is the module's k8s.io/kubernetes):
+// writes V4 cpu_manager_state files (the data document and its dataChecksum; baselines only with
+// InPlacePodVerticalScalingExclusiveCPUs) with the real checkpoint code, and restores files with
+// the real state.NewCheckpointState (../reader) under each gate setting. See
+// hack/restorevec/README.md.
 package main
 
 import (

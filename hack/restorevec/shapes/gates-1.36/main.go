@@ -1,7 +1,8 @@
-// Command restorevec for kubelet 1.36 (1.36 row, the module's k8s.io/kubernetes): writes V2 cpu_manager_state files
-// (PodLevelResourceManagers off) and V3 files (on: podEntries, no checksum rename) with the real
-// checkpoint code, and restores files with the real state.NewCheckpointState under each gate
-// setting (V2 then V1 off; V3, V2, V1 on). See hack/restorevec/README.md.
+// Command restorevec for kubelet 1.36 (1.36 row; the release is the module's k8s.io/kubernetes):
+// writes V2 cpu_manager_state files (PodLevelResourceManagers off) and V3 files (on: podEntries,
+// no checksum rename) with the real checkpoint code, and restores files with the real
+// state.NewCheckpointState (../reader) under each gate setting (V2 then V1 off; V3, V2, V1 on).
+// See hack/restorevec/README.md.
 package main
 
 import (

@@ -1,4 +1,4 @@
-// 1.35's restore takes a logger first.
+// The restore of 1.35+, which takes a logger first.
 package main
 
 import (
