@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# Creates hack/restorevec/<release>/go.mod for a release module whose main.go is written:
+# Creates hack/restorevec/<release>/ for a release module: its source files are links into
+# shapes/ (see README.md); a release directory without them gets the links of the newest
+# release module (a release whose API is as the last one's needs nothing else; for another
+# shape, make its links first: ln -s ../shapes/<shape>/<file>.go <release>/). Then its go.mod:
 # k8s.io/kubernetes at <release>, each of its staging modules (k8s.io/NAME v0.0.0, replaced by
 # ./staging/src/k8s.io/NAME in its go.mod) replaced by the published v0.Y.Z, extra replaces
 # (see docs/kubelet-modules.md), then go mod tidy. Extra replaces are
@@ -10,6 +13,12 @@ set -euo pipefail
 cd "$(dirname "$0")"
 rel=$1
 shift
+mkdir -p "$rel"
+if ! compgen -G "$rel/*.go" > /dev/null; then
+  newest=$(ls -d v1.* | grep -vxF "$rel" | sort -V | tail -n 1)
+  cp -P "$newest"/*.go "$rel"/
+  echo "$rel: the links of $newest: $(cd "$rel" && for f in *.go; do readlink "$f"; done | tr '\n' ' ')" >&2
+fi
 go mod download -json "k8s.io/kubernetes@$rel" > /dev/null
 mod=$(go env GOMODCACHE)/cache/download/k8s.io/kubernetes/@v/$rel.mod
 staging=${STAGING:-v0.${rel#v1.}}

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -87,6 +88,8 @@ type Reader struct {
 
 // A Release is one kubelet release's module.
 type Release struct {
+	// Name is set by Main: the k8s.io/kubernetes version the module requires, so that one
+	// main.go (../shapes) serves every release of its API shape.
 	Name    string
 	Writers []Writer
 	Readers []Reader
@@ -96,6 +99,20 @@ type Release struct {
 	// say), with containers as the runtime's (1.18+), and returns the restored state, sets as
 	// strings.
 	Restore func(dir string, containers []Container) (restored any, err error)
+}
+
+// kubeletRelease is the version of k8s.io/kubernetes built into the binary.
+func kubeletRelease() (string, error) {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "", fmt.Errorf("no build info: build the release module with go build")
+	}
+	for _, d := range info.Deps {
+		if d.Path == "k8s.io/kubernetes" {
+			return d.Version, nil
+		}
+	}
+	return "", fmt.Errorf("k8s.io/kubernetes is not a dependency of %s", info.Main.Path)
 }
 
 // NodePath is where the kubelet keeps the file; the error texts name it.
@@ -122,6 +139,12 @@ func Main(rel Release) {
 	reader := flag.String("reader", "", "read-one: the reader (its label suffix); read runs one process per reader")
 	out := flag.String("out", "", "vectors: the repository's testdata/kubelet")
 	flag.Parse()
+	name, err := kubeletRelease()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	rel.Name = name
 	cases, err := loadCases(*casesFile)
 	if err == nil {
 		switch *mode {
@@ -275,26 +298,13 @@ func readAs(rel Release, cases []Case, dir, suffix string) error {
 // its expectations (the writer's own read, every reader's) to out/expected/..., in the layout
 // the conformance suite reads (pkg/decode/conformance_test.go).
 func vectors(cases []Case, dir, out string) error {
-	byFile := map[string]map[string]read{}
 	readFiles, err := filepath.Glob(filepath.Join(dir, "reads", "*.json"))
 	if err != nil {
 		return err
 	}
-	for _, f := range readFiles {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return err
-		}
-		var rs []read
-		if err := json.Unmarshal(b, &rs); err != nil {
-			return fmt.Errorf("%s: %w", f, err)
-		}
-		for _, r := range rs {
-			if byFile[r.File] == nil {
-				byFile[r.File] = map[string]read{}
-			}
-			byFile[r.File][r.Reader] = r
-		}
+	byFile, err := IndexReads(readFiles, func(r read) (string, string) { return r.File, r.Reader })
+	if err != nil {
+		return err
 	}
 	formats, err := filepath.Glob(filepath.Join(dir, "files", "*", "format"))
 	if err != nil {
@@ -371,8 +381,8 @@ func sameReads(a, b map[string]read) error {
 	}
 	for label, ra := range a {
 		rb := b[label]
-		if ra.Verdict != rb.Verdict || marshal(ra.Error) != marshal(rb.Error) {
-			return fmt.Errorf("reader %s: %s %s, %s %s", label, ra.Verdict, marshal(ra.Error), rb.Verdict, marshal(rb.Error))
+		if ra.Verdict != rb.Verdict || Marshal(ra.Error) != Marshal(rb.Error) {
+			return fmt.Errorf("reader %s: %s %s, %s %s", label, ra.Verdict, Marshal(ra.Error), rb.Verdict, Marshal(rb.Error))
 		}
 	}
 	return nil
@@ -409,7 +419,32 @@ func writeFile(path string, b []byte) error {
 	return os.WriteFile(path, b, 0o644)
 }
 
-func marshal(v any) string {
+// IndexReads loads the reads the readers wrote (a JSON list per file) by what was read (key's
+// first result), then by reader (its second).
+func IndexReads[R any](files []string, key func(R) (read, reader string)) (map[string]map[string]R, error) {
+	by := map[string]map[string]R{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		var rs []R
+		if err := json.Unmarshal(b, &rs); err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		for _, r := range rs {
+			what, reader := key(r)
+			if by[what] == nil {
+				by[what] = map[string]R{}
+			}
+			by[what][reader] = r
+		}
+	}
+	return by, nil
+}
+
+// Marshal is v as the vectors spell JSON: on one line, HTML characters as they are.
+func Marshal(v any) string {
 	var buf strings.Builder
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -417,40 +452,67 @@ func marshal(v any) string {
 	return strings.TrimSuffix(buf.String(), "\n")
 }
 
+// Head is what every vector's expectation file (the CPU and the device generators') starts with.
+type Head struct {
+	Component, Writer string
+	AlsoWrittenBy     []string // left out when empty
+	Case, Description string
+	Format            string
+	Verdict           string
+	Error             *string
+	// Reads is each reader's judgement by label: its fields, each a key and a value.
+	Reads map[string][]any
+}
+
+// Write writes the head's fields, then "reads", one line per reader in label order, up to the
+// comma after it; the caller writes the rest of the file.
+func (h Head) Write(b *strings.Builder) {
+	field := func(k string, v any) { fmt.Fprintf(b, "  %q: %s,\n", k, Marshal(v)) }
+	b.WriteString("{\n")
+	field("component", h.Component)
+	field("writer", h.Writer)
+	if len(h.AlsoWrittenBy) > 0 {
+		field("alsoWrittenBy", h.AlsoWrittenBy)
+	}
+	field("case", h.Case)
+	field("description", h.Description)
+	field("format", h.Format)
+	field("mutation", nil)
+	field("expectedVerdict", h.Verdict)
+	field("expectedError", h.Error)
+	b.WriteString("  \"reads\": {\n")
+	labels := make([]string, 0, len(h.Reads))
+	for l := range h.Reads {
+		labels = append(labels, l)
+	}
+	sort.Strings(labels)
+	for i, l := range labels {
+		kv := h.Reads[l]
+		fields := make([]string, 0, len(kv)/2)
+		for j := 0; j+1 < len(kv); j += 2 {
+			fields = append(fields, Marshal(kv[j])+": "+Marshal(kv[j+1]))
+		}
+		sep := ","
+		if i == len(labels)-1 {
+			sep = ""
+		}
+		fmt.Fprintf(b, "    %q: {%s}%s\n", l, strings.Join(fields, ", "), sep)
+	}
+	b.WriteString("  },\n")
+}
+
 // expectation is the vector's <case>.json: expectedDecoded is the checkpoint as the writer's own
 // checkpoint manager loaded it (the strings the file holds, what nodestate decodes);
 // restoredByWriter is what its restore then made of them (cpuset.String(): "3-3" is "3", and
 // 1.12-1.21 make "5-3" an empty set).
 func expectation(writer string, also []string, c Case, format string, own read, reads map[string]read, loaded json.RawMessage) []byte {
+	head := Head{Component: "cpu_manager_state", Writer: writer, AlsoWrittenBy: also, Case: c.Name, Description: c.Description,
+		Format: format, Verdict: own.Verdict, Error: own.Error, Reads: map[string][]any{}}
+	for l, r := range reads {
+		head.Reads[l] = []any{"verdict", r.Verdict, "error", r.Error}
+	}
 	var b strings.Builder
-	field := func(k string, v any) { fmt.Fprintf(&b, "  %q: %s,\n", k, marshal(v)) }
-	b.WriteString("{\n")
-	field("component", "cpu_manager_state")
-	field("writer", writer)
-	if len(also) > 0 {
-		field("alsoWrittenBy", also)
-	}
-	field("case", c.Name)
-	field("description", c.Description)
-	field("format", format)
-	field("mutation", nil)
-	field("expectedVerdict", own.Verdict)
-	field("expectedError", own.Error)
-	b.WriteString("  \"reads\": {\n")
-	labels := make([]string, 0, len(reads))
-	for l := range reads {
-		labels = append(labels, l)
-	}
-	sort.Strings(labels)
-	for i, l := range labels {
-		r := reads[l]
-		sep := ","
-		if i == len(labels)-1 {
-			sep = ""
-		}
-		fmt.Fprintf(&b, "    %q: {\"verdict\": %s, \"error\": %s}%s\n", l, marshal(r.Verdict), marshal(r.Error), sep)
-	}
-	b.WriteString("  },\n")
+	head.Write(&b)
 	if own.Restored != nil {
 		var c bytes.Buffer
 		_ = json.Compact(&c, own.Restored)

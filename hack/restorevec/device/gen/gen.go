@@ -15,6 +15,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	restorevec "github.com/kubectl-nodestate/kubectl-nodestate/hack/restorevec/common"
 )
 
 // FileName is the checkpoint's name in the kubelet's device plugin directory.
@@ -303,22 +305,9 @@ func privateVarLib() error {
 // vectors writes the writer's files (of that format) to out/kubelet_internal_checkpoint/<writer>/
 // and their expectations (every reader's verdict and dropped entries) to out/expected/.
 func vectors(dir, readFiles, out, writer, format string) error {
-	byCase := map[string]map[string]Read{}
-	for _, f := range strings.Split(readFiles, ",") {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return err
-		}
-		var rs []Read
-		if err := json.Unmarshal(b, &rs); err != nil {
-			return fmt.Errorf("%s: %w", f, err)
-		}
-		for _, r := range rs {
-			if byCase[r.Case] == nil {
-				byCase[r.Case] = map[string]Read{}
-			}
-			byCase[r.Case][r.Reader] = r
-		}
+	byCase, err := restorevec.IndexReads(strings.Split(readFiles, ","), func(r Read) (string, string) { return r.Case, r.Reader })
+	if err != nil {
+		return err
 	}
 	for _, c := range Cases() {
 		key := writer + "/" + c.Name
@@ -347,41 +336,15 @@ func vectors(dir, readFiles, out, writer, format string) error {
 	return nil
 }
 
-func marshal(v any) string {
-	var buf strings.Builder
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v)
-	return strings.TrimSuffix(buf.String(), "\n")
-}
-
 // expectation is the vector's <case>.json, one line per reader as the other vectors have it.
 func expectation(c Case, writer, format string, own Read, reads map[string]Read) []byte {
+	head := restorevec.Head{Component: FileName, Writer: writer, Case: c.Name, Description: c.Description,
+		Format: format, Verdict: own.Verdict, Error: own.Error, Reads: map[string][]any{}}
+	for l, r := range reads {
+		head.Reads[l] = []any{"verdict", r.Verdict, "error", r.Error, "dropped", r.Dropped}
+	}
 	var b strings.Builder
-	field := func(k string, v any) { fmt.Fprintf(&b, "  %q: %s,\n", k, marshal(v)) }
-	b.WriteString("{\n")
-	field("component", FileName)
-	field("writer", writer)
-	field("case", c.Name)
-	field("description", c.Description)
-	field("format", format)
-	field("mutation", nil)
-	field("expectedVerdict", own.Verdict)
-	field("expectedError", own.Error)
-	b.WriteString("  \"reads\": {\n")
-	labels := make([]string, 0, len(reads))
-	for l := range reads {
-		labels = append(labels, l)
-	}
-	sort.Strings(labels)
-	for i, l := range labels {
-		r := reads[l]
-		sep := ","
-		if i == len(labels)-1 {
-			sep = ""
-		}
-		fmt.Fprintf(&b, "    %q: {\"verdict\": %s, \"error\": %s, \"dropped\": %s}%s\n", l, marshal(r.Verdict), marshal(r.Error), marshal(r.Dropped), sep)
-	}
+	head.Write(&b)
 	entries := []any{}
 	for _, e := range c.Entries {
 		var ids any
@@ -397,6 +360,6 @@ func expectation(c Case, writer, format string, own Read, reads map[string]Read)
 		entries = append(entries, map[string]any{"podUID": e.PodUID, "containerName": e.ContainerName, "resourceName": e.ResourceName,
 			"deviceIDs": ids, "allocRespBase64": base64.StdEncoding.EncodeToString(e.AllocResp)})
 	}
-	b.WriteString("  },\n  \"expectedDecoded\": " + marshal(map[string]any{"podDeviceEntries": entries, "registeredDevices": c.Registered}) + "\n}\n")
+	b.WriteString("  \"expectedDecoded\": " + restorevec.Marshal(map[string]any{"podDeviceEntries": entries, "registeredDevices": c.Registered}) + "\n}\n")
 	return []byte(b.String())
 }

@@ -34,6 +34,8 @@ require (
 	k8s.io/klog v1.0.0
 )
 
+require github.com/kubectl-nodestate/kubectl-nodestate/hack/restorevec/common v0.0.0 // indirect
+
 require (
 	github.com/beorn7/perks v1.0.0 // indirect
 	github.com/blang/semver v3.5.0+incompatible // indirect
@@ -95,3 +97,5 @@ require (
 )
 
 replace github.com/kubectl-nodestate/kubectl-nodestate/hack/restorevec/device/gen => ../gen
+
+replace github.com/kubectl-nodestate/kubectl-nodestate/hack/restorevec/common => ../../common

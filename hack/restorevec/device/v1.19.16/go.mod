@@ -32,6 +32,8 @@ require (
 	k8s.io/klog/v2 v2.2.0
 )
 
+require github.com/kubectl-nodestate/kubectl-nodestate/hack/restorevec/common v0.0.0 // indirect
+
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/blang/semver v3.5.0+incompatible // indirect
@@ -93,3 +95,5 @@ require (
 replace github.com/kubectl-nodestate/kubectl-nodestate/hack/restorevec/device/gen => ../gen
 
 replace vbom.ml/util => ./vbomstub
+
+replace github.com/kubectl-nodestate/kubectl-nodestate/hack/restorevec/common => ../../common

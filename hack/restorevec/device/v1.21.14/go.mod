@@ -52,6 +52,7 @@ require (
 	github.com/googleapis/gnostic v0.4.1 // indirect
 	github.com/hashicorp/golang-lru v0.5.1 // indirect
 	github.com/json-iterator/go v1.1.10 // indirect
+	github.com/kubectl-nodestate/kubectl-nodestate/hack/restorevec/common v0.0.0 // indirect
 	github.com/matttproud/golang_protobuf_extensions v1.0.2-0.20181231171920-c182affec369 // indirect
 	github.com/moby/spdystream v0.2.0 // indirect
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
@@ -101,3 +102,5 @@ require (
 )
 
 replace github.com/kubectl-nodestate/kubectl-nodestate/hack/restorevec/device/gen => ../gen
+
+replace github.com/kubectl-nodestate/kubectl-nodestate/hack/restorevec/common => ../../common

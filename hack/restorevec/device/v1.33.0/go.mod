@@ -68,6 +68,7 @@ require (
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/josharian/intern v1.0.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
+	github.com/kubectl-nodestate/kubectl-nodestate/hack/restorevec/common v0.0.0 // indirect
 	github.com/mailru/easyjson v0.7.7 // indirect
 	github.com/moby/spdystream v0.5.0 // indirect
 	github.com/moby/sys/mountinfo v0.7.2 // indirect
@@ -141,3 +142,5 @@ require (
 )
 
 replace github.com/kubectl-nodestate/kubectl-nodestate/hack/restorevec/device/gen => ../gen
+
+replace github.com/kubectl-nodestate/kubectl-nodestate/hack/restorevec/common => ../../common

@@ -78,6 +78,7 @@ require (
 	github.com/gorilla/websocket v1.5.4-0.20250319132907-e064f32e3674 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
+	github.com/kubectl-nodestate/kubectl-nodestate/hack/restorevec/common v0.0.0 // indirect
 	github.com/moby/spdystream v0.5.1 // indirect
 	github.com/moby/sys/mountinfo v0.7.2 // indirect
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
@@ -146,3 +147,5 @@ require (
 )
 
 replace github.com/kubectl-nodestate/kubectl-nodestate/hack/restorevec/device/gen => ../gen
+
+replace github.com/kubectl-nodestate/kubectl-nodestate/hack/restorevec/common => ../../common

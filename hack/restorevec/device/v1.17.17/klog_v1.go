@@ -1,0 +1,1 @@
+../shapes/klog_v1.go

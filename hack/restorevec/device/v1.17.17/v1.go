@@ -1,0 +1,1 @@
+../shapes/v1.go

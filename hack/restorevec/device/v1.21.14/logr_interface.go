@@ -1,0 +1,1 @@
+../shapes/logr_interface.go

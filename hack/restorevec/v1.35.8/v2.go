@@ -1,0 +1,1 @@
+../shapes/v1-v2/v2.go
