@@ -2,7 +2,6 @@ package fetch
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"strings"
 	"sync"
@@ -16,13 +15,7 @@ import (
 
 func TestFetchAllBoundsConcurrency(t *testing.T) {
 	const nodes, limit = 40, 5
-	var objs []runtime.Object
-	var names []string
-	for i := range nodes {
-		name := fmt.Sprintf("n%02d", i)
-		objs = append(objs, readyNode(name))
-		names = append(names, name)
-	}
+	objs, names := readyNodes(nodes)
 	c := newClient(true, objs...)
 
 	var inFlight, maxInFlight atomic.Int32
@@ -73,13 +66,7 @@ func TestFetchAllBoundsConcurrency(t *testing.T) {
 // was created is deleted before FetchAll returns.
 func TestFetchAllCancel(t *testing.T) {
 	const nodes, limit = 12, 3
-	var objs []runtime.Object
-	var names []string
-	for i := range nodes {
-		name := fmt.Sprintf("n%02d", i)
-		objs = append(objs, readyNode(name))
-		names = append(names, name)
-	}
+	objs, names := readyNodes(nodes)
 	c := newClient(true, objs...)
 	var creates atomic.Int32
 	c.PrependReactor("create", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
@@ -134,13 +121,7 @@ func TestClientRate(t *testing.T) {
 // work together, or none gets out), while each still gets the answers one at a time.
 func TestFetchNodesThenWorksConcurrently(t *testing.T) {
 	const nodes = 4
-	var objs []runtime.Object
-	var names []string
-	for i := range nodes {
-		name := fmt.Sprintf("n%02d", i)
-		objs = append(objs, readyNode(name))
-		names = append(names, name)
-	}
+	objs, names := readyNodes(nodes)
 	f := newFetcher(newClient(true, objs...), tarExec(nodeFS{"cpu_manager_state": "x"}))
 	var arrived sync.WaitGroup
 	arrived.Add(nodes)

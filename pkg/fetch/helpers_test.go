@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +16,30 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 )
+
+// readyNodes are n ready nodes named n00, n01, ...: as objects for a fake clientset, and their names.
+func readyNodes(n int) ([]runtime.Object, []string) {
+	var objs []runtime.Object
+	var names []string
+	for i := range n {
+		name := fmt.Sprintf("n%02d", i)
+		objs = append(objs, readyNode(name))
+		names = append(names, name)
+	}
+	return objs, names
+}
+
+// runsAfterCreate makes pod Running in c once its create has stored it, so the wait for it goes
+// through a watch rather than the create's answer.
+func runsAfterCreate(c *fake.Clientset, pod *corev1.Pod) {
+	running := pod.DeepCopy()
+	running.Status.Phase = corev1.PodRunning
+	go func() {
+		for c.Tracker().Update(corev1.SchemeGroupVersion.WithResource("pods"), running, running.Namespace) != nil {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+}
 
 func readyNode(name string, mutate ...func(*corev1.Node)) *corev1.Node {
 	n := &corev1.Node{

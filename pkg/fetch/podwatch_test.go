@@ -2,7 +2,6 @@ package fetch
 
 import (
 	"context"
-	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,21 +16,11 @@ import (
 // create, exec, the pod index list and delete remain.
 func TestFetchNodesListedNodesOneWatch(t *testing.T) {
 	const nodes = 30
-	var objs []runtime.Object
-	for i := range nodes {
-		objs = append(objs, readyNode(fmt.Sprintf("n%02d", i)))
-	}
+	objs, _ := readyNodes(nodes)
 	c := newClient(false, objs...)
 	// Pods start a little after their create returns, so every wait goes through the watch.
 	c.PrependReactor("create", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
-		pod := a.(clienttesting.CreateAction).GetObject().(*corev1.Pod).DeepCopy()
-		pod.Status.Phase = corev1.PodRunning
-		go func() {
-			// Until the create has stored it.
-			for c.Tracker().Update(corev1.SchemeGroupVersion.WithResource("pods"), pod, pod.Namespace) != nil {
-				time.Sleep(5 * time.Millisecond)
-			}
-		}()
+		runsAfterCreate(c, a.(clienttesting.CreateAction).GetObject().(*corev1.Pod))
 		return false, nil, nil
 	})
 	list, _, err := ListNodes(context.Background(), c, "")

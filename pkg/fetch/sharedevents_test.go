@@ -36,10 +36,7 @@ type sharedEventsCluster struct {
 
 func newSharedEventsCluster(t *testing.T, nodes int, warn map[string]string, eventsErr error) ([]NodeInfo, *sharedEventsCluster) {
 	t.Helper()
-	var objs []runtime.Object
-	for i := range nodes {
-		objs = append(objs, readyNode(fmt.Sprintf("n%02d", i)))
-	}
+	objs, _ := readyNodes(nodes)
 	c := newClient(false, objs...)
 	sc := &sharedEventsCluster{c: c, events: watch.NewRaceFreeFake()}
 	c.PrependWatchReactor("events", func(a clienttesting.Action) (bool, watch.Interface, error) {
@@ -66,13 +63,7 @@ func newSharedEventsCluster(t *testing.T, nodes int, warn map[string]string, eve
 				`MountVolume.SetUp failed for volume "kubelet" : hostPath type check failed: /var/lib/kubelet is not a directory`))
 			return false, nil, nil
 		}
-		running := pod.DeepCopy()
-		running.Status.Phase = corev1.PodRunning
-		go func() {
-			for c.Tracker().Update(corev1.SchemeGroupVersion.WithResource("pods"), running, running.Namespace) != nil {
-				time.Sleep(5 * time.Millisecond)
-			}
-		}()
+		runsAfterCreate(c, pod)
 		return false, nil, nil
 	})
 	list, _, err := ListNodes(context.Background(), c, "")
