@@ -13,17 +13,15 @@ import (
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmd"
 )
 
-// readmeCommand is one `$ kubectl-nodestate ...` line of the README and the output shown under it.
-type readmeCommand struct {
+// docCommand is one `$ kubectl-nodestate ...` line of the docs and the output shown under it.
+type docCommand struct {
 	line string
 	args []string
 	want string
 }
 
-// quickStartCommands extracts the commands of the README's quick start: in its fenced blocks,
-// each line `$ kubectl-nodestate ARGS` (or `$ bin/kubectl-nodestate ARGS`) and the lines up to the
-// next `$ ` line or the end of the block.
-func quickStartCommands(t *testing.T, readme string) []readmeCommand {
+// quickStartCommands extracts the commands of the README's quick start (see commandsIn).
+func quickStartCommands(t *testing.T, readme string) []docCommand {
 	t.Helper()
 	start := strings.Index(readme, "\n## Quick start")
 	if start < 0 {
@@ -33,10 +31,16 @@ func quickStartCommands(t *testing.T, readme string) []readmeCommand {
 	if end := strings.Index(section, "\n## "); end >= 0 {
 		section = section[:end]
 	}
-	var out []readmeCommand
-	var cur *readmeCommand
+	return commandsIn(section)
+}
+
+// commandsIn extracts, in text's fenced blocks, each line `$ kubectl-nodestate ARGS` (or
+// `$ bin/kubectl-nodestate ARGS`) and the lines up to the next `$ ` line or the end of the block.
+func commandsIn(text string) []docCommand {
+	var out []docCommand
+	var cur *docCommand
 	inBlock := false
-	for _, line := range strings.Split(section, "\n") {
+	for _, line := range strings.Split(text, "\n") {
 		if strings.HasPrefix(line, "```") {
 			inBlock = !inBlock
 			cur = nil
@@ -49,7 +53,7 @@ func quickStartCommands(t *testing.T, readme string) []readmeCommand {
 			cur = nil
 			fields := strings.Fields(rest)
 			if len(fields) > 0 && (fields[0] == "kubectl-nodestate" || fields[0] == "bin/kubectl-nodestate") {
-				out = append(out, readmeCommand{line: line, args: fields[1:]})
+				out = append(out, docCommand{line: line, args: fields[1:]})
 				cur = &out[len(out)-1]
 			}
 			continue
@@ -61,31 +65,44 @@ func quickStartCommands(t *testing.T, readme string) []readmeCommand {
 	return out
 }
 
-// TestReadmeQuickStart runs every command of the README's quick start through the root command,
-// as the binary does, from the repository root, and compares what it prints (stderr and stdout
-// in the order a terminal shows them) with what the README shows.
-func TestReadmeQuickStart(t *testing.T) {
-	raw, err := os.ReadFile("../../README.md")
+// TestDocCommands runs every command of the README's quick start and of docs/output.md through
+// the root command, as the binary does, from the repository root, and compares what it prints
+// (stderr and stdout in the order a terminal shows them) with what the doc shows.
+func TestDocCommands(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmds := quickStartCommands(t, string(raw))
-	if len(cmds) < 2 {
-		t.Fatalf("the quick start shows %d commands with their output; want the demo's at least", len(cmds))
+	output, err := os.ReadFile("../../docs/output.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := []struct {
+		name string
+		cmds []docCommand
+		min  int
+	}{
+		{"README.md quick start", quickStartCommands(t, string(readme)), 2}, // the demo's
+		{"docs/output.md", commandsIn(string(output)), 2},                   // the broken example's
 	}
 	t.Chdir("../..")
-	for _, c := range cmds {
-		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
-			cmdtest.Isolate(t)
-			var both bytes.Buffer
-			streams := genericiooptions.IOStreams{In: strings.NewReader(""), Out: &both, ErrOut: &both}
-			root := cmd.NewCmdNodestate(streams)
-			root.SetArgs(c.args)
-			code := cmd.Execute(context.Background(), root, streams)
-			if got := both.String(); got != c.want {
-				t.Errorf("%s (exit %d) prints:\n%s\nthe README shows:\n%s", c.line, code, got, c.want)
-			}
-		})
+	for _, d := range docs {
+		if len(d.cmds) < d.min {
+			t.Errorf("%s shows %d commands with their output; want %d at least", d.name, len(d.cmds), d.min)
+		}
+		for _, c := range d.cmds {
+			t.Run(d.name+"/"+strings.Join(c.args, " "), func(t *testing.T) {
+				cmdtest.Isolate(t)
+				var both bytes.Buffer
+				streams := genericiooptions.IOStreams{In: strings.NewReader(""), Out: &both, ErrOut: &both}
+				root := cmd.NewCmdNodestate(streams)
+				root.SetArgs(c.args)
+				code := cmd.Execute(context.Background(), root, streams)
+				if got := both.String(); got != c.want {
+					t.Errorf("%s (exit %d) prints:\n%s\n%s shows:\n%s", c.line, code, got, d.name, c.want)
+				}
+			})
+		}
 	}
 }
 
