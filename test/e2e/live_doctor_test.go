@@ -186,14 +186,14 @@ func TestLiveDoctor(t *testing.T) {
 		t.Logf("stderr:\n%s", r.Stderr)
 	})
 
-	t.Run("table", func(t *testing.T) {
+	t.Run("blocks", func(t *testing.T) {
 		r := nodestate(t, nil, "doctor", "--all-nodes", "-l", sel, "-n", ns)
 		if r.ExitCode != 1 {
 			t.Errorf("exit %d, want 1: %s", r.ExitCode, r)
 		}
 		for _, want := range []string{"doc-drift", "doc-offlined", "doc-stale", "doc-dra", "doc-healthy-a"} {
-			if !strings.Contains(r.Stdout, want) {
-				t.Errorf("no row for %s:\n%s", want, r.Stdout)
+			if !strings.Contains(r.Stdout, "Node: "+want+"\n") {
+				t.Errorf("no section for %s:\n%s", want, r.Stdout)
 			}
 		}
 		t.Logf("stdout:\n%s", r.Stdout)

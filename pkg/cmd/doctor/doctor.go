@@ -150,13 +150,7 @@ func input(flag, dir string, bundle map[string][]byte, names ...string) ([]byte,
 
 // Validate checks the flags together.
 func (o *Options) Validate() error {
-	if err := o.ReadOptions.Validate(); err != nil {
-		return err
-	}
-	if o.Source.Format == render.Wide {
-		return fmt.Errorf("doctor prints no wide table: use -o json or yaml for every detail")
-	}
-	return nil
+	return o.ReadOptions.Validate()
 }
 
 // Run reads each node, diagnoses it and prints.
@@ -192,7 +186,8 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil && !cmdutil.Interrupted(err) {
 		return err
 	}
-	if perr := render.Doctor(o.Out, o.RenderOptions(), results); perr != nil {
+	// One block per finding, wrapped to the terminal; -o wide: one row per finding.
+	if perr := render.DoctorFindings(o.Out, o.RenderOptions(), results); perr != nil {
 		return perr
 	}
 	if err != nil {
