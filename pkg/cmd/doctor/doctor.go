@@ -56,6 +56,8 @@ type Options struct {
 	machine *machine.Machine
 	config  *doctor.KubeletConfig
 	notes   []string
+	// nodeNotes says a note that repeats across nodes once.
+	nodeNotes *cmdutil.Notes
 }
 
 // NewCmdDoctor returns the doctor command.
@@ -160,9 +162,10 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	var results []render.DoctorResult
 	worst := cmdutil.ExitOK
+	o.nodeNotes = cmdutil.NewNotes(o.ErrOut)
 	err := o.Read(ctx, o.ErrOut, func(n *nodestate.NodeResult) error {
 		for _, w := range n.Warnings() {
-			fmt.Fprintf(o.ErrOut, "warning: node %s: %s\n", n.Node, w)
+			o.nodeNotes.Addf(n.Node, "warning: node %s: %s", n.Node, w)
 		}
 		if n.Err != nil {
 			worst = max(worst, cmdutil.ReportNodeError(o.ErrOut, n.Err))
@@ -178,11 +181,12 @@ func (o *Options) Run(ctx context.Context) error {
 		res, code := o.diagnose(n)
 		worst = max(worst, code)
 		for _, sk := range res.Skipped {
-			fmt.Fprintf(o.ErrOut, "%s: skipped %s\n", n.Where, sk)
+			o.nodeNotes.Addf(n.Node, "%s: skipped %s", n.Where, sk)
 		}
 		results = append(results, render.DoctorResult{Node: n.Node, Result: res})
 		return nil
 	})
+	o.nodeNotes.Flush()
 	if err != nil && !cmdutil.Interrupted(err) {
 		return err
 	}
@@ -237,7 +241,7 @@ func (o *Options) diagnose(n *nodestate.NodeResult) (doctor.Result, int) {
 		}
 	}
 	if len(in.Files) == 0 {
-		fmt.Fprintf(o.ErrOut, "%s: no checkpoint files found: the kubelet would start with fresh state\n", n.Where)
+		o.nodeNotes.Addf(n.Node, "%s: no checkpoint files found: the kubelet would start with fresh state", n.Where)
 	}
 	res := doctor.Diagnose(in)
 	code := cmdutil.ExitOK
@@ -255,14 +259,14 @@ func (o *Options) nodeConfig(n *nodestate.NodeResult) *doctor.KubeletConfig {
 	}
 	c, err := doctor.ParseKubeletConfig(n.KubeletConfig)
 	if err != nil {
-		fmt.Fprintf(o.ErrOut, "%s: kubelet config from %s: %v\n", n.Where, from, err)
+		o.nodeNotes.Addf(n.Node, "%s: kubelet config from %s: %v", n.Where, from, err)
 		return nil
 	}
 	note := ""
 	if n.KubeletConfigNote != "" {
 		note = " (" + n.KubeletConfigNote + ")"
 	}
-	fmt.Fprintf(o.ErrOut, "%s: using kubelet config from %s%s\n", n.Where, from, note)
+	o.nodeNotes.Addf(n.Node, "%s: using kubelet config from %s%s", n.Where, from, note)
 	return c
 }
 
@@ -278,11 +282,11 @@ func (o *Options) liveInputs(n *nodestate.NodeResult, in *doctor.Input) {
 		case n.Machine != nil:
 			in.Machine = n.Machine
 		case n.MachineErr != nil:
-			fmt.Fprintf(o.ErrOut, "%s: machine not read: %v\n", n.Where, n.MachineErr)
+			o.nodeNotes.Addf(n.Node, "%s: machine not read: %v", n.Where, n.MachineErr)
 		}
 	}
 	if in.Config == nil && n.KubeletConfig == nil && o.ReadKubeletConfig {
-		fmt.Fprintf(o.ErrOut, "%s: kubelet config not read: %s\n", n.Where, n.KubeletConfigNote)
+		o.nodeNotes.Addf(n.Node, "%s: kubelet config not read: %s", n.Where, n.KubeletConfigNote)
 	}
 	ix := n.Snapshot.Pods
 	if ix == nil {
