@@ -143,9 +143,27 @@ var errStopReading = errors.New("stopped reading the exec output")
 
 // collect runs the collect command in the debug pod and parses its tar as it streams in, so
 // the archive is never held twice in memory. It returns the files, the missing paths and tar's
-// stderr lines.
+// stderr lines. An exec that fails for a transient reason (the API server or the node's exec
+// endpoint unreachable for a moment, the stream cut, the tar truncated) is run again, up to
+// maxExecAttempts times within the exec timeout; what a failed attempt read is dropped whole,
+// so no file is ever judged from part of a stream.
 func (f *Fetcher) collect(parent context.Context, pod *corev1.Pod, opts Options) (*collected, error) {
 	ctx, cancel := context.WithTimeout(parent, opts.ExecTimeout)
+	defer cancel()
+	var got *collected
+	err := retryTransient(ctx, maxExecAttempts, func(context.Context) (err error) {
+		got, err = f.collectOnce(parent, ctx, pod, opts)
+		return err
+	})
+	if err != nil && parent.Err() != nil {
+		return nil, parent.Err()
+	}
+	return got, err
+}
+
+// collectOnce is one exec of the collect command within ctx, the exec timeout's context.
+func (f *Fetcher) collectOnce(parent, ctx context.Context, pod *corev1.Pod, opts Options) (*collected, error) {
+	attempt, cancel := context.WithCancel(ctx)
 	defer cancel()
 
 	pr, pw := io.Pipe()
@@ -157,7 +175,7 @@ func (f *Fetcher) collect(parent context.Context, pod *corev1.Pod, opts Options)
 	}
 	execDone := make(chan error, 1)
 	go func() {
-		err := f.exec()(ctx, pod.Namespace, pod.Name, ContainerName, command, pw, stderr)
+		err := f.exec()(attempt, pod.Namespace, pod.Name, ContainerName, command, pw, stderr)
 		pw.CloseWithError(err) // nil: the reader sees EOF after the last byte
 		execDone <- err
 	}()

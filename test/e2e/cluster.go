@@ -45,10 +45,15 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
 )
 
 // Versions the harness expects from hack/tools/build.sh.
 const kubeVersion = "v1.37.1"
+
+// pluginNamespace is the plugin's default debug namespace, created from deploy/rbac.yaml.
+const pluginNamespace = fetch.DefaultNamespace
 
 var (
 	crdGVR  = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
@@ -508,6 +513,15 @@ func startControlPlane(repoRoot, toolsBin string) (cp *controlPlane, err error) 
 		if err := ensureDefaultServiceAccount(ctx, cp.client, ns); err != nil {
 			return cp, err
 		}
+	}
+	// The plugin's own namespace, Role and ClusterRole, installed as a user would: the plugin's
+	// default debug namespace exists then, as on a cluster set up by its README.
+	if out, err := exec.CommandContext(ctx, filepath.Join(toolsBin, "kubectl"), "--kubeconfig", cp.kubeconfig,
+		"apply", "-f", filepath.Join(repoRoot, "deploy", "rbac.yaml")).CombinedOutput(); err != nil {
+		return cp, fmt.Errorf("kubectl apply -f deploy/rbac.yaml: %w: %s", err, out)
+	}
+	if err := ensureDefaultServiceAccount(ctx, cp.client, pluginNamespace); err != nil {
+		return cp, err
 	}
 	// kwok's Exec and ClusterExec CRDs.
 	if err := cp.applyCRDs(ctx, filepath.Join(repoRoot, "hack", "e2e", "kwok", "crd")); err != nil {
