@@ -19,7 +19,7 @@ import (
 // restarts or pauses for 20 s must not leave the pod behind), and each other short request about
 // a node (its pod list, a re-read of the node or the pod). Deletion runs on a fresh context so
 // that it still happens after Ctrl-C or a timeout has cancelled the caller's.
-const deleteTimeout = 30 * time.Second
+var deleteTimeout = 30 * time.Second
 
 // Fetcher reads files from nodes through debug pods. Set Client, Config (or Exec), Options
 // and Paths; a Fetcher is safe for concurrent use once set.

@@ -108,6 +108,7 @@ func TestFetch(t *testing.T) {
 
 // Every way out of Fetch after the pod exists deletes it.
 func TestFetchDeletesPodOnFailure(t *testing.T) {
+	fastRetries(t) // a stream reset and a truncated archive are retried first
 	tests := []struct {
 		name   string
 		exec   ExecFunc
@@ -298,8 +299,9 @@ func TestFetchCreateNoAnswer(t *testing.T) {
 	c.PrependReactor("create", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
 		return true, nil, errors.New("http2: client connection lost")
 	})
+	fastRetries(t)
 	f := newFetcher(c, tarExec(nil))
-	f.Options.PodRunningTimeout = time.Second
+	f.Options.PodRunningTimeout = 200 * time.Millisecond
 	_, err := f.Fetch(context.Background(), "n1")
 	fe := wantReason(t, err, ReasonAPI)
 	if !strings.Contains(fe.Message, "client connection lost") {
