@@ -21,6 +21,9 @@ import (
 // that it still happens after Ctrl-C or a timeout has cancelled the caller's.
 var deleteTimeout = 30 * time.Second
 
+// nodeCheckTimeout bounds the re-read of a node whose read failed, to name why.
+const nodeCheckTimeout = 5 * time.Second
+
 // Fetcher reads files from nodes through debug pods. Set Client, Config (or Exec), Options
 // and Paths; a Fetcher is safe for concurrent use once set.
 type Fetcher struct {
@@ -179,10 +182,14 @@ func (f *Fetcher) fetch(ctx context.Context, node NodeInfo, pw *podWatch) (nf *S
 		replaced = true
 	}
 	if err != nil {
-		if ReasonOf(err) == ReasonTimeout && ctx.Err() == nil {
-			// A pod that never ran or an exec that never ended: say so if the node went away.
-			if nerr := f.nodeUsable(ctx, nodeName); nerr != nil {
-				err = nerr
+		switch ReasonOf(err) {
+		case ReasonTimeout, ReasonExec, ReasonAPI, ReasonPodDeleted, ReasonPodFailed, "":
+			// A pod that never ran, an exec that failed or never ended: if the node went away
+			// meanwhile, that is the reason to give.
+			if ctx.Err() == nil {
+				if nerr := f.nodeUsable(ctx, nodeName); nerr != nil {
+					err = nerr
+				}
 			}
 		}
 		return nil, err
@@ -230,7 +237,7 @@ func (f *Fetcher) readOnce(ctx context.Context, nodeName string, pods corev1clie
 		defer pw.remove(want.Name)
 	}
 	if created, err = createPod(ctx, pods, want, opts.PodRunningTimeout); err != nil {
-		return nil, nil, false, err
+		return created, nil, false, err
 	}
 
 	// The kubelet's Warning events (a failed mount, sandbox or admission) end the wait early:
@@ -262,26 +269,33 @@ func (f *Fetcher) readOnce(ctx context.Context, nodeName string, pods corev1clie
 	return created, got, missed, err
 }
 
-// createPod creates the debug pod, retrying transient failures for up to timeout. A create cut
-// short (cancel, timeout, lost connection) may still have stored the pod: if a retry then finds
-// the name taken, the pod of that name with our node annotation is ours (the name carries a
-// random suffix). On failure the name is deleted, unless the server refused the pod.
+// createPod creates the debug pod, retrying transient failures for up to timeout. The request
+// itself is not cut short by ctx (Ctrl-C): a create the server may still apply after we stopped
+// waiting would leave a pod that no delete-by-name could see in time; its answer is awaited,
+// and the pod then deleted by the caller. If a retry finds the name taken, the pod of that name
+// with our node annotation is the one an earlier attempt stored (the name carries a random
+// suffix). On failure the name is deleted, unless the server refused the pod.
 func createPod(ctx context.Context, pods corev1client.PodInterface, want *corev1.Pod, timeout time.Duration) (*corev1.Pod, error) {
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	uncut, cancelUncut := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	defer cancelUncut()
 	var created *corev1.Pod
 	attempts := 0
-	err := retryTransient(cctx, 0, func(ctx context.Context) (err error) {
+	err := retryTransient(cctx, 0, func(context.Context) (err error) {
 		attempts++
-		created, err = pods.Create(ctx, want, metav1.CreateOptions{})
+		created, err = pods.Create(uncut, want, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) && attempts > 1 {
-			got, gerr := pods.Get(ctx, want.Name, metav1.GetOptions{})
+			got, gerr := pods.Get(uncut, want.Name, metav1.GetOptions{})
 			if gerr == nil && got.Annotations[AnnotationNode] == want.Annotations[AnnotationNode] && got.Labels[LabelManagedBy] == ManagedBy {
 				created, err = got, nil
 			}
 		}
 		return err
 	})
+	if err == nil && ctx.Err() != nil {
+		return created, ctx.Err() // stored as we were canceled: the caller deletes it
+	}
 	if err != nil {
 		// AlreadyExists on the first try would mean someone else's pod: leave it.
 		if !apierrors.IsAlreadyExists(err) && !isAPIRejection(err) {
@@ -322,7 +336,8 @@ func (f *Fetcher) podGone(ctx context.Context, pods corev1client.PodInterface, p
 // nodeUsable reads the node again: nil if it still exists and is Ready, else the one-line
 // reason the node cannot be read now (deleted, NotReady).
 func (f *Fetcher) nodeUsable(ctx context.Context, name string) error {
-	gctx, cancel := context.WithTimeout(ctx, deleteTimeout)
+	// Advisory: a server that does not answer soon only costs the better reason.
+	gctx, cancel := context.WithTimeout(ctx, nodeCheckTimeout)
 	defer cancel()
 	var node *corev1.Node
 	err := retryTransient(gctx, 0, func(ctx context.Context) (err error) {

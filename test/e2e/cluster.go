@@ -74,6 +74,12 @@ type controlPlane struct {
 
 	mu    sync.Mutex
 	procs []*proc
+
+	// The kube-apiserver and its command line, for the fault suite's pause and restart.
+	apiserver     *proc
+	apiserverArgs []string
+	// faultDir holds the exec fault injector (faultDir/bin/tar) and one mode file per node.
+	faultDir string
 }
 
 // ---------------------------------------------------------------- processes
@@ -453,7 +459,7 @@ func startControlPlane(repoRoot, toolsBin string) (cp *controlPlane, err error) 
 	logf2("etcd ready at %s in %s", etcdURL, time.Since(begin).Round(time.Millisecond))
 
 	// kube-apiserver.
-	api, err := cp.start("kube-apiserver", filepath.Join(toolsBin, "kube-apiserver"),
+	cp.apiserverArgs = []string{
 		"--etcd-servers="+etcdURL,
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
@@ -475,10 +481,12 @@ func startControlPlane(repoRoot, toolsBin string) (cp *controlPlane, err error) 
 		"--allow-privileged=true",
 		"--endpoint-reconciler-type=none",
 		"--profiling=false",
-	)
+	}
+	api, err := cp.start("kube-apiserver", filepath.Join(toolsBin, "kube-apiserver"), cp.apiserverArgs...)
 	if err != nil {
 		return cp, err
 	}
+	cp.apiserver = api
 	cfg, err := clientcmd.BuildConfigFromFlags("", cp.kubeconfig)
 	if err != nil {
 		return cp, err
@@ -495,12 +503,10 @@ func startControlPlane(repoRoot, toolsBin string) (cp *controlPlane, err error) 
 	if cp.dynamic, err = dynamic.NewForConfig(cfg); err != nil {
 		return cp, err
 	}
-	if err := waitFor(api, 120*time.Second, func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		b, err := cp.client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
-		return err == nil && string(b) == "ok"
-	}); err != nil {
+	if err := cp.waitAPIServerReady(api); err != nil {
+		return cp, err
+	}
+	if err := cp.writeExecFaults(); err != nil {
 		return cp, err
 	}
 	logf2("kube-apiserver ready at %s in %s", cp.server, time.Since(begin).Round(time.Millisecond))
@@ -564,6 +570,16 @@ func startControlPlane(repoRoot, toolsBin string) (cp *controlPlane, err error) 
 	}
 	logf2("kwok ready at 127.0.0.1:%d; control plane up in %s", kwokPort, time.Since(begin).Round(time.Millisecond))
 	return cp, nil
+}
+
+// waitAPIServerReady waits until the kube-apiserver answers /readyz.
+func (cp *controlPlane) waitAPIServerReady(api *proc) error {
+	return waitFor(api, 120*time.Second, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		b, err := cp.client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		return err == nil && string(b) == "ok"
+	})
 }
 
 func ensureDefaultServiceAccount(ctx context.Context, c kubernetes.Interface, ns string) error {
