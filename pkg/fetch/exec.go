@@ -90,10 +90,25 @@ func (l lazyExecutor) StreamWithContext(ctx context.Context, o remotecommand.Str
 // pass shifts one original argument off the front and re-appends it if it passes the test.
 //
 // Without tar in the image every file would look missing, so that case says so on stderr.
+//
+// It ends by writing endMarker to stderr: an exec whose container was killed, or whose stream
+// was cut, can come back without an error and with nothing (or part of a tar) on stdout, which
+// would read as "no file" (or fewer files); without the marker the read is refused.
 const collectScript = `command -v tar >/dev/null || { echo "` + noTarMarker + `" >&2; exit 0; }; ` +
-	`for f in "$@"; do shift; [ -f "$f" ] && set -- "$@" "$f"; done; [ $# -eq 0 ] || tar -cf - "$@"; exit 0`
+	`for f in "$@"; do shift; [ -f "$f" ] && set -- "$@" "$f"; done; [ $# -eq 0 ] || tar -cf - "$@"; ` +
+	`echo "` + endMarker + `" >&2; exit 0`
 
-const noTarMarker = "kubectl-nodestate: no tar in the image"
+const (
+	noTarMarker = "kubectl-nodestate: no tar in the image"
+	endMarker   = "kubectl-nodestate: end of collect"
+)
+
+// CollectEnd is the line the collect command writes last on stderr: an ExecFunc standing in
+// for the real exec (tests) writes it too, or the read is refused as cut short.
+const CollectEnd = endMarker + "\n"
+
+// errNoEndMarker is an exec that ended before the collect command did.
+var errNoEndMarker = fmt.Errorf("the exec ended before the collect command did (stream cut or container killed): %w", io.ErrUnexpectedEOF)
 
 // collectMachineScript is collectScript after the machine's sysfs dump (machine.SysfsScript),
 // which goes to stderr with its own errors dropped: stdout stays one clean tar, and the machine
@@ -151,8 +166,14 @@ func (f *Fetcher) collect(parent context.Context, pod *corev1.Pod, opts Options)
 	ctx, cancel := context.WithTimeout(parent, opts.ExecTimeout)
 	defer cancel()
 	var got *collected
+	pods := f.Client.CoreV1().Pods(pod.Namespace)
 	err := retryTransient(ctx, maxExecAttempts, func(context.Context) (err error) {
 		got, err = f.collectOnce(parent, ctx, pod, opts)
+		if transient(err) && f.podGone(ctx, pods, pod, err) {
+			// Killed under us: no use running it again in this pod (the caller replaces it).
+			return &Error{Reason: ReasonPodDeleted, Short: "pod deleted",
+				Message: "the debug pod was deleted during the exec (by `kubectl nodestate cleanup`, an eviction or another client?)"}
+		}
 		return err
 	})
 	if err != nil && parent.Err() != nil {
@@ -212,7 +233,11 @@ func (f *Fetcher) collectOnce(parent, ctx context.Context, pod *corev1.Pod, opts
 	case strings.Contains(rest, noTarMarker):
 		return nil, &Error{Reason: ReasonExec, Short: "no tar in image",
 			Message: fmt.Sprintf("the debug image %q has no tar; use --image with an image that has sh and tar", opts.Image)}
+	case !stderr.ended():
+		return nil, &Error{Reason: ReasonExec, Short: "exec cut", Message: "exec into debug pod " + pod.Namespace + "/" + pod.Name +
+			" ended early: " + errNoEndMarker.Error(), Err: errNoEndMarker}
 	}
+	rest = strings.Replace(rest, endMarker+"\n", "", 1)
 	return &collected{files: files, missing: missing, warnings: stderrLines(rest), sysfs: dump}, nil
 }
 
@@ -268,10 +293,13 @@ func stderrLines(s string) []string {
 
 // cappedBuffer keeps the first max bytes written and drops the rest without failing the
 // writer: a chatty stderr must not break the exec stream.
+//
+// It also keeps the last bytes written, past the cap too, to see the collect script's endMarker.
 type cappedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-	max int
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	max  int
+	tail []byte
 }
 
 func (b *cappedBuffer) Write(p []byte) (int, error) {
@@ -280,7 +308,18 @@ func (b *cappedBuffer) Write(p []byte) (int, error) {
 	if room := b.max - b.buf.Len(); room > 0 {
 		b.buf.Write(p[:min(len(p), room)])
 	}
+	b.tail = append(b.tail, p...)
+	if keep := len(endMarker) + 1; len(b.tail) > keep {
+		b.tail = append(b.tail[:0], b.tail[len(b.tail)-keep:]...)
+	}
 	return len(p), nil
+}
+
+// ended reports whether the last line written is the collect script's endMarker.
+func (b *cappedBuffer) ended() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(b.tail) == endMarker+"\n"
 }
 
 func (b *cappedBuffer) String() string {

@@ -99,12 +99,13 @@ func TestCollectCommand(t *testing.T) {
 			if diff := cmp.Diff([]string{"memory_manager_state", "dra_manager_state", "missing"}, missing); diff != "" {
 				t.Errorf("missing (-want +got):\n%s", diff)
 			}
-			if strings.TrimSpace(stderr) != "" {
-				t.Errorf("stderr %q", stderr)
+			// Only the end marker, last: the script ran to its end.
+			if stderr != endMarker+"\n" {
+				t.Errorf("stderr %q, want only the end marker", stderr)
 			}
 
-			// Nothing there: no output at all, still exit 0.
-			if out, stderr := run([]string{"missing", "also-missing"}); len(out) != 0 || stderr != "" {
+			// Nothing there: no output at all, still exit 0, and the end marker.
+			if out, stderr := run([]string{"missing", "also-missing"}); len(out) != 0 || stderr != endMarker+"\n" {
 				t.Errorf("with no file present: %d bytes, stderr %q", len(out), stderr)
 			}
 		})
@@ -164,7 +165,7 @@ func TestCollectMachineCommand(t *testing.T) {
 				t.Errorf("files %q, missing %q", files, missing)
 			}
 			dump, rest := splitSysfs("tar: before\n" + stderr.String() + "tar: after\n")
-			if diff := cmp.Diff([]string{"tar: before", "tar: after"}, stderrLines(rest)); diff != "" {
+			if diff := cmp.Diff([]string{"tar: before", endMarker, "tar: after"}, stderrLines(rest)); diff != "" {
 				t.Errorf("stderr without the dump (-want +got):\n%s", diff)
 			}
 			m, err := machine.FromSysfs(dump)

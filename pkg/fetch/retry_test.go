@@ -16,6 +16,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
@@ -331,5 +332,60 @@ func TestFetchDeleteNeverAnswered(t *testing.T) {
 	}
 	if deletes < 2 {
 		t.Errorf("%d deletes, want retries", deletes)
+	}
+}
+
+// An exec that comes back without an error but before the collect script's end (a killed
+// container under some runtimes, kwok among them) is never read as "no file": it is read again,
+// and fails the node if it keeps happening.
+func TestFetchExecEndedEarly(t *testing.T) {
+	fastRetries(t)
+	c := newClient(true, readyNode("n1"))
+	var execs atomic.Int32
+	f := newFetcher(c, func(context.Context, string, string, string, []string, io.Writer, io.Writer) error {
+		execs.Add(1)
+		return nil // nothing on stdout, no end marker
+	})
+	nf, err := f.Fetch(context.Background(), "n1")
+	if nf != nil {
+		t.Errorf("a snapshot from an exec cut short: %+v", nf)
+	}
+	if fe := wantReason(t, err, ReasonExec); !strings.Contains(fe.Message, "ended early") {
+		t.Errorf("message %q", fe.Message)
+	}
+	if n := execs.Load(); n != maxExecAttempts {
+		t.Errorf("%d execs, want %d", n, maxExecAttempts)
+	}
+}
+
+// An exec cut short in a pod being deleted is not run again in that pod: the pod is replaced.
+func TestFetchExecCutInTerminatingPod(t *testing.T) {
+	fastRetries(t)
+	c := newClient(true, readyNode("n1"))
+	var execs atomic.Int32
+	whole := tarExec(nodeFS{"cpu_manager_state": "x"})
+	f := newFetcher(c, func(ctx context.Context, ns, pod, container string, cmd []string, stdout, stderr io.Writer) error {
+		if execs.Add(1) == 1 {
+			// Someone deletes the pod with a grace period: it is terminating, the exec cut.
+			p, err := c.Tracker().Get(podsGR.WithVersion("v1"), ns, pod)
+			if err != nil {
+				t.Fatal(err)
+			}
+			terminating := p.(*corev1.Pod).DeepCopy()
+			now := metav1.Now()
+			terminating.DeletionTimestamp = &now
+			if err := c.Tracker().Update(podsGR.WithVersion("v1"), terminating, ns); err != nil {
+				t.Fatal(err)
+			}
+			return nil // no end marker
+		}
+		return whole(ctx, ns, pod, container, cmd, stdout, stderr)
+	})
+	nf, err := f.Fetch(context.Background(), "n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if execs.Load() != 2 || len(nf.Warnings) != 1 || !strings.Contains(nf.Warnings[0], "deleted by someone else") {
+		t.Errorf("%d execs, warnings %q; want the second exec in a new pod", execs.Load(), nf.Warnings)
 	}
 }
