@@ -91,12 +91,13 @@ func (l lazyExecutor) StreamWithContext(ctx context.Context, o remotecommand.Str
 //
 // Without tar in the image every file would look missing, so that case says so on stderr.
 //
-// It ends by writing endMarker to stderr: an exec whose container was killed, or whose stream
-// was cut, can come back without an error and with nothing (or part of a tar) on stdout, which
-// would read as "no file" (or fewer files); without the marker the read is refused.
+// It ends by writing endMarker to stderr, unless tar was killed (status 128 and up; a tar that
+// failed to read a file still wrote an archive): an exec whose container was killed, or whose
+// stream was cut, can come back without an error and with nothing (or part of a tar) on stdout,
+// which would read as "no file" (or fewer files); without the marker the read is refused.
 const collectScript = `command -v tar >/dev/null || { echo "` + noTarMarker + `" >&2; exit 0; }; ` +
-	`for f in "$@"; do shift; [ -f "$f" ] && set -- "$@" "$f"; done; [ $# -eq 0 ] || tar -cf - "$@"; ` +
-	`echo "` + endMarker + `" >&2; exit 0`
+	`for f in "$@"; do shift; [ -f "$f" ] && set -- "$@" "$f"; done; ` +
+	`[ $# -eq 0 ] || tar -cf - "$@" || [ $? -lt 128 ] || exit 0; echo "` + endMarker + `" >&2; exit 0`
 
 const (
 	noTarMarker = "kubectl-nodestate: no tar in the image"

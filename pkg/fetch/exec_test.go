@@ -136,6 +136,38 @@ func TestCollectCommandNoTar(t *testing.T) {
 	}
 }
 
+// A tar killed under the script (a container killed mid-exec) leaves out the end marker, even
+// when it wrote nothing: the read is then refused, never taken for "no file".
+func TestCollectCommandTarKilled(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	bin := t.TempDir()
+	if err := os.Symlink(sh, filepath.Join(bin, "sh")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bin, "tar"), []byte("#!"+sh+"\nkill -9 $$\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "cpu_manager_state"), []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := CollectCommand([]string{"cpu_manager_state"})
+	cmd := exec.Command(filepath.Join(bin, "sh"), args[1:]...)
+	cmd.Env = []string{"PATH=" + bin}
+	cmd.Dir = dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("exit: %v", err)
+	}
+	if strings.Contains(stderr.String(), endMarker) {
+		t.Errorf("stderr %q has the end marker after tar was killed", stderr.String())
+	}
+}
+
 // The machine variant, with real shells on this machine's sysfs: stdout is still exactly the
 // tar, the dump sits on stderr between its markers and parses, and tar's own complaint (an
 // unreadable file) stays apart from it.

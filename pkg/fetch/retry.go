@@ -32,7 +32,12 @@ var transientMarkers = []string{
 	"connection refused", "connection reset", "broken pipe", "error sending request",
 	"unexpected EOF", "abnormal closure", "http2: server sent GOAWAY", "http2: client connection lost",
 	"use of closed network connection", "TLS handshake timeout", "i/o timeout", "server is currently unable",
+	// A 500 of the exec path, as text: the node's exec endpoint (kubelet, runtime) failed.
+	"Internal error occurred",
 }
+
+// permanentMarkers win over transientMarkers: the same 500 carries them when retrying cannot help.
+var permanentMarkers = []string{"executable file not found", "no such file or directory"}
 
 // transient reports whether err is worth retrying a moment later: the API server or the node's
 // exec endpoint unreachable for a moment, a 5xx or 429 answer, a stream cut short. A refusal
@@ -40,6 +45,11 @@ var transientMarkers = []string{
 func transient(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
+	}
+	for _, m := range permanentMarkers {
+		if strings.Contains(err.Error(), m) {
+			return false
+		}
 	}
 	var upgrade *httpstream.UpgradeFailureError
 	if errors.As(err, &upgrade) && upgrade.Cause != nil && transient(upgrade.Cause) {

@@ -40,6 +40,7 @@ func TestTransient(t *testing.T) {
 		{"stream cut", io.ErrUnexpectedEOF, true},
 		{"websocket closed", errors.New("websocket: close 1006 (abnormal closure): unexpected EOF"), true},
 		{"upgrade refused by a 500", &httpstream.UpgradeFailureError{Cause: apierrors.NewInternalError(errors.New("error sending request"))}, true},
+		{"kwok or runtime exec 500", errors.New(`Internal error occurred: error executing command in container: no exec found for container "nodestate"`), true},
 		{"tar cut", badArchive(&ArchiveError{Problem: "truncated", Err: io.ErrUnexpectedEOF}), true},
 
 		{"forbidden", apierrors.NewForbidden(podsGR, "p", errors.New("no")), false},
@@ -50,6 +51,8 @@ func TestTransient(t *testing.T) {
 		{"our timeout", fmt.Errorf("wrapped: %w", context.DeadlineExceeded), false},
 		{"bad entry", badArchive(&ArchiveError{Entry: "/etc/shadow", Problem: "absolute name"}), false},
 		{"no tar", errors.New(`exec: "tar": executable file not found in $PATH`), false},
+		{"no sh, as a 500", apierrors.NewInternalError(errors.New(`error executing command in container: exec: "sh": executable file not found in $PATH`)), false},
+		{"no sh", errors.New(`Internal error occurred: error executing command in container: exec: "sh": executable file not found in $PATH`), false},
 		{"nil", nil, false},
 	} {
 		if got := transient(tt.err); got != tt.want {

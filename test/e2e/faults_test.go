@@ -64,6 +64,24 @@ func faultNode(t *testing.T, name, mode string) string {
 	return name
 }
 
+// heldNodes creates n nodes prefix-00, ... whose execs hold (ExecHold).
+func heldNodes(t *testing.T, prefix string, n int) []string {
+	t.Helper()
+	held := make([]string, n)
+	for i := range held {
+		held[i] = faultNode(t, fmt.Sprintf("%s-%02d", prefix, i), ExecHold)
+	}
+	return held
+}
+
+// waitHeld waits until an exec is held on each of nodes.
+func waitHeld(t *testing.T, nodes ...string) {
+	t.Helper()
+	for _, node := range nodes {
+		WaitExecHeld(t, node, 20*time.Second)
+	}
+}
+
 // verifyAll starts verify --all-nodes over the test's nodes.
 func verifyAll(t *testing.T, concurrency int, extra ...string) *Plugin {
 	t.Helper()
@@ -220,8 +238,7 @@ func TestFaultNodeGone(t *testing.T) {
 	execNotReady := faultNode(t, "fg-exec-notready", ExecHold)
 	p := verifyAll(t, 20, "--pod-running-timeout", "8s")
 	waitPods(t, p, 14)
-	WaitExecHeld(t, execDeleted, 20*time.Second)
-	WaitExecHeld(t, execNotReady, 20*time.Second)
+	waitHeld(t, execDeleted, execNotReady)
 	ctx := ctxFor(t, 30*time.Second)
 	for _, node := range []string{waitDeleted, execDeleted} {
 		if err := Client().CoreV1().Nodes().Delete(ctx, node, metav1.DeleteOptions{}); err != nil {
@@ -252,7 +269,7 @@ func TestFaultPodDeletedDuringExec(t *testing.T) {
 	p := verifyAll(t, 12)
 	ctx := ctxFor(t, 30*time.Second)
 	for _, node := range []string{deleted, evicted} {
-		WaitExecHeld(t, node, 20*time.Second)
+		waitHeld(t, node)
 		pod := debugPodOn(t, node)
 		var err error
 		if node == deleted {
@@ -291,14 +308,17 @@ func debugPodOn(t *testing.T, node string) corev1.Pod {
 // Ctrl-C in each phase: the plugin exits 2 saying every pod was deleted, and none is left.
 func TestFaultInterrupt(t *testing.T) {
 	faultSuite(t)
-	interrupted := func(t *testing.T, p *Plugin, within time.Duration) {
+	wantInterrupted := func(t *testing.T, r Result) {
 		t.Helper()
-		p.Signal(t, syscall.SIGINT)
-		r := p.Wait(t, within)
 		if r.ExitCode != 2 || !strings.Contains(r.Stderr, "interrupted; every debug pod created was deleted") {
 			t.Errorf("want exit 2 and the interruption named: %s", r)
 		}
 		noPodsLeft(t)
+	}
+	interrupted := func(t *testing.T, p *Plugin, within time.Duration) {
+		t.Helper()
+		p.Signal(t, syscall.SIGINT)
+		wantInterrupted(t, p.Wait(t, within))
 	}
 	t.Run("wait: pods pending", func(t *testing.T) {
 		for i := range 20 {
@@ -309,12 +329,9 @@ func TestFaultInterrupt(t *testing.T) {
 		interrupted(t, p, 15*time.Second)
 	})
 	t.Run("exec: execs running", func(t *testing.T) {
-		var held []string
-		for i := range 12 {
-			held = append(held, faultNode(t, fmt.Sprintf("fi-exec-%02d", i), ExecHold))
-		}
+		held := heldNodes(t, "fi-exec", 12)
 		p := verifyAll(t, 6)
-		WaitExecHeld(t, held[0], 20*time.Second)
+		waitHeld(t, held[0])
 		interrupted(t, p, 15*time.Second)
 	})
 	t.Run("create and delete: API server paused", func(t *testing.T) {
@@ -326,11 +343,7 @@ func TestFaultInterrupt(t *testing.T) {
 		time.Sleep(500 * time.Millisecond)
 		p.Signal(t, syscall.SIGINT)
 		<-resumed
-		r := p.Wait(t, 45*time.Second)
-		if r.ExitCode != 2 || !strings.Contains(r.Stderr, "interrupted; every debug pod created was deleted") {
-			t.Errorf("want exit 2 and the interruption named: %s", r)
-		}
-		noPodsLeft(t)
+		wantInterrupted(t, p.Wait(t, 45*time.Second))
 	})
 }
 
@@ -338,14 +351,9 @@ func TestFaultInterrupt(t *testing.T) {
 // activeDeadlineSeconds, until `kubectl nodestate cleanup` removes them.
 func TestFaultKill(t *testing.T) {
 	faultSuite(t)
-	var held []string
-	for i := range 6 {
-		held = append(held, faultNode(t, fmt.Sprintf("fk-%02d", i), ExecHold))
-	}
+	held := heldNodes(t, "fk", 6)
 	p := verifyAll(t, 6)
-	for _, node := range held {
-		WaitExecHeld(t, node, 20*time.Second)
-	}
+	waitHeld(t, held...)
 	p.Signal(t, syscall.SIGKILL)
 	p.Wait(t, 10*time.Second)
 	left := ManagedPods(t, "")
@@ -369,14 +377,9 @@ func TestFaultKill(t *testing.T) {
 // command that removes the pods, which works once the server is back.
 func TestFaultUndeletable(t *testing.T) {
 	faultSuite(t)
-	var held []string
-	for i := range 3 {
-		held = append(held, faultNode(t, fmt.Sprintf("fu-%02d", i), ExecHold))
-	}
+	held := heldNodes(t, "fu", 3)
 	p := verifyAll(t, 3, "--pod-running-timeout", "4s")
-	for _, node := range held {
-		WaitExecHeld(t, node, 20*time.Second)
-	}
+	waitHeld(t, held...)
 	resumed := PauseAPIServer(t, 50*time.Second)
 	r := p.Wait(t, 2*time.Minute)
 	failed := map[string]string{}
