@@ -8,7 +8,6 @@ import (
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
-	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/render"
 )
 
 // Basis is where the one kubelet judging a node's files comes from.
@@ -104,7 +103,7 @@ func ParseNodeInfo(b []byte) (NodeInfo, error) {
 // temp file. Whoever judges, files no release writes beside the others are marked apart (row
 // and Judgement). kindOf names a file's kind. Judgement.Why is left empty for a given reader:
 // the caller knows why it gave one.
-func Judge(s *fetch.Snapshot, kindOf func(path string) decode.Kind, reader *decode.Kubelet, rootDir string) ([]render.FileRow, Judgement) {
+func Judge(s *fetch.Snapshot, kindOf func(path string) decode.Kind, reader *decode.Kubelet, rootDir string) ([]FileRow, Judgement) {
 	j := Judgement{Kubelet: reader, Basis: BasisConfig}
 	var versionNote string
 	if reader == nil && s.KubeletVersion != "" {
@@ -154,16 +153,16 @@ func Judge(s *fetch.Snapshot, kindOf func(path string) decode.Kind, reader *deco
 			}
 		}
 	}
-	rows := make([]render.FileRow, 0, len(reps)+len(s.Oversized)+len(s.TempFiles))
+	rows := make([]FileRow, 0, len(reps)+len(s.Oversized)+len(s.TempFiles))
 	for _, rep := range reps {
-		rows = append(rows, render.FileRow{Node: s.Node, Report: rep})
+		rows = append(rows, FileRow{Node: s.Node, Report: rep})
 	}
 	for _, p := range s.Oversized {
 		kind, _ := decode.ParseKind(p)
-		rows = append(rows, render.OversizedRow(s.Node, p, kind))
+		rows = append(rows, OversizedRow(s.Node, p, kind))
 	}
 	for _, p := range s.TempFiles {
-		rows = append(rows, render.TempFileRow(s.Node, p))
+		rows = append(rows, TempFileRow(s.Node, p))
 	}
 	return rows, j
 }
@@ -200,7 +199,7 @@ func sortedPaths(files map[string][]byte) []string {
 	return paths
 }
 
-// podNames adapts the fetch pod index to render.PodNames.
+// podNames adapts the fetch pod index to PodNames.
 type podNames struct{ ix *fetch.PodIndex }
 
 func (p podNames) Pod(uid string) (string, string, bool) {
@@ -216,6 +215,6 @@ func (p podNames) Container(id string) (string, string, string, bool) {
 func (p podNames) DebugPod(uid string) bool { return p.ix.DebugPod(uid) }
 
 var (
-	_ render.PodNames  = podNames{}
-	_ render.DebugPods = podNames{}
+	_ PodNames  = podNames{}
+	_ DebugPods = podNames{}
 )

@@ -19,7 +19,6 @@ import (
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch/local"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/machine"
-	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/render"
 )
 
 // Config says what to read and how to judge it. Set one source: FromDir or FromFile (files
@@ -81,12 +80,12 @@ type NodeResult struct {
 	Snapshot *fetch.Snapshot
 	// Rows are the judged files in the kubelet's file order, then oversized and temp files; a
 	// node that could not be read has the one row saying why.
-	Rows []render.FileRow
+	Rows []FileRow
 	// Judged is the one kubelet that judged the files, why, and the files apart from the others
 	// (findings); zero when Err is set.
 	Judged Judgement
 	// Names resolves the pod UIDs and container IDs of the files (nil offline).
-	Names render.PodNames
+	Names PodNames
 	// Err is why the node could not be read at all (a *fetch.Error for live nodes).
 	Err error
 
@@ -199,7 +198,7 @@ func (r *Reader) Run(ctx context.Context, each func(*NodeResult) error) error {
 		}
 		res := &NodeResult{Node: fr.Node, Where: "node " + fr.Node, Err: fr.Err}
 		if fr.Err != nil {
-			res.Rows = []render.FileRow{render.NodeFailedRow(fr.Node, res.Skipped(), failureReason(fr.Err), fr.Err.Error())}
+			res.Rows = []FileRow{NodeFailedRow(fr.Node, res.Skipped(), failureReason(fr.Err), fr.Err.Error())}
 			return res
 		}
 		// Extras first: they take config.yaml out of the checkpoint files.

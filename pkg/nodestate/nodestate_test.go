@@ -20,7 +20,6 @@ import (
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
-	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/render"
 )
 
 const repo = "../.."
@@ -81,7 +80,7 @@ func TestFromDir(t *testing.T) {
 		t.Fatalf("results: %+v", res)
 	}
 	last := res[0].Rows[len(res[0].Rows)-1]
-	if last.File() != ".482910377" || last.NotDecoded == nil || last.NotDecoded.Reason != render.TempFile || last.Verdict() != decode.NotRead {
+	if last.File() != ".482910377" || last.NotDecoded == nil || last.NotDecoded.Reason != TempFile || last.Verdict() != decode.NotRead {
 		t.Errorf("temp row: %+v", last)
 	}
 }
@@ -111,10 +110,10 @@ func TestJudgeRowsAndOrder(t *testing.T) {
 	// The oversized row carries its kind (so the show commands count it) and a cause; no
 	// report is made up for it.
 	over := rs[7]
-	if over.Report != nil || over.Kind() != decode.KindPodStatus || over.NotDecoded.Reason != render.Oversized || over.Why() != render.CauseOversized {
+	if over.Report != nil || over.Kind() != decode.KindPodStatus || over.NotDecoded.Reason != Oversized || over.Why() != CauseOversized {
 		t.Errorf("oversized row: %+v", over.NotDecoded)
 	}
-	if rs[8].Report != nil || rs[8].Kind() != "" || rs[8].Why() != render.CauseTempFile {
+	if rs[8].Report != nil || rs[8].Kind() != "" || rs[8].Why() != CauseTempFile {
 		t.Errorf("temp row: %+v", rs[8].NotDecoded)
 	}
 	for _, r := range rs[:7] {
@@ -217,7 +216,7 @@ func TestLive(t *testing.T) {
 	}
 	b := got["b"]
 	if b.Err == nil || b.Snapshot != nil || len(b.Rows) != 1 || b.Rows[0].File() != "-" || b.Rows[0].Verdict() != decode.Unreadable ||
-		b.Rows[0].NotDecoded.Reason != render.NodeUnreadable || b.Rows[0].Why() == "" {
+		b.Rows[0].NotDecoded.Reason != NodeUnreadable || b.Rows[0].Why() == "" {
 		t.Errorf("node b: err %v, rows %+v", b.Err, b.Rows)
 	}
 	// An error of each stops the reporting and comes back.
@@ -253,7 +252,7 @@ func TestJudgeMarksDebugPods(t *testing.T) {
 	ix := fetch.NewPodIndex(nil)
 	ix.Debug["uid-debug"] = true
 	res := (&Reader{}).judge(&fetch.Snapshot{Node: "n1", Pods: ix})
-	d, ok := res.Names.(render.DebugPods)
+	d, ok := res.Names.(DebugPods)
 	if !ok || !d.DebugPod("uid-debug") || d.DebugPod("uid-app") {
 		t.Errorf("result names %#v do not mark exactly the debug pod", res.Names)
 	}

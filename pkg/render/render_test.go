@@ -15,6 +15,7 @@ import (
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/internal/tabletest"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
 )
 
 // checkStructured parses json/yaml output as the List envelope.
@@ -95,11 +96,11 @@ func (liar) Container(string) (string, string, string, bool) { return "ns", "pod
 func TestPodNamesUnknownAndNil(t *testing.T) {
 	v1 := model[*decode.CPUState](t, decode.KindCPU, v2cpu)
 	v4 := model[*decode.CPUState](t, decode.KindCPU, root1+"cpu_manager_state")
-	for name, n := range map[string]PodNames{"nil": nil, "liar": liar{}, "empty": fakeNames{}} {
+	for name, n := range map[string]nodestate.PodNames{"nil": nil, "liar": liar{}, "empty": fakeNames{}} {
 		t.Run(name, func(t *testing.T) {
 			for _, r := range CPURows([]CPUs{{Source: Source{Names: n}, State: v1}, {Source: Source{Names: n}, State: v4}}) {
 				if r.Namespace != "" || r.Pod != "" || (r.ContainerID != "" && r.Container != "") {
-					t.Errorf("row resolved by a PodNames that knows nothing: %+v", r)
+					t.Errorf("row resolved by a nodestate.PodNames that knows nothing: %+v", r)
 				}
 			}
 			for _, r := range DeviceRows(deviceInput(t, false)) {
@@ -302,7 +303,7 @@ func TestVerifyChecksumStates(t *testing.T) {
 	zero := decodeFile(t, decode.KindCPU, "testdata/kubelet/cpu_manager_state/v1.18.0/static-numa.checksum-zero.json")
 	altered := decodeFile(t, decode.KindCPU, "testdata/kubelet/cpu_manager_state/v1.18.0/static-numa.checksum-altered.json")
 	out := printed(t, func(b *bytes.Buffer) error {
-		return Verify(b, Options{Format: Wide}, []FileRow{{Report: zero}, {Report: altered}})
+		return Verify(b, Options{Format: Wide}, []nodestate.FileRow{{Report: zero}, {Report: altered}})
 	})
 	rs := rows(out)
 	if len(rs) != 3 {
@@ -316,7 +317,7 @@ func TestVerifyChecksumStates(t *testing.T) {
 		t.Errorf("altered checksum row: %q, want DETAIL %q", rs[2], want)
 	}
 	out = printed(t, func(b *bytes.Buffer) error {
-		return Verify(b, Options{}, []FileRow{{Report: zero}, {Report: altered}})
+		return Verify(b, Options{}, []nodestate.FileRow{{Report: zero}, {Report: altered}})
 	})
 	rs = rows(out)
 	if want := "checksum is 0, which kubelet " + zero.Reader + " accepts unverified: it restores the file"; rs[1][3] != want {
@@ -360,7 +361,7 @@ func TestTableCellsNeverEmpty(t *testing.T) {
 	}
 }
 
-// debugNames is a PodNames that also knows the plugin's own debug pods.
+// debugNames is a nodestate.PodNames that also knows the plugin's own debug pods.
 type debugNames struct {
 	fakeNames
 	debug map[string]bool
