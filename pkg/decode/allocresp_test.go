@@ -102,7 +102,7 @@ func TestDroppedEntryReport(t *testing.T) {
 		if rep.Verdict != Valid || len(rep.Dropped) != 1 || rep.Dropped[0].Index != 1 || rep.Dropped[0].ContainerName != "c1" {
 			t.Fatalf("%s: verdict %s, dropped %+v", label, rep.Verdict, rep.Dropped)
 		}
-		if n := len(rep.Decoded.(*DeviceState).PodDeviceEntries); n != 2 {
+		if n := len(rep.Decoded.Devices.PodDeviceEntries); n != 2 {
 			t.Errorf("%s: %d entries decoded, want 2", label, n)
 		}
 		if !strings.Contains(strings.Join(rep.Notes, "\n"), "skips 1 of 2 device entries") {

@@ -200,7 +200,7 @@ func TestDRASelfInconsistentRawExtension(t *testing.T) {
 	if rep.Verdict != Valid || rep.Reader != "v1.30.14" {
 		t.Fatalf("verdict %s by %s (%s), want valid by v1.30.14", rep.Verdict, rep.Reader, rep.Error)
 	}
-	h := rep.Decoded.(*DRAState).Claims[0].ResourceHandles[0]
+	h := rep.Decoded.DRA.Claims[0].ResourceHandles[0]
 	if h.StructuredData == nil || h.StructuredData.NodeName != "node-1" || *h.StructuredData.Results[0].NamedResource != "gpu-3" ||
 		!bytes.Equal(h.StructuredData.VendorClassParameters, []byte(`{"a":1,"b":[1,2]}`)) {
 		t.Errorf("structured handle decoded as %+v", h.StructuredData)
@@ -218,12 +218,12 @@ func TestDRASubEraAndDroppedFields(t *testing.T) {
 	if rep.Format != "dra-v2c" || rep.Reader != "v1.37.1" || rep.Verdict != Valid {
 		t.Fatalf("format %s by %s: %s", rep.Format, rep.Reader, rep.Verdict)
 	}
-	dev := rep.Decoded.(*DRAState).Claims[0].DriverState["d"]
+	dev := rep.Decoded.DRA.Claims[0].DriverState["d"]
 	if dev.Devices[0].ShareID == nil || *dev.Devices[0].ShareID != "s" || len(dev.SkipNodeOperations) != 1 {
 		t.Errorf("decoded %+v", dev)
 	}
 	old := judge(t, KindDRA, shared, "v1.34.10")
-	if old.Verdict != Valid || old.Decoded.(*DRAState).Claims[0].DriverState["d"].Devices[0].ShareID != nil {
+	if old.Verdict != Valid || old.Decoded.DRA.Claims[0].DriverState["d"].Devices[0].ShareID != nil {
 		t.Fatalf("1.34 should accept the file and drop ShareID: %s %+v", old.Verdict, old.Decoded)
 	}
 	if len(old.Notes) == 0 || !strings.Contains(old.Notes[0], "dropped") {

@@ -56,7 +56,7 @@ func FuzzAllocResp(f *testing.F) {
 			f.Fatal(err)
 		}
 		rep := Decode(KindDevices, raw, Options{})
-		if st, ok := rep.Decoded.(*DeviceState); ok {
+		if st, ok := rep.Decoded.Devices, rep.Decoded.Devices != nil; ok {
 			for _, d := range st.PodDeviceEntries {
 				f.Add(d.AllocResp, uint16(len(d.AllocResp)/2))
 			}

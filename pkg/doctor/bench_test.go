@@ -56,8 +56,8 @@ func bigNode() StartInput {
 	}
 	k := decode.MustParseKubelet("v1.37.1")
 	return StartInput{Machine: m, Config: cfg, Kubelet: k,
-		CPU:    &decode.Report{File: "cpu_manager_state", Kind: decode.KindCPU, Verdict: decode.Valid, Decoded: cs},
-		Memory: &decode.Report{File: "memory_manager_state", Kind: decode.KindMemory, Verdict: decode.Valid, Decoded: ms}}
+		CPU:    &decode.Report{File: "cpu_manager_state", Kind: decode.KindCPU, Verdict: decode.Valid, Decoded: decode.Model{CPU: cs}},
+		Memory: &decode.Report{File: "memory_manager_state", Kind: decode.KindMemory, Verdict: decode.Valid, Decoded: decode.Model{Memory: ms}}}
 }
 
 func TestBigNodeStarts(t *testing.T) {

@@ -116,10 +116,10 @@ func (r FileRow) Why() string {
 	return err
 }
 
-// Decoded is the decoded model, nil when there is none.
-func (r FileRow) Decoded() any {
+// Model is the decoded model, zero when there is none.
+func (r FileRow) Model() decode.Model {
 	if r.Report == nil {
-		return nil
+		return decode.Model{}
 	}
 	return r.Report.Decoded
 }

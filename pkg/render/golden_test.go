@@ -58,7 +58,7 @@ func decodeFile(t testing.TB, kind decode.Kind, rel string) *decode.Report {
 		t.Fatal(err)
 	}
 	rep := decode.Decode(kind, raw, decode.Options{})
-	if rep.Decoded == nil && rep.Verdict == decode.Valid {
+	if rep.Decoded.IsZero() && rep.Verdict == decode.Valid {
 		t.Fatalf("%s: valid but nothing decoded", rel)
 	}
 	return rep
@@ -67,9 +67,9 @@ func decodeFile(t testing.TB, kind decode.Kind, rel string) *decode.Report {
 func model[T any](t testing.TB, kind decode.Kind, rel string) T {
 	t.Helper()
 	rep := decodeFile(t, kind, rel)
-	m, ok := rep.Decoded.(T)
+	m, ok := rep.Decoded.Any().(T)
 	if !ok {
-		t.Fatalf("%s: decoded %T (verdict %s: %s)", rel, rep.Decoded, rep.Verdict, rep.Error)
+		t.Fatalf("%s: decoded %T (verdict %s: %s)", rel, rep.Decoded.Any(), rep.Verdict, rep.Error)
 	}
 	return m
 }

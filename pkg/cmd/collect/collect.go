@@ -111,7 +111,7 @@ func (o *Options) Run(ctx context.Context) error {
 			}
 			if r.Report != nil {
 				rep := *r.Report
-				rep.Decoded = nil // the raw files are next to it
+				rep.Decoded = decode.Model{} // the raw files are next to it
 				r.Report = &rep
 			}
 			rows[i] = r
