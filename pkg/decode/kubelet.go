@@ -27,6 +27,20 @@ type Kubelet struct {
 	Gates   map[string]bool
 }
 
+// WithConfigGates is this kubelet once its config file's feature gates are merged in, as the
+// kubelet merges them at start: the config's, then its own command-line gates, which win.
+func (k Kubelet) WithConfigGates(config map[string]bool) Kubelet {
+	gates := make(map[string]bool, len(config)+len(k.Gates))
+	for name, on := range config {
+		gates[name] = on
+	}
+	for name, on := range k.Gates {
+		gates[name] = on
+	}
+	k.Gates = gates
+	return k
+}
+
 // ParseKubelet parses a kubelet version such as "v1.36.4", "1.36" or a node's
 // status.nodeInfo.kubeletVersion ("v1.30.2-eks-1234", "v1.29.3+k3s1"). A suffix of known gate
 // names ("v1.36.4+PodLevelResourceManagers") turns those gates on, as in the vectors' labels.

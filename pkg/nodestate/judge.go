@@ -96,14 +96,14 @@ func ParseNodeInfo(b []byte) (NodeInfo, error) {
 	return info, nil
 }
 
-// Judge decodes every file of s, in the kubelet's file order, all by one kubelet (a node runs
+// JudgeFiles decodes every file of s, in the kubelet's file order, all by one kubelet (a node runs
 // one): reader when given, else the version s carries (the one collect recorded for copies, the
 // node's own live), else the newest release that writes the files together
 // (decode.ChooseJudge). It then adds a row for each file over the size cap and each leftover
 // temp file. Whoever judges, files no release writes beside the others are marked apart (row
 // and Judgement). kindOf names a file's kind. Judgement.Why is left empty for a given reader:
 // the caller knows why it gave one.
-func Judge(s *fetch.Snapshot, kindOf func(path string) decode.Kind, reader *decode.Kubelet, rootDir string) ([]FileRow, Judgement) {
+func JudgeFiles(s *fetch.Snapshot, kindOf func(path string) decode.Kind, reader *decode.Kubelet, rootDir string) ([]FileRow, Judgement) {
 	j := Judgement{Kubelet: reader, Basis: BasisConfig}
 	var versionNote string
 	if reader == nil && s.KubeletVersion != "" {

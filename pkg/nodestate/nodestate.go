@@ -60,11 +60,20 @@ type Config struct {
 
 	// Kubelet judges every file as this kubelet would; nil judges a node's files by the version
 	// collect recorded with copies (node.json), else a live node's own version, else the newest
-	// release that writes the files together (see Judge).
+	// release that writes the files together (see JudgeFiles).
 	Kubelet *decode.Kubelet
 	// KubeletWhy says, for the header line, why Kubelet judges ("the kubelet version asked for"
 	// when empty).
 	KubeletWhy string
+
+	// Engines are the engines run beyond decode.
+	Engines
+}
+
+// Engines configures the engines beyond decode: each runs in the node's worker, on the judged
+// files, when its config is set, and answers in the NodeResult field of its name.
+type Engines struct {
+	Doctor *DoctorConfig
 }
 
 // Offline reports whether the files come from copies on disk.
@@ -98,6 +107,9 @@ type NodeResult struct {
 	KubeletConfigFrom string
 	// KubeletConfigNote says why configz was not used, or why there is no config at all.
 	KubeletConfigNote string
+
+	// Doctor is the start prediction (Config.Doctor); nil when not asked or Err is set.
+	Doctor *DoctorResult
 }
 
 // Warnings are the non-fatal problems of the read.
@@ -134,6 +146,11 @@ type Reader struct {
 func New(ctx context.Context, cfg Config) (*Reader, error) {
 	if cfg.KubeletRootDir == "" {
 		cfg.KubeletRootDir = decode.DefaultRootDir
+	}
+	if d := cfg.Doctor; d != nil {
+		// Live nodes bring their own machine and config, unless the ones to be are given.
+		cfg.Machine = cfg.Machine || d.Machine == nil
+		cfg.KubeletConfig = cfg.KubeletConfig || d.KubeletConfig == nil
 	}
 	r := &Reader{cfg: cfg}
 	switch {
@@ -186,7 +203,7 @@ func (r *Reader) Run(ctx context.Context, each func(*NodeResult) error) error {
 		if err != nil {
 			return err
 		}
-		return each(r.judge(snap))
+		return each(r.runEngines(r.judge(snap)))
 	}
 	// Reading extras and judging happen in each node's worker, concurrently; only each is
 	// called one node at a time.
@@ -207,7 +224,7 @@ func (r *Reader) Run(ctx context.Context, each func(*NodeResult) error) error {
 		res = r.judge(fr.Files)
 		res.Machine, res.MachineErr = extras.Machine, extras.MachineErr
 		res.KubeletConfig, res.KubeletConfigFrom, res.KubeletConfigNote = extras.KubeletConfig, extras.KubeletConfigFrom, extras.KubeletConfigNote
-		return res
+		return r.runEngines(res)
 	}
 	fetch.FetchNodesThen(ctx, r.fetcher, r.infos, r.cfg.Concurrency, work, func(res *NodeResult) {
 		if eachErr != nil || res == nil {
@@ -282,19 +299,20 @@ func (r *Reader) judge(s *fetch.Snapshot) *NodeResult {
 	if s.Pods != nil {
 		res.Names = podNames{s.Pods}
 	}
-	kindOf := func(p string) decode.Kind {
-		k, _ := decode.ParseKind(p)
-		return k
-	}
-	if r.cfg.FromFile != "" {
-		kindOf = func(string) decode.Kind { k, _ := r.fileKind(); return k }
-	}
-	res.Rows, res.Judged = Judge(s, kindOf, r.cfg.Kubelet, r.cfg.KubeletRootDir)
+	res.Rows, res.Judged = JudgeFiles(s, r.kindOf, r.cfg.Kubelet, r.cfg.KubeletRootDir)
 	if r.cfg.Kubelet != nil {
 		res.Judged.Why = r.cfg.KubeletWhy
 		if res.Judged.Why == "" {
 			res.Judged.Why = "the kubelet version asked for"
 		}
+	}
+	return res
+}
+
+// runEngines runs the engines configured beyond decode on a judged node.
+func (r *Reader) runEngines(res *NodeResult) *NodeResult {
+	if r.cfg.Doctor != nil && res.Err == nil {
+		res.Doctor = r.diagnose(res)
 	}
 	return res
 }

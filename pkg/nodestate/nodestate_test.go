@@ -94,7 +94,7 @@ func TestJudgeRowsAndOrder(t *testing.T) {
 		}
 	}
 	s := &fetch.Snapshot{Files: files, Oversized: []string{"pod_status_manager_state"}, TempFiles: []string{".123", "device-plugins/.9"}}
-	rs, _ := Judge(s, byName, nil, "")
+	rs, _ := JudgeFiles(s, byName, nil, "")
 	var got []string
 	for _, r := range rs {
 		got = append(got, r.File()+"="+string(r.Verdict()))
@@ -134,17 +134,17 @@ func TestJudgeReader(t *testing.T) {
 		return &fetch.Snapshot{Node: "n1", KubeletVersion: version, Files: map[string][]byte{"cpu_manager_state": raw}}
 	}
 	// No version known: the newest release writing the file.
-	if rs, j := Judge(snap(""), byName, nil, ""); rs[0].Reader() != "v1.37.1" || j.Basis != BasisFiles || j.Kubelet.String() != "v1.37.1" {
+	if rs, j := JudgeFiles(snap(""), byName, nil, ""); rs[0].Reader() != "v1.37.1" || j.Basis != BasisFiles || j.Kubelet.String() != "v1.37.1" {
 		t.Errorf("offline reader: %q, judgement %+v", rs[0].Reader(), j)
 	}
 	// Live: the node's own kubelet version.
-	if rs, j := Judge(snap("v1.36.4"), byName, nil, ""); rs[0].Reader() != "v1.36.4" || rs[0].Node != "n1" || j.Basis != BasisNode {
+	if rs, j := JudgeFiles(snap("v1.36.4"), byName, nil, ""); rs[0].Reader() != "v1.36.4" || rs[0].Node != "n1" || j.Basis != BasisNode {
 		t.Errorf("node reader: %+v, judgement %+v", rs[0].Report, j)
 	}
 	// Copies: the version collect recorded, said so.
 	rec := snap("v1.35.8")
 	rec.KubeletVersionFrom = "recorded"
-	if rs, j := Judge(rec, byName, nil, ""); rs[0].Reader() != "v1.35.8" || j.Basis != BasisRecorded || j.Why != "recorded" {
+	if rs, j := JudgeFiles(rec, byName, nil, ""); rs[0].Reader() != "v1.35.8" || j.Basis != BasisRecorded || j.Why != "recorded" {
 		t.Errorf("recorded reader: %+v, judgement %+v", rs[0].Report, j)
 	}
 	// An explicit kubelet wins over the node's version.
@@ -152,12 +152,12 @@ func TestJudgeReader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rs, j := Judge(snap("v1.36.4"), byName, &k, ""); rs[0].Reader() != "v1.35.8" || j.Basis != BasisConfig {
+	if rs, j := JudgeFiles(snap("v1.36.4"), byName, &k, ""); rs[0].Reader() != "v1.35.8" || j.Basis != BasisConfig {
 		t.Errorf("explicit reader: %+v", rs[0].Report)
 	}
 	// A version naming no release does not stop the read: the format's own rules judge, and the
 	// report says why.
-	rs, _ := Judge(snap("garbage"), byName, nil, "")
+	rs, _ := JudgeFiles(snap("garbage"), byName, nil, "")
 	if notes := rs[0].Report.Notes; rs[0].Reader() == "" || len(notes) == 0 || !strings.Contains(notes[len(notes)-1], `"garbage"`) {
 		t.Errorf("bad node version: %+v", rs[0].Report)
 	}

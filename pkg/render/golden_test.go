@@ -119,7 +119,7 @@ func judgedTogether(t testing.TB, dir, node string) []nodestate.FileRow {
 		}
 	}
 	kindOf := func(p string) decode.Kind { k, _ := decode.ParseKind(p); return k }
-	rows, j := nodestate.Judge(&fetch.Snapshot{Node: node, Files: files}, kindOf, nil, "")
+	rows, j := nodestate.JudgeFiles(&fetch.Snapshot{Node: node, Files: files}, kindOf, nil, "")
 	if j.Kubelet == nil {
 		t.Fatalf("%s: no judge", dir)
 	}
