@@ -76,7 +76,7 @@ func TestPodAllocationEdgeCases(t *testing.T) {
 		{"pod status not read from 1.33", KindPodStatus, "v1.33.13", envelope("{}"), NotRead, notReadError},
 		{"alloc no keys", KindAllocated, "v1.33.13", []byte(`{"checksum":0}`), Corrupt,
 			"could not restore state from checkpoint: checkpoint is corrupted" + allocWrap},
-		{"alloc checksum above uint32", KindAllocated, "v1.37.1", []byte(`{"data":"{}","checksum":18446744073709551615}`), Corrupt,
+		{"alloc checksum above uint32", KindAllocated, HomeKubelet, []byte(`{"data":"{}","checksum":18446744073709551615}`), Corrupt,
 			"could not restore state from checkpoint: checkpoint is corrupted" + allocWrap},
 		{"alloc data not JSON", KindAllocated, "v1.36.4", envelope("nope"), Unreadable,
 			"could not restore state from checkpoint: failed to get pod resource information: invalid character 'o' in literal null (expecting 'u')" + allocWrap},
@@ -147,5 +147,5 @@ func jsonNumber(n uint64) string {
 
 func FuzzDecodePodAllocation(f *testing.F) {
 	fuzzKinds(f, []Kind{KindPodStatus, KindAllocated, KindActuated},
-		[]string{"v1.26.15", "v1.27.16", "v1.31.14", "v1.32.13", "v1.33.13", "v1.35.8", "v1.37.1"})
+		[]string{"v1.26.15", "v1.27.16", "v1.31.14", "v1.32.13", "v1.33.13", "v1.35.8", HomeKubelet})
 }

@@ -134,7 +134,7 @@ func TestJudgeReader(t *testing.T) {
 		return &fetch.Snapshot{Node: "n1", KubeletVersion: version, Files: map[string][]byte{"cpu_manager_state": raw}}
 	}
 	// No version known: the newest release writing the file.
-	if rs, j := JudgeFiles(snap(""), byName, nil, ""); rs[0].Reader() != "v1.37.1" || j.Basis != BasisFiles || j.Kubelet.String() != "v1.37.1" {
+	if rs, j := JudgeFiles(snap(""), byName, nil, ""); rs[0].Reader() != decode.HomeKubelet || j.Basis != BasisFiles || j.Kubelet.String() != decode.HomeKubelet {
 		t.Errorf("offline reader: %q, judgement %+v", rs[0].Reader(), j)
 	}
 	// Live: the node's own kubelet version.
@@ -276,7 +276,7 @@ func TestOfflineJudgement(t *testing.T) {
 	}
 	broken := read(Config{FromDir: filepath.Join(repo, "examples/broken-node")})
 	j := broken.Judged
-	if j.Basis != BasisFiles || j.Kubelet.String() != "v1.37.1" || len(j.Apart) != 2 ||
+	if j.Basis != BasisFiles || j.Kubelet.String() != decode.HomeKubelet || len(j.Apart) != 2 ||
 		j.Apart[0].File != "device-plugins/kubelet_internal_checkpoint" || j.Apart[0].WrittenBy != "1.11-1.19" {
 		t.Fatalf("judgement %+v", j)
 	}
@@ -289,7 +289,7 @@ func TestOfflineJudgement(t *testing.T) {
 			continue
 		}
 		apart := r.File() == "device-plugins/kubelet_internal_checkpoint" || r.File() == "dra_manager_state"
-		if r.Reader() != "v1.37.1" || r.Report.Apart != apart {
+		if r.Reader() != decode.HomeKubelet || r.Report.Apart != apart {
 			t.Errorf("%s: reader %s, apart %v", r.File(), r.Reader(), r.Report.Apart)
 		}
 	}
@@ -311,9 +311,9 @@ func TestOfflineJudgement(t *testing.T) {
 		t.Errorf("recorded: %+v, rows %d", res.Judged, len(res.Rows))
 	}
 	// The config's kubelet wins, with the caller's why.
-	k := decode.MustParseKubelet("v1.37.1")
+	k := decode.MustParseKubelet(decode.HomeKubelet)
 	res = read(Config{FromDir: dir, Kubelet: &k, KubeletWhy: "--kubelet-version"})
-	if res.Judged.Sentence() != "Judged by kubelet v1.37.1: --kubelet-version." || res.Rows[0].Reader() != "v1.37.1" {
+	if res.Judged.Sentence() != "Judged by kubelet "+decode.HomeKubelet+": --kubelet-version." || res.Rows[0].Reader() != decode.HomeKubelet {
 		t.Errorf("config: %+v", res.Judged)
 	}
 }
