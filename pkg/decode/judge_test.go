@@ -41,7 +41,7 @@ func TestChooseJudge(t *testing.T) {
 			judge: "v1.17.17"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			j, ok := ChooseJudge(tc.files)
+			j, ok := ChooseWritingRelease(tc.files)
 			if !ok {
 				t.Fatal("no judge")
 			}
@@ -60,7 +60,7 @@ func TestChooseJudge(t *testing.T) {
 			}
 		})
 	}
-	if _, ok := ChooseJudge([]FileFormat{ff("x", KindCPU, "")}); ok {
+	if _, ok := ChooseWritingRelease([]FileFormat{ff("x", KindCPU, "")}); ok {
 		t.Error("a judge chosen without any known format")
 	}
 }
@@ -73,7 +73,7 @@ func TestChooseJudgeEveryEraAlone(t *testing.T) {
 			if WrittenBy(k, e.ID) == "" || ReadBy(k, e.ID) == "" {
 				t.Errorf("%s %s: no writers or readers prose", k, e.ID)
 			}
-			j, ok := ChooseJudge([]FileFormat{ff("f", k, e.ID)})
+			j, ok := ChooseWritingRelease([]FileFormat{ff("f", k, e.ID)})
 			if !ok || len(j.Apart) != 0 {
 				t.Errorf("%s %s: judge %v apart %v", k, e.ID, j.Kubelet, j.Apart)
 			}

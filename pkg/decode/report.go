@@ -48,7 +48,7 @@ type Report struct {
 	Dropped []DroppedEntry `json:"dropped,omitempty"`
 	// Refused, for a file the judged kubelet refuses, says what that kubelet then does.
 	Refused *Refusal `json:"refused,omitempty"`
-	// Apart is set by a caller judging a node's files together (ChooseJudge): no kubelet that
+	// Apart is set by a caller judging a node's files together (ChooseWritingRelease): no kubelet that
 	// writes the node's other files writes this one in its format.
 	Apart bool `json:"apart,omitempty"`
 	// Decoded is the version-neutral content when it parsed.

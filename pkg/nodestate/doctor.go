@@ -84,7 +84,7 @@ func inputFile(flag, dir string, bundle map[string][]byte, names ...string) ([]b
 }
 
 // diagnose judges the node's files for the target kubelet and runs doctor on them.
-func (r *Reader) diagnose(n *NodeResult) *DoctorResult {
+func (r *Runner) diagnose(n *NodeResult) *DoctorResult {
 	out := &DoctorResult{}
 	note := func(format string, a ...any) { out.Notes = append(out.Notes, fmt.Sprintf(format, a...)) }
 	// The kubelet the files were judged by: --kubelet-version, else the version collect
@@ -124,7 +124,7 @@ func (r *Reader) diagnose(n *NodeResult) *DoctorResult {
 }
 
 // nodeConfig parses the kubelet config read from a live node, saying where it came from.
-func (r *Reader) nodeConfig(n *NodeResult, note func(string, ...any)) *doctor.KubeletConfig {
+func (r *Runner) nodeConfig(n *NodeResult, note func(string, ...any)) *doctor.KubeletConfig {
 	from := "configz"
 	if n.KubeletConfigFrom == FromConfigYAML {
 		from = path.Join(r.cfg.KubeletRootDir, KubeletConfigFile)
@@ -145,7 +145,7 @@ func (r *Reader) nodeConfig(n *NodeResult, note func(string, ...any)) *doctor.Ku
 // liveInputs fills in what a live node brings: its machine (unless the config gives one), and
 // its pods, for the stale-entry checks. The plugin's own debug pods count as live: the files
 // still list the one that just read them, and it is no finding.
-func (r *Reader) liveInputs(n *NodeResult, in *doctor.Input, note func(string, ...any)) {
+func (r *Runner) liveInputs(n *NodeResult, in *doctor.Input, note func(string, ...any)) {
 	if n.Node == "" {
 		return
 	}
@@ -175,7 +175,7 @@ func (r *Reader) liveInputs(n *NodeResult, in *doctor.Input, note func(string, .
 }
 
 // kindOf is a file's kind: Config.Kind (or the file's name) for FromFile, else its path's.
-func (r *Reader) kindOf(p string) decode.Kind {
+func (r *Runner) kindOf(p string) decode.Kind {
 	if r.cfg.FromFile != "" {
 		k, _ := r.fileKind()
 		return k

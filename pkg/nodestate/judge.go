@@ -18,7 +18,7 @@ const (
 	BasisConfig   Basis = "config"   // Config.Kubelet (--kubelet-version)
 	BasisRecorded Basis = "recorded" // the version collect recorded beside copied files
 	BasisNode     Basis = "node"     // the live node's status.nodeInfo.kubeletVersion
-	BasisFiles    Basis = "files"    // the newest release that writes the files (decode.ChooseJudge)
+	BasisFiles    Basis = "files"    // the newest release that writes the files (decode.ChooseWritingRelease)
 )
 
 // Judgement is the one kubelet that judged a node's files, why, and the files it does not write
@@ -99,7 +99,7 @@ func ParseNodeInfo(b []byte) (NodeInfo, error) {
 // JudgeFiles decodes every file of s, in the kubelet's file order, all by one kubelet (a node runs
 // one): reader when given, else the version s carries (the one collect recorded for copies, the
 // node's own live), else the newest release that writes the files together
-// (decode.ChooseJudge). It then adds a row for each file over the size cap and each leftover
+// (decode.ChooseWritingRelease). It then adds a row for each file over the size cap and each leftover
 // temp file. Whoever judges, files no release writes beside the others are marked apart (row
 // and Judgement). kindOf names a file's kind. Judgement.Why is left empty for a given reader:
 // the caller knows why it gave one.
@@ -135,7 +135,7 @@ func JudgeFiles(s *fetch.Snapshot, kindOf func(path string) decode.Kind, reader 
 	for i, r := range reps {
 		formats[i] = decode.FileFormat{File: r.File, Kind: r.Kind, Format: r.Format}
 	}
-	if choice, ok := decode.ChooseJudge(formats); ok {
+	if choice, ok := decode.ChooseWritingRelease(formats); ok {
 		if j.Kubelet == nil {
 			j.Kubelet, j.Basis, j.Why = &choice.Kubelet, BasisFiles, choice.Why()
 			reps = decodeAll(j.Kubelet)

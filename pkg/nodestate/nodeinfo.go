@@ -65,7 +65,7 @@ func canProxy(ctx context.Context, client kubernetes.Interface) (bool, string) {
 }
 
 // withExtras asks the fetcher for what Config.Machine and Config.KubeletConfig need.
-func (r *Reader) withExtras(ctx context.Context, f *fetch.Fetcher) {
+func (r *Runner) withExtras(ctx context.Context, f *fetch.Fetcher) {
 	f.Machine = r.cfg.Machine
 	if !r.cfg.KubeletConfig {
 		return
@@ -81,7 +81,7 @@ func (r *Reader) withExtras(ctx context.Context, f *fetch.Fetcher) {
 
 // addExtras moves config.yaml out of the snapshot's checkpoint files and fills in the node's
 // machine and kubelet config.
-func (r *Reader) addExtras(ctx context.Context, res *NodeResult) {
+func (r *Runner) addExtras(ctx context.Context, res *NodeResult) {
 	s := res.Snapshot
 	if s == nil {
 		return

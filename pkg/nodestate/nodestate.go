@@ -129,8 +129,8 @@ func (n *NodeResult) Skipped() bool {
 // reported, and every debug pod created was deleted before Run returned.
 var ErrInterrupted = errors.New("interrupted; every debug pod created was deleted")
 
-// Reader runs a Config. New resolves the node list; Run reads.
-type Reader struct {
+// Runner runs a Config. New resolves the node list; Run reads.
+type Runner struct {
 	cfg   Config
 	nodes []string
 	// infos are the nodes to read; listed ones carry what reading needs, so a node is not
@@ -143,7 +143,7 @@ type Reader struct {
 }
 
 // New checks the config and, for live nodes, lists them when AllNodes is set.
-func New(ctx context.Context, cfg Config) (*Reader, error) {
+func New(ctx context.Context, cfg Config) (*Runner, error) {
 	if cfg.KubeletRootDir == "" {
 		cfg.KubeletRootDir = decode.DefaultRootDir
 	}
@@ -152,7 +152,7 @@ func New(ctx context.Context, cfg Config) (*Reader, error) {
 		cfg.Machine = cfg.Machine || d.Machine == nil
 		cfg.KubeletConfig = cfg.KubeletConfig || d.KubeletConfig == nil
 	}
-	r := &Reader{cfg: cfg}
+	r := &Runner{cfg: cfg}
 	switch {
 	case cfg.FromDir != "" && cfg.FromFile != "":
 		return nil, errors.New("read a directory or a file, not both")
@@ -190,20 +190,20 @@ func New(ctx context.Context, cfg Config) (*Reader, error) {
 }
 
 // Nodes is the live node list being read (nil offline).
-func (r *Reader) Nodes() []string { return r.nodes }
+func (r *Runner) Nodes() []string { return r.nodes }
 
 // Run reads every source and calls each with its result as soon as it is judged: live nodes
 // in the order they complete, at most Concurrency at a time. Calls to each never overlap. An
 // error from each stops the reporting (nodes already started still finish and clean up) and
 // is returned. Copies that cannot be read at all are an error of Run; a live node that cannot
 // be read is a result with Err. After ctx is cancelled Run returns ErrInterrupted.
-func (r *Reader) Run(ctx context.Context, each func(*NodeResult) error) error {
+func (r *Runner) Run(ctx context.Context, each func(*NodeResult) error) error {
 	if r.cfg.Offline() {
 		snap, err := r.loadOffline()
 		if err != nil {
 			return err
 		}
-		return each(r.runEngines(r.judge(snap)))
+		return each(r.runEngines(r.decodeSnapshot(snap)))
 	}
 	// Reading extras and judging happen in each node's worker, concurrently; only each is
 	// called one node at a time.
@@ -221,7 +221,7 @@ func (r *Reader) Run(ctx context.Context, each func(*NodeResult) error) error {
 		// Extras first: they take config.yaml out of the checkpoint files.
 		extras := &NodeResult{Node: fr.Node, Snapshot: fr.Files}
 		r.addExtras(ctx, extras)
-		res = r.judge(fr.Files)
+		res = r.decodeSnapshot(fr.Files)
 		res.Machine, res.MachineErr = extras.Machine, extras.MachineErr
 		res.KubeletConfig, res.KubeletConfigFrom, res.KubeletConfigNote = extras.KubeletConfig, extras.KubeletConfigFrom, extras.KubeletConfigNote
 		return r.runEngines(res)
@@ -253,7 +253,7 @@ func failureReason(err error) string {
 }
 
 // loadOffline reads FromDir or FromFile.
-func (r *Reader) loadOffline() (*fetch.Snapshot, error) {
+func (r *Runner) loadOffline() (*fetch.Snapshot, error) {
 	if r.cfg.FromDir != "" {
 		snap, err := local.Read(r.cfg.FromDir, append(decode.Paths(), NodeInfoFile), local.DefaultLimits)
 		if err != nil {
@@ -283,15 +283,15 @@ func (r *Reader) loadOffline() (*fetch.Snapshot, error) {
 }
 
 // fileKind is the kind of FromFile: Kind, else the file's name on the node.
-func (r *Reader) fileKind() (decode.Kind, bool) {
+func (r *Runner) fileKind() (decode.Kind, bool) {
 	if r.cfg.Kind != "" {
 		return r.cfg.Kind, true
 	}
 	return decode.ParseKind(path.Base(r.cfg.FromFile))
 }
 
-// judge decodes a snapshot into a result.
-func (r *Reader) judge(s *fetch.Snapshot) *NodeResult {
+// decodeSnapshot decodes and judges a snapshot into a result.
+func (r *Runner) decodeSnapshot(s *fetch.Snapshot) *NodeResult {
 	res := &NodeResult{Node: s.Node, Where: s.Source, Snapshot: s}
 	if s.Node != "" {
 		res.Where = "node " + s.Node
@@ -310,7 +310,7 @@ func (r *Reader) judge(s *fetch.Snapshot) *NodeResult {
 }
 
 // runEngines runs the engines configured beyond decode on a judged node.
-func (r *Reader) runEngines(res *NodeResult) *NodeResult {
+func (r *Runner) runEngines(res *NodeResult) *NodeResult {
 	if r.cfg.Doctor != nil && res.Err == nil {
 		res.Doctor = r.diagnose(res)
 	}

@@ -117,15 +117,15 @@ func TestJudgeRowsAndOrder(t *testing.T) {
 		t.Errorf("temp row: %+v", rs[8].NotDecoded)
 	}
 	for _, r := range rs[:7] {
-		if r.Kind() == "" || r.Reader() == "" {
-			t.Errorf("%s: kind %q reader %q", r.File(), r.Kind(), r.Reader())
+		if r.Kind() == "" || r.Kubelet() == "" {
+			t.Errorf("%s: kind %q reader %q", r.File(), r.Kind(), r.Kubelet())
 		}
 	}
 }
 
 func byName(p string) decode.Kind { k, _ := decode.ParseKind(p); return k }
 
-func TestJudgeReader(t *testing.T) {
+func TestJudgeFilesKubelet(t *testing.T) {
 	raw, err := os.ReadFile(filepath.Join(repo, "examples/kubelet-root/cpu_manager_state"))
 	if err != nil {
 		t.Fatal(err)
@@ -134,17 +134,17 @@ func TestJudgeReader(t *testing.T) {
 		return &fetch.Snapshot{Node: "n1", KubeletVersion: version, Files: map[string][]byte{"cpu_manager_state": raw}}
 	}
 	// No version known: the newest release writing the file.
-	if rs, j := JudgeFiles(snap(""), byName, nil, ""); rs[0].Reader() != decode.HomeKubelet || j.Basis != BasisFiles || j.Kubelet.String() != decode.HomeKubelet {
-		t.Errorf("offline reader: %q, judgement %+v", rs[0].Reader(), j)
+	if rs, j := JudgeFiles(snap(""), byName, nil, ""); rs[0].Kubelet() != decode.HomeKubelet || j.Basis != BasisFiles || j.Kubelet.String() != decode.HomeKubelet {
+		t.Errorf("offline reader: %q, judgement %+v", rs[0].Kubelet(), j)
 	}
 	// Live: the node's own kubelet version.
-	if rs, j := JudgeFiles(snap("v1.36.4"), byName, nil, ""); rs[0].Reader() != "v1.36.4" || rs[0].Node != "n1" || j.Basis != BasisNode {
+	if rs, j := JudgeFiles(snap("v1.36.4"), byName, nil, ""); rs[0].Kubelet() != "v1.36.4" || rs[0].Node != "n1" || j.Basis != BasisNode {
 		t.Errorf("node reader: %+v, judgement %+v", rs[0].Report, j)
 	}
 	// Copies: the version collect recorded, said so.
 	rec := snap("v1.35.8")
 	rec.KubeletVersionFrom = "recorded"
-	if rs, j := JudgeFiles(rec, byName, nil, ""); rs[0].Reader() != "v1.35.8" || j.Basis != BasisRecorded || j.Why != "recorded" {
+	if rs, j := JudgeFiles(rec, byName, nil, ""); rs[0].Kubelet() != "v1.35.8" || j.Basis != BasisRecorded || j.Why != "recorded" {
 		t.Errorf("recorded reader: %+v, judgement %+v", rs[0].Report, j)
 	}
 	// An explicit kubelet wins over the node's version.
@@ -152,13 +152,13 @@ func TestJudgeReader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rs, j := JudgeFiles(snap("v1.36.4"), byName, &k, ""); rs[0].Reader() != "v1.35.8" || j.Basis != BasisConfig {
+	if rs, j := JudgeFiles(snap("v1.36.4"), byName, &k, ""); rs[0].Kubelet() != "v1.35.8" || j.Basis != BasisConfig {
 		t.Errorf("explicit reader: %+v", rs[0].Report)
 	}
 	// A version naming no release does not stop the read: the format's own rules judge, and the
 	// report says why.
 	rs, _ := JudgeFiles(snap("garbage"), byName, nil, "")
-	if notes := rs[0].Report.Notes; rs[0].Reader() == "" || len(notes) == 0 || !strings.Contains(notes[len(notes)-1], `"garbage"`) {
+	if notes := rs[0].Report.Notes; rs[0].Kubelet() == "" || len(notes) == 0 || !strings.Contains(notes[len(notes)-1], `"garbage"`) {
 		t.Errorf("bad node version: %+v", rs[0].Report)
 	}
 }
@@ -211,7 +211,7 @@ func TestLive(t *testing.T) {
 	if a.Err != nil || a.Where != "node a" || a.Names == nil || len(a.Rows) != 1 {
 		t.Fatalf("node a: %+v", a)
 	}
-	if row := a.Rows[0]; row.Node != "a" || row.File() != "cpu_manager_state" || row.Verdict() != decode.Valid || row.Reader() != "v1.36.4" {
+	if row := a.Rows[0]; row.Node != "a" || row.File() != "cpu_manager_state" || row.Verdict() != decode.Valid || row.Kubelet() != "v1.36.4" {
 		t.Errorf("node a row: %+v", row.Report)
 	}
 	b := got["b"]
@@ -251,7 +251,7 @@ func TestNewErrors(t *testing.T) {
 func TestJudgeMarksDebugPods(t *testing.T) {
 	ix := fetch.NewPodIndex(nil)
 	ix.Debug["uid-debug"] = true
-	res := (&Reader{}).judge(&fetch.Snapshot{Node: "n1", Pods: ix})
+	res := (&Runner{}).decodeSnapshot(&fetch.Snapshot{Node: "n1", Pods: ix})
 	d, ok := res.Names.(DebugPods)
 	if !ok || !d.DebugPod("uid-debug") || d.DebugPod("uid-app") {
 		t.Errorf("result names %#v do not mark exactly the debug pod", res.Names)
@@ -289,8 +289,8 @@ func TestOfflineJudgement(t *testing.T) {
 			continue
 		}
 		apart := r.File() == "device-plugins/kubelet_internal_checkpoint" || r.File() == "dra_manager_state"
-		if r.Reader() != decode.HomeKubelet || r.Report.Apart != apart {
-			t.Errorf("%s: reader %s, apart %v", r.File(), r.Reader(), r.Report.Apart)
+		if r.Kubelet() != decode.HomeKubelet || r.Report.Apart != apart {
+			t.Errorf("%s: reader %s, apart %v", r.File(), r.Kubelet(), r.Report.Apart)
 		}
 	}
 
@@ -307,13 +307,13 @@ func TestOfflineJudgement(t *testing.T) {
 	}
 	res := read(Config{FromDir: dir})
 	if res.Judged.Basis != BasisRecorded || res.Judged.Sentence() != "Judged by kubelet v1.36.4: node w9's version, recorded by collect in node.json." ||
-		len(res.Rows) != 1 || res.Rows[0].Reader() != "v1.36.4" {
+		len(res.Rows) != 1 || res.Rows[0].Kubelet() != "v1.36.4" {
 		t.Errorf("recorded: %+v, rows %d", res.Judged, len(res.Rows))
 	}
 	// The config's kubelet wins, with the caller's why.
 	k := decode.MustParseKubelet(decode.HomeKubelet)
 	res = read(Config{FromDir: dir, Kubelet: &k, KubeletWhy: "--kubelet-version"})
-	if res.Judged.Sentence() != "Judged by kubelet "+decode.HomeKubelet+": --kubelet-version." || res.Rows[0].Reader() != decode.HomeKubelet {
+	if res.Judged.Sentence() != "Judged by kubelet "+decode.HomeKubelet+": --kubelet-version." || res.Rows[0].Kubelet() != decode.HomeKubelet {
 		t.Errorf("config: %+v", res.Judged)
 	}
 }

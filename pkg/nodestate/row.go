@@ -94,8 +94,8 @@ func (r FileRow) Verdict() decode.Verdict {
 	return decode.Unreadable
 }
 
-// Reader is the kubelet the verdict is for ("" when not decoded).
-func (r FileRow) Reader() string {
+// Kubelet is the kubelet the verdict is for ("" when not decoded).
+func (r FileRow) Kubelet() string {
 	if r.Report == nil {
 		return ""
 	}

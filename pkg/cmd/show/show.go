@@ -103,7 +103,7 @@ func (o *Options) Run(ctx context.Context) error {
 			switch r.Verdict() {
 			case decode.Valid:
 			case decode.NotRead:
-				fmt.Fprintf(o.ErrOut, "note: %s: kubelet %s does not read %s; showing what it holds\n", n.Where, r.Reader(), r.File())
+				fmt.Fprintf(o.ErrOut, "note: %s: kubelet %s does not read %s; showing what it holds\n", n.Where, r.Kubelet(), r.File())
 			default:
 				worst = max(worst, cmdutil.ExitNotValid)
 				fmt.Fprintf(o.ErrOut, "warning: %s: %s is %s (%s)%s\n", n.Where, r.File(), r.Verdict(), r.Why(), shownAnyway(r.Model()))
