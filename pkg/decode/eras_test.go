@@ -134,3 +134,21 @@ func TestRefusedSaysWhatTheKubeletDoes(t *testing.T) {
 		t.Errorf("a valid file: verdict %s, refused %+v", rep.Verdict, rep.Refused)
 	}
 }
+
+// Each gate's rows follow one another without gap or overlap, so a release has at most one.
+func TestGateRowsContiguous(t *testing.T) {
+	last := map[string]*GateSpan{}
+	for i := range Gates {
+		g := &Gates[i]
+		if g.Until != nil && !g.Since.LessThan(g.Until) {
+			t.Errorf("%s: empty row [%s, %s)", g.Gate, g.Since, g.Until)
+		}
+		if prev := last[g.Gate]; prev != nil && (prev.Until == nil || !prev.Until.EqualTo(g.Since)) {
+			t.Errorf("%s: row from %s does not follow the one until %v", g.Gate, g.Since, prev.Until)
+		}
+		last[g.Gate] = g
+	}
+	if on, _ := GateAt("MemoryManager", Release("1.36")); on == nil || !on.Removed || !GateDefault("MemoryManager", Release("1.37")) {
+		t.Errorf("MemoryManager after its removal: %+v", on)
+	}
+}

@@ -8,19 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/version"
 )
 
-// Feature gates that change how a kubelet reads checkpoints.
-const (
-	GatePodLevelResourceManagers = "PodLevelResourceManagers"
-	// GateInPlacePodVerticalScalingExclusiveCPUs only adds content (baselines); readers ignore it.
-	GateInPlacePodVerticalScalingExclusiveCPUs = "InPlacePodVerticalScalingExclusiveCPUs"
-)
-
-// gateDefaults are the defaults in every release that has the gate (both are alpha).
-var gateDefaults = map[string]bool{
-	GatePodLevelResourceManagers:               false,
-	GateInPlacePodVerticalScalingExclusiveCPUs: false,
-}
-
 // Kubelet identifies a reader: a kubelet version and the feature gates it runs with.
 type Kubelet struct {
 	Version *version.Version
@@ -91,7 +78,7 @@ func MustParseKubelet(s string) Kubelet {
 
 func allKnownGates(names []string) bool {
 	for _, n := range names {
-		if _, ok := gateDefaults[n]; !ok {
+		if _, known := GateAt(n, nil); !known {
 			return false
 		}
 	}
@@ -103,7 +90,7 @@ func (k Kubelet) Gate(name string) bool {
 	if on, ok := k.Gates[name]; ok {
 		return on
 	}
-	return gateDefaults[name]
+	return GateDefault(name, k.Version)
 }
 
 // String renders the kubelet like the vectors' reader labels: "v1.36.4+PodLevelResourceManagers".
