@@ -66,7 +66,9 @@ func canProxy(ctx context.Context, client kubernetes.Interface) (bool, string) {
 
 // withExtras asks the fetcher for what Config.Machine and Config.KubeletConfig need.
 func (r *Runner) withExtras(ctx context.Context, f *fetch.Fetcher) {
-	f.Machine = r.cfg.Machine
+	if r.cfg.Machine {
+		f.Sysfs = &sysfsDump
+	}
 	if !r.cfg.KubeletConfig {
 		return
 	}
@@ -78,6 +80,9 @@ func (r *Runner) withExtras(ctx context.Context, f *fetch.Fetcher) {
 		r.configz, r.noConfigz = nil, why
 	}
 }
+
+// sysfsDump is the machine's sysfs dump, run in the exec that reads the files.
+var sysfsDump = fetch.StderrDump{Script: machine.SysfsScript, Header: machine.SysfsHeader, End: machine.SysfsEnd, Max: machine.MaxSysfsBytes}
 
 // addExtras moves config.yaml out of the snapshot's checkpoint files and fills in the node's
 // machine and kubelet config.
