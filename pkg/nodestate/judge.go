@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
-	"strings"
 
+	"github.com/kubectl-nodestate/kubectl-nodestate/internal/text"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
 )
@@ -54,7 +54,7 @@ type Apart struct {
 // Sentence says the finding in one sentence.
 func (a Apart) Sentence() string {
 	return fmt.Sprintf("%s (%s) is written only by kubelet %s, never by the kubelet that wrote %s: another kubelet left it, and none has rewritten it since.",
-		a.File, a.Format, a.WrittenBy, joinAnd(a.Others))
+		a.File, a.Format, a.WrittenBy, text.JoinAnd(a.Others))
 }
 
 // Files collect writes beside a node's checkpoint files. NodeInfoFile is the bundle's one node
@@ -165,14 +165,6 @@ func JudgeFiles(s *fetch.Snapshot, kindOf func(path string) decode.Kind, reader 
 		rows = append(rows, TempFileRow(s.Node, p))
 	}
 	return rows, j
-}
-
-// joinAnd lists names: "a", "a and b", "a, b and c".
-func joinAnd(names []string) string {
-	if len(names) <= 1 {
-		return strings.Join(names, "")
-	}
-	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
 
 // sortedPaths orders files as decode.Files lists them, then any other path (--from-file).

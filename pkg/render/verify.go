@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/kubectl-nodestate/kubectl-nodestate/internal/text"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
 )
@@ -35,9 +36,9 @@ func Verify(w io.Writer, o Options, rows []nodestate.FileRow) error {
 		if r == nil {
 			// Never decoded (a file over the cap, a temp file, a node not read): why.
 			if o.Format == Wide {
-				t.add(row.Node, row.File(), "", string(row.Verdict()), "", "", oneLine(row.Why()))
+				t.add(row.Node, row.File(), "", string(row.Verdict()), "", "", text.OneLine(row.Why()))
 			} else {
-				t.add(row.Node, row.File(), "", string(row.Verdict()), oneLine(row.Why()))
+				t.add(row.Node, row.File(), "", string(row.Verdict()), text.OneLine(row.Why()))
 			}
 			continue
 		}
@@ -49,7 +50,7 @@ func Verify(w io.Writer, o Options, rows []nodestate.FileRow) error {
 			}
 			detail := checksumValues(r)
 			if n := len(r.Dropped); n > 0 {
-				detail += fmt.Sprintf("; %d %s dropped", n, plural(n, "entry", "entries"))
+				detail += fmt.Sprintf("; %d %s dropped", n, text.Plural(n, "entry", "entries"))
 			}
 			if r.Reader == "" {
 				detail = Meaning(r) // not judged by a kubelet: why
@@ -97,9 +98,9 @@ func Meaning(r *decode.Report) string {
 	if r.Reader == "" {
 		// Not judged by a kubelet: a node that could not be read, a temp file, an unknown file.
 		if r.Cause != "" {
-			return oneLine(r.Cause)
+			return text.OneLine(r.Cause)
 		}
-		return oneLine(r.Error)
+		return text.OneLine(r.Error)
 	}
 	k := "kubelet " + r.Reader
 	var matched, mismatched []string
@@ -150,13 +151,13 @@ func Meaning(r *decode.Report) string {
 		case len(mismatched) > 0:
 			s = strings.Join(mismatched, ", ") + " does not match: " + refuses
 			if r.Cause != "" {
-				s += " (" + oneLine(r.Cause) + ")"
+				s += " (" + text.OneLine(r.Cause) + ")"
 			}
 		case len(matched) > 0 && r.ReadBy != "":
 			// Intact, refused all the same: the judge reads the format another way, or not at all.
 			s = checked(matched) + ", but " + refuses + ": " + r.Format + " files are read by kubelet " + r.ReadBy
 		default:
-			s = refuses + ": " + oneLine(firstOf(r.Cause, r.Error))
+			s = refuses + ": " + text.OneLine(firstOf(r.Cause, r.Error))
 		}
 	case decode.NotRead:
 		s = k + " does not read this file"
@@ -164,7 +165,7 @@ func Meaning(r *decode.Report) string {
 			s += " (written by kubelet " + r.WrittenBy + ")"
 		}
 	default:
-		s = oneLine(r.Error)
+		s = text.OneLine(r.Error)
 	}
 	if r.Apart && r.WrittenBy != "" {
 		s += "; left by kubelet " + r.WrittenBy + ", never rewritten since"
@@ -188,18 +189,11 @@ func droppedClause(r *decode.Report) string {
 		why = fmt.Sprintf("replaced by entry %d", *d.ReplacedBy)
 	}
 	s := fmt.Sprintf(", but skips %d %s (pod %s container %s %s: %s",
-		len(r.Dropped), plural(len(r.Dropped), "device entry", "device entries"), d.PodUID, d.ContainerName, d.ResourceName, why)
+		len(r.Dropped), text.Plural(len(r.Dropped), "device entry", "device entries"), d.PodUID, d.ContainerName, d.ResourceName, why)
 	if len(r.Dropped) > 1 {
 		s += fmt.Sprintf("; and %d more", len(r.Dropped)-1)
 	}
 	return s + "): their devices count as free"
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 // checked says which checksums matched: "both checksums match", "dataChecksum matches".
@@ -223,5 +217,3 @@ func firstOf(s ...string) string {
 	}
 	return ""
 }
-
-func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " ") }
