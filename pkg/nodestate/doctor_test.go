@@ -1,7 +1,6 @@
 package nodestate
 
 import (
-	"context"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,18 +16,7 @@ func TestDoctorEngine(t *testing.T) {
 	if err != nil || dc.Machine == nil || dc.KubeletConfig == nil || len(notes) != 2 {
 		t.Fatalf("bundle inputs: %+v %q %v", dc, notes, err)
 	}
-	run := func(cfg Config) *NodeResult {
-		t.Helper()
-		r, err := New(context.Background(), cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var res *NodeResult
-		if err := r.Run(context.Background(), func(n *NodeResult) error { res = n; return nil }); err != nil {
-			t.Fatal(err)
-		}
-		return res
-	}
+	run := func(cfg Config) *NodeResult { return readOne(t, cfg) }
 	if res := run(Config{FromDir: dir}); res.Doctor != nil {
 		t.Errorf("doctor ran unasked: %+v", res.Doctor)
 	}

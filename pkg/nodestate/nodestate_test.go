@@ -262,18 +262,7 @@ func TestJudgeMarksDebugPods(t *testing.T) {
 // DRA file beside 1.37 files are judged by 1.37 too, and are findings; a collect bundle's
 // recorded version judges the copies.
 func TestOfflineJudgement(t *testing.T) {
-	read := func(cfg Config) *NodeResult {
-		t.Helper()
-		r, err := New(context.Background(), cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var res *NodeResult
-		if err := r.Run(context.Background(), func(n *NodeResult) error { res = n; return nil }); err != nil {
-			t.Fatal(err)
-		}
-		return res
-	}
+	read := func(cfg Config) *NodeResult { return readOne(t, cfg) }
 	broken := read(Config{FromDir: filepath.Join(repo, "examples/broken-node")})
 	j := broken.Judged
 	if j.Basis != BasisFiles || j.Kubelet.String() != decode.HomeKubelet || len(j.Apart) != 2 ||
@@ -316,4 +305,18 @@ func TestOfflineJudgement(t *testing.T) {
 	if res.Judged.Sentence() != "Judged by kubelet "+decode.HomeKubelet+": --kubelet-version." || res.Rows[0].Kubelet() != decode.HomeKubelet {
 		t.Errorf("config: %+v", res.Judged)
 	}
+}
+
+// readOne runs an offline config and returns its one result.
+func readOne(t *testing.T, cfg Config) *NodeResult {
+	t.Helper()
+	r, err := New(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res *NodeResult
+	if err := r.Run(context.Background(), func(n *NodeResult) error { res = n; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return res
 }
