@@ -19,12 +19,13 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
 )
 
 func TestLivePodSecurity(t *testing.T) {
 	node := "live-psa"
-	CreateNode(t, node, "v1.37.1", nil, KubeletDir(t, repoDirFiles(t, "examples/kubelet-root")))
+	CreateNode(t, node, decode.HomeKubelet, nil, KubeletDir(t, repoDirFiles(t, "examples/kubelet-root")))
 	expectNoLeftovers(t)
 
 	for _, level := range []string{"baseline", "restricted"} {
@@ -155,7 +156,7 @@ func bindClusterRole(t *testing.T, name, user string) {
 // can neither create a pod nor exec into one anywhere else.
 func TestLiveRBAC(t *testing.T) {
 	node := "live-rbac"
-	CreateNode(t, node, "v1.37.1", nil, KubeletDir(t, repoDirFiles(t, "examples/kubelet-root")))
+	CreateNode(t, node, decode.HomeKubelet, nil, KubeletDir(t, repoDirFiles(t, "examples/kubelet-root")))
 	other := NewNamespace(t, nil)
 	EnforcePodSecurity(t, other, "privileged") // only RBAC stands in the way there
 	sel := TestSelector(t)                     // of the test, not of a subtest
