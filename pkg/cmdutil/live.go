@@ -88,6 +88,8 @@ type ReadOptions struct {
 	// ReadMachine and ReadKubeletConfig also read each live node's machine and kubelet config
 	// (doctor, collect); see nodestate.Config.
 	ReadMachine, ReadKubeletConfig bool
+	// ReadNodeFiles also reads the device plugin sockets and CDI specs (nodestate.Config.NodeFiles).
+	ReadNodeFiles bool
 }
 
 // NewReadOptions returns ReadOptions reading live nodes through flags.

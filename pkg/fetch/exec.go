@@ -17,8 +17,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/streaming/pkg/httpstream"
-
-	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/machine"
 )
 
 // ExecFunc runs command in a container without stdin or a TTY and streams its output. It is
@@ -95,12 +93,6 @@ const collectScript = `command -v tar >/dev/null || { echo "` + noTarMarker + `"
 
 const noTarMarker = "kubectl-nodestate: no tar in the image"
 
-// collectMachineScript is collectScript after the machine's sysfs dump (machine.SysfsScript),
-// which goes to stderr with its own errors dropped: stdout stays one clean tar, and the machine
-// costs no second exec (one exec is one API request and one runtime exec on the node). Sysfs
-// paths are absolute (the host's in any container); the files stay relative.
-const collectMachineScript = `{ ` + machine.SysfsScript + `; } >&2 2>/dev/null; ` + collectScript
-
 // CollectCommand is the exec command that streams a tar of paths (relative to the working
 // directory). Each path gets a "./" prefix so none can be read as an option by test or tar.
 func CollectCommand(paths []string) []string {
@@ -109,27 +101,6 @@ func CollectCommand(paths []string) []string {
 		cmd = append(cmd, "./"+p)
 	}
 	return cmd
-}
-
-// CollectMachineCommand is CollectCommand that also prints the machine's sysfs dump on stderr.
-func CollectMachineCommand(paths []string) []string {
-	cmd := CollectCommand(paths)
-	cmd[2] = collectMachineScript
-	return cmd
-}
-
-// splitSysfs takes the sysfs dump out of the exec's stderr: the dump (from its header to its
-// end marker, or to the end of stderr if cut), and the rest, which is tar's.
-func splitSysfs(stderr string) (dump []byte, rest string) {
-	start := strings.Index(stderr, machine.SysfsHeader)
-	if start < 0 {
-		return nil, stderr
-	}
-	end := len(stderr)
-	if i := strings.Index(stderr[start:], "\n"+machine.SysfsEnd); i >= 0 {
-		end = start + i + 1 + len(machine.SysfsEnd)
-	}
-	return []byte(stderr[start:end]), stderr[:start] + stderr[end:]
 }
 
 // maxTrailer bounds what is drained after the end of the archive: tar pads its last record
@@ -151,9 +122,11 @@ func (f *Fetcher) collect(parent context.Context, pod *corev1.Pod, opts Options)
 	pr, pw := io.Pipe()
 	stderr := &cappedBuffer{max: maxStderr}
 	command := CollectCommand(f.Paths)
-	if f.Machine {
-		stderr.max += machine.MaxSysfsBytes
-		command = CollectMachineCommand(f.Paths)
+	if len(f.Dumps) > 0 {
+		for _, d := range f.Dumps {
+			stderr.max += d.Max
+		}
+		command = CollectDumpsCommand(f.Paths, f.Dumps)
 	}
 	execDone := make(chan error, 1)
 	go func() {
@@ -185,7 +158,7 @@ func (f *Fetcher) collect(parent context.Context, pod *corev1.Pod, opts Options)
 		return nil, &Error{Reason: ReasonTimeout, Short: "timeout",
 			Message: fmt.Sprintf("reading the files took longer than the exec timeout (%s)", opts.ExecTimeout), Err: execErr}
 	}
-	dump, rest := splitSysfs(stderr.String())
+	dumps, rest := splitDumps(stderr.String(), f.Dumps)
 	switch {
 	case execErr != nil:
 		return nil, execError(pod, execErr, rest)
@@ -195,7 +168,7 @@ func (f *Fetcher) collect(parent context.Context, pod *corev1.Pod, opts Options)
 		return nil, &Error{Reason: ReasonExec, Short: "no tar in image",
 			Message: fmt.Sprintf("the debug image %q has no tar; use --image with an image that has sh and tar", opts.Image)}
 	}
-	return &collected{files: files, missing: missing, warnings: stderrLines(rest), sysfs: dump}, nil
+	return &collected{files: files, missing: missing, warnings: stderrLines(rest), dumps: dumps}, nil
 }
 
 // collected is what one exec brought back.
@@ -203,7 +176,7 @@ type collected struct {
 	files    map[string][]byte
 	missing  []string
 	warnings []string // tar's stderr
-	sysfs    []byte   // the machine's sysfs dump, when asked for
+	dumps    map[string][]byte // Fetcher.Dumps' sections, by header
 }
 
 // refusedArchive tells ReadTar refusing the content (a bad entry, a size cap) from the stream

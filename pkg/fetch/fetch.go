@@ -26,8 +26,9 @@ type Fetcher struct {
 	Config  *rest.Config // for exec; unused when Exec is set
 	Options Options
 	Paths   []string // relative to Options.KubeletRootDir, e.g. "cpu_manager_state"
-	// Machine also reads the node's sysfs topology (in the same exec) into Snapshot.Sysfs.
-	Machine bool
+	// Dumps are sections printed from the node in the same exec (the machine's sysfs, ...),
+	// into Snapshot.Dumps.
+	Dumps []Dump
 
 	// Exec replaces the remote exec, for tests. Nil means RemoteExec(Client, Config).
 	Exec ExecFunc
@@ -45,7 +46,7 @@ type Snapshot struct {
 	Oversized          []string          // requested paths skipped for exceeding the per-file cap
 	TempFiles          []string          // leftover ".<digits>" files of interrupted kubelet writes
 	Pods               *PodIndex         // the node's pods, to name pod UIDs and container IDs
-	Sysfs              []byte            // the machine's sysfs dump (machine.FromSysfs), if asked for
+	Dumps              map[string][]byte // the sections Fetcher.Dumps asked for, by header
 	Warnings           []string          // non-fatal: tar's stderr, a failed pod index or deletion
 }
 
@@ -196,7 +197,7 @@ func (f *Fetcher) fetch(ctx context.Context, node NodeInfo, pw *podWatch) (nf *S
 		Files:          got.files,
 		Missing:        got.missing,
 		Warnings:       got.warnings,
-		Sysfs:          got.sysfs,
+		Dumps:          got.dumps,
 	}
 	if missed {
 		nf.Warnings = append(nf.Warnings, fmt.Sprintf("the pod watch did not report debug pod %s running; found it running after %s",

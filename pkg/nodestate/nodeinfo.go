@@ -66,7 +66,7 @@ func canProxy(ctx context.Context, client kubernetes.Interface) (bool, string) {
 
 // withExtras asks the fetcher for what Config.Machine and Config.KubeletConfig need.
 func (r *Reader) withExtras(ctx context.Context, f *fetch.Fetcher) {
-	f.Machine = r.cfg.Machine
+	f.Dumps = r.dumps()
 	if !r.cfg.KubeletConfig {
 		return
 	}
@@ -87,10 +87,10 @@ func (r *Reader) addExtras(ctx context.Context, res *NodeResult) {
 		return
 	}
 	if r.cfg.Machine {
-		if s.Sysfs == nil {
+		if dump := s.Dumps[machine.SysfsHeader]; dump == nil {
 			res.MachineErr = fmt.Errorf("the debug pod printed no sysfs dump")
 		} else {
-			res.Machine, res.MachineErr = machine.FromSysfs(s.Sysfs)
+			res.Machine, res.MachineErr = machine.FromSysfs(dump)
 		}
 	}
 	if !r.cfg.KubeletConfig {

@@ -56,6 +56,10 @@ type Config struct {
 	// server when the user may already GET nodes/proxy, else config.yaml from the kubelet
 	// root dir (NodeResult.KubeletConfig).
 	KubeletConfig bool
+	// NodeFiles also reads each node's device plugin sockets and CDI specs (NodeResult's
+	// NodeFiles): live, in the same exec, with the CDI dirs mounted read-only; offline, from a
+	// bundle's files.
+	NodeFiles bool
 	// Configz replaces the GET of configz through the API server, for tests.
 	Configz ConfigzFunc
 
@@ -99,6 +103,8 @@ type NodeResult struct {
 	KubeletConfigFrom string
 	// KubeletConfigNote says why configz was not used, or why there is no config at all.
 	KubeletConfigNote string
+	// NodeFiles are the sockets and CDI specs (Config.NodeFiles).
+	NodeFiles
 }
 
 // Warnings are the non-fatal problems of the read.
@@ -147,6 +153,9 @@ func New(ctx context.Context, cfg Config) (*Reader, error) {
 	}
 	opts := cfg.Fetch
 	opts.KubeletRootDir = cfg.KubeletRootDir
+	if cfg.NodeFiles {
+		opts.HostDirs = append(opts.HostDirs, cdiHostDirs()...)
+	}
 	r.fetcher = &fetch.Fetcher{Client: cfg.Client, Config: cfg.RESTConfig, Paths: decode.Paths(), Options: opts, Exec: cfg.Exec}
 	if err := r.fetcher.Validate(); err != nil {
 		return nil, err
@@ -187,7 +196,9 @@ func (r *Reader) Run(ctx context.Context, each func(*NodeResult) error) error {
 		if err != nil {
 			return err
 		}
-		return each(r.judge(snap))
+		res := r.judge(snap)
+		r.offlineExtras(res)
+		return each(res)
 	}
 	// Reading extras and judging happen in each node's worker, concurrently; only each is
 	// called one node at a time.
@@ -208,6 +219,9 @@ func (r *Reader) Run(ctx context.Context, each func(*NodeResult) error) error {
 		res = r.judge(fr.Files)
 		res.Machine, res.MachineErr = extras.Machine, extras.MachineErr
 		res.KubeletConfig, res.KubeletConfigFrom, res.KubeletConfigNote = extras.KubeletConfig, extras.KubeletConfigFrom, extras.KubeletConfigNote
+		if r.cfg.NodeFiles {
+			res.NodeFiles = readNodeFiles(fr.Files)
+		}
 		return res
 	}
 	fetch.FetchNodesThen(ctx, r.fetcher, r.infos, r.cfg.Concurrency, work, func(res *NodeResult) {
@@ -239,10 +253,11 @@ func failureReason(err error) string {
 // loadOffline reads FromDir or FromFile.
 func (r *Reader) loadOffline() (*fetch.Snapshot, error) {
 	if r.cfg.FromDir != "" {
-		snap, err := local.Read(r.cfg.FromDir, append(decode.Paths(), NodeInfoFile), local.DefaultLimits)
+		snap, err := local.Read(r.cfg.FromDir, append(decode.Paths(), bundleFiles()...), local.DefaultLimits)
 		if err != nil {
 			return nil, err
 		}
+		takeBundleDumps(snap)
 		// A collect bundle records the node's kubelet version: it judges the copies.
 		if b, ok := snap.Files[NodeInfoFile]; ok {
 			delete(snap.Files, NodeInfoFile)
