@@ -175,7 +175,7 @@ func (f *Fetcher) collect(parent context.Context, pod *corev1.Pod, opts Options)
 type collected struct {
 	files    map[string][]byte
 	missing  []string
-	warnings []string // tar's stderr
+	warnings []string          // tar's stderr
 	dumps    map[string][]byte // Fetcher.Dumps' sections, by header
 }
 

@@ -157,4 +157,3 @@ func TestCollectScriptNoRoot(t *testing.T) {
 		}
 	}
 }
-
