@@ -3,6 +3,7 @@ package nodestate
 import (
 	"fmt"
 
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/doctor"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/machine"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodefs"
@@ -60,6 +61,9 @@ type NodeFiles struct {
 	SocketsErr error
 	CDI        *nodefs.Registry
 	CDIErr     error
+	// Claims are the prepared claims' ResourceClaims (live), or why not in ClaimsSkipped.
+	Claims        map[string]doctor.ClaimStatus
+	ClaimsSkipped string
 }
 
 // readNodeFiles parses the sections of s (from the debug pod, or a bundle's files).

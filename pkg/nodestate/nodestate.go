@@ -268,6 +268,9 @@ func (r *Reader) loadOffline() (*fetch.Snapshot, error) {
 				snap.KubeletVersion = info.KubeletVersion
 				snap.KubeletVersionFrom = fmt.Sprintf("node %s's version, recorded by collect in %s", info.Node, NodeInfoFile)
 			}
+			if err == nil && info.Devices != nil {
+				snap.Devices = *info.Devices
+			}
 		}
 		return snap, nil
 	}
