@@ -117,3 +117,28 @@ func (n *NodeResult) nodeFacts() *doctor.NodeFacts {
 	f.Claims = n.Claims
 	return f
 }
+
+// addClaims reads the ResourceClaims of res's prepared claims (live, Config.NodeFiles). The
+// API version is picked once per Reader.
+func (r *Reader) addClaims(ctx context.Context, res *NodeResult) {
+	var reports []*decode.Report
+	for _, row := range res.Rows {
+		reports = append(reports, row.Report)
+	}
+	claims := draClaims(reports)
+	if len(claims) == 0 {
+		return
+	}
+	r.claimsOnce.Do(func() { r.getClaim, r.noClaims = claimsAPI(r.cfg.Client) })
+	if r.getClaim == nil {
+		res.ClaimsSkipped = r.noClaims
+		return
+	}
+	res.Claims, res.ClaimsSkipped = readClaims(ctx, r.getClaim, claims)
+}
+
+// offlineClaims says why a copy's claims are not checked.
+const offlineClaims = "the files were read offline, and ResourceClaims are the API server's (read the node live)"
+
+// NodeFacts is what doctor compares the node's files with (nil parts unknown).
+func (n *NodeResult) NodeFacts() *doctor.NodeFacts { return n.nodeFacts() }

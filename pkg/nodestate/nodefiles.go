@@ -116,7 +116,7 @@ func takeBundleDumps(s *fetch.Snapshot) {
 // dump (the collect script writes no machine.json), the sockets and CDI specs.
 func (r *Reader) offlineExtras(res *NodeResult) {
 	s := res.Snapshot
-	if s == nil || s.Dumps == nil {
+	if s == nil {
 		return
 	}
 	if dump := s.Dumps[machine.SysfsHeader]; dump != nil {
@@ -124,6 +124,7 @@ func (r *Reader) offlineExtras(res *NodeResult) {
 	}
 	if r.cfg.NodeFiles {
 		res.NodeFiles = readNodeFiles(s)
+		res.ClaimsSkipped = offlineClaims
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"sync"
 	"sync/atomic"
 
 	"k8s.io/client-go/kubernetes"
@@ -135,6 +136,10 @@ type Reader struct {
 	// configz reads a node's configz, nil when the user may not (noConfigz says why).
 	configz   ConfigzFunc
 	noConfigz string
+	// getClaim gets a ResourceClaim, nil when the server serves none (noClaims says so).
+	claimsOnce sync.Once
+	getClaim   claimGetter
+	noClaims   string
 }
 
 // New checks the config and, for live nodes, lists them when AllNodes is set.
@@ -221,6 +226,7 @@ func (r *Reader) Run(ctx context.Context, each func(*NodeResult) error) error {
 		res.KubeletConfig, res.KubeletConfigFrom, res.KubeletConfigNote = extras.KubeletConfig, extras.KubeletConfigFrom, extras.KubeletConfigNote
 		if r.cfg.NodeFiles {
 			res.NodeFiles = readNodeFiles(fr.Files)
+			r.addClaims(ctx, res)
 		}
 		return res
 	}

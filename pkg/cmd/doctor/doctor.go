@@ -103,7 +103,7 @@ func (o *Options) Complete(args []string) error {
 		return err
 	}
 	// Live nodes bring their own machine and config, unless the flags give the ones to be.
-	o.ReadMachine, o.ReadKubeletConfig = o.MachineFile == "", o.ConfigFile == ""
+	o.ReadMachine, o.ReadKubeletConfig, o.ReadNodeFiles = o.MachineFile == "", o.ConfigFile == "", true
 	bundle := map[string][]byte{}
 	if o.Source.FromDir != "" && (o.MachineFile == "" || o.ConfigFile == "") {
 		want := append([]string{bundleMachine}, bundleConfigs...)
@@ -275,7 +275,13 @@ func (o *Options) nodeConfig(n *nodestate.NodeResult) *doctor.KubeletConfig {
 // its pods, for the stale-entry checks. The plugin's own debug pods count as live: the files
 // still list the one that just read them, and it is no finding.
 func (o *Options) liveInputs(n *nodestate.NodeResult, in *doctor.Input) {
+	in.Node = n.NodeFacts()
 	if n.Node == "" {
+		// A bundle of the collect script has the raw sysfs dump, not machine.json.
+		if in.Machine == nil && n.Machine != nil {
+			in.Machine = n.Machine
+			fmt.Fprintf(o.ErrOut, "using machine: %s: %s\n", nodestate.SysfsFile, n.Machine.Summary())
+		}
 		return
 	}
 	if in.Machine == nil {
