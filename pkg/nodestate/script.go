@@ -61,8 +61,10 @@ const collectScript = `#!/bin/sh
 # It only reads: the checkpoint files and config.yaml of the kubelet root dir, the CPU and
 # NUMA topology from sysfs, the device plugin sockets, the CDI spec files; and it asks the
 # kubelet binary for its version. Environment: KUBELET_ROOT_DIR (default @ROOT@), NODE_NAME
-# (default: the hostname), KUBELET (the kubelet binary; default: kubelet on PATH), HOST_ROOT
-# (where the node's / is, for the CDI dirs: from a rescue system, the node's disk; default /).
+# (default: the hostname), KUBELET (the kubelet binary; default: kubelet on PATH),
+# KUBELET_CONFIG (the kubelet's --config file; default: config.yaml in the root dir, where
+# kubeadm writes it), HOST_ROOT (where the node's / is, for the CDI dirs: from a rescue system,
+# the node's disk; default /).
 set -u
 umask 077
 root=${KUBELET_ROOT_DIR:-@ROOT@}
@@ -76,6 +78,9 @@ cd "$root" || { echo "kubectl-nodestate: no kubelet root dir $root: set KUBELET_
 # The checkpoint files and config.yaml: the debug pod's own tar, unpacked into the bundle.
 sh -c @COLLECT@ sh @FILES@ | (cd "$out" && tar -xf - 2>/dev/null)
 [ ! -f "$out/@CONFIG@" ] || mv "$out/@CONFIG@" "$out/@CONFIGFILE@"
+if [ -n "${KUBELET_CONFIG:-}" ]; then
+  cat "$KUBELET_CONFIG" >"$out/@CONFIGFILE@" || exit 1
+fi
 # The debug pod's own sections: sysfs, device plugin sockets, CDI specs.
 @DUMPS@# node.json: the node and its kubelet's version, as collect records them.
 clean() { printf '%s' "$1" | tr -cd 'A-Za-z0-9._+-'; }

@@ -144,6 +144,32 @@ func TestCollectScriptPaths(t *testing.T) {
 	}
 }
 
+// KUBELET_CONFIG names a kubelet config kept outside the root dir (the kubelet's --config).
+func TestCollectScriptKubeletConfig(t *testing.T) {
+	node := recordedNode(t)
+	config := filepath.Join(t.TempDir(), "kubelet.yaml")
+	if err := os.WriteFile(config, []byte("kind: KubeletConfiguration\ncpuManagerPolicy: static\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, sh := range scriptShells(t) {
+		cmd := sh(CollectScript("", "test"))
+		cmd.Env = append(cmd.Env, "KUBELET_ROOT_DIR="+filepath.Join(node, "kubelet"), "KUBELET_CONFIG="+config, "NODE_NAME=w", "TMPDIR="+t.TempDir())
+		var stdout bytes.Buffer
+		cmd.Stdout = &stdout
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		bundle := filepath.Join(t.TempDir(), "b.tar.gz")
+		if err := os.WriteFile(bundle, stdout.Bytes(), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		snap, err := local.Read(bundle, []string{ConfigYAMLFile}, local.DefaultLimits)
+		if err != nil || !strings.Contains(string(snap.Files[ConfigYAMLFile]), "cpuManagerPolicy: static") {
+			t.Errorf("%s: config %q %v", name, snap.Files[ConfigYAMLFile], err)
+		}
+	}
+}
+
 // A root dir that is not there: a clear message, exit 1, nothing on stdout.
 func TestCollectScriptNoRoot(t *testing.T) {
 	for name, sh := range scriptShells(t) {

@@ -39,7 +39,9 @@ func TestCollectScriptKubeletStopped(t *testing.T) {
 		for _, sh := range shells {
 			bundle := filepath.Join(dir, filepath.Base(sh[0])+".tar.gz")
 			cmd := exec.Command(sh[0], append(sh[1:], script)...)
-			cmd.Env = append(os.Environ(), "KUBELET="+filepath.Join(node.ToolsBin, "kubelet"), "NODE_NAME="+node.Name)
+			cmd.Env = append(os.Environ(), "KUBELET="+filepath.Join(node.ToolsBin, "kubelet"), "NODE_NAME="+node.Name,
+				// This kubelet's --config is not config.yaml in its root dir (kubeadm's place).
+				"KUBELET_CONFIG="+node.KubeletConfig)
 			var out, errb bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &errb
 			if err := cmd.Run(); err != nil {

@@ -172,7 +172,7 @@ func TestDevicePluginGone(t *testing.T) {
 		t.Errorf("healthy node: device findings %q\n%s", got, r)
 	}
 	devs := nodestate(t, "devices", "--kubelet-root-dir", devicePluginRoot)
-	if !strings.Contains(devs.stdout, string(p.UID)) || !strings.Contains(devs.stdout, widget) {
+	if !strings.Contains(devs.stdout, ns+"/"+p.Name) || !strings.Contains(devs.stdout, widget) {
 		t.Errorf("devices does not show the pod's widget:\n%s", devs)
 	}
 
