@@ -181,6 +181,7 @@ func TestDevicePluginGone(t *testing.T) {
 		waitDevices(t, 2, 0) // PluginDisconnected: every device unhealthy
 		d, r := doctorDevices()
 		got := deviceFindings(d)
+		t.Logf("device findings: %q", got)
 		if !hasAll(got, "error device-plugin-disconnected "+widget, "error device-plugin-gone "+widget) || r.code != 1 {
 			t.Errorf("findings %q, exit %d\n%s", got, r.code, r)
 		}
@@ -200,6 +201,7 @@ func TestDevicePluginGone(t *testing.T) {
 		waitDevices(t, 0, 0)
 		d, r := doctorDevices()
 		got := deviceFindings(d)
+		t.Logf("device findings: %q", got)
 		if !hasAll(got, "error device-not-advertised "+widget, "error device-plugin-gone "+widget, "warning stale-pod pod "+string(p.UID)) || r.code != 1 {
 			t.Errorf("findings %q, exit %d\n%s", got, r.code, r)
 		}
