@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kubectl-nodestate/kubectl-nodestate/internal/text"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 )
 
@@ -113,7 +114,7 @@ func deviceNodeFindings(in Input, res *Result) []Finding {
 	}
 	if len(plugins) == 0 {
 		out = append(out, Finding{Severity: SeverityError, Check: "device-plugin-gone", File: rep.File, Entry: strings.Join(resources, ","),
-			Message: fmt.Sprintf("the checkpoint registers devices of %s, but %s holds no device plugin socket: every plugin serves the kubelet through its socket there, so none runs; the kubelet advertises none of them once it restarts, or 5 minutes after the plugin left", joinWords(resources), devicePluginDir(in)),
+			Message: fmt.Sprintf("the checkpoint registers devices of %s, but %s holds no device plugin socket: every plugin serves the kubelet through its socket there, so none runs; the kubelet advertises none of them once it restarts, or 5 minutes after the plugin left", text.JoinAnd(resources), devicePluginDir(in)),
 			Fix:     "start the device plugins of this node (their DaemonSet pods); if these resources are retired, drain the pods holding them"})
 	}
 	if !kubelet {
@@ -130,16 +131,14 @@ func decodedDevices(rep *decode.Report) (*decode.DeviceState, bool) {
 	if rep == nil {
 		return nil, false
 	}
-	ds, ok := rep.Decoded.(*decode.DeviceState)
-	return ds, ok && ds != nil
+	return rep.Decoded.Devices, rep.Decoded.Devices != nil
 }
 
 func decodedDRA(rep *decode.Report) (*decode.DRAState, bool) {
 	if rep == nil {
 		return nil, false
 	}
-	st, ok := rep.Decoded.(*decode.DRAState)
-	return st, ok && st != nil
+	return rep.Decoded.DRA, rep.Decoded.DRA != nil
 }
 
 // draNodeFindings checks each prepared claim against its ResourceClaim and against the CDI
@@ -251,8 +250,8 @@ func healthFindings(in Input) []Finding {
 	if rep == nil {
 		return nil
 	}
-	hs, ok := rep.Decoded.(*decode.DRAHealthState)
-	if !ok || hs == nil {
+	hs := rep.Decoded.DRAHealth
+	if hs == nil {
 		return nil
 	}
 	users := map[string][]string{} // driver/pool/device -> claims

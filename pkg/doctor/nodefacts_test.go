@@ -32,9 +32,9 @@ func healthyNode() Input {
 		"node-1/gpu-1": {PoolName: "node-1", DeviceName: "gpu-1", Health: "Healthy", LastUpdated: time.Unix(0, 0)}}}}
 	return Input{
 		Files: []*decode.Report{
-			{Kind: decode.KindDevices, File: "device-plugins/kubelet_internal_checkpoint", Verdict: decode.Valid, Decoded: devs},
-			{Kind: decode.KindDRA, File: "dra_manager_state", Verdict: decode.Valid, Decoded: dra},
-			{Kind: decode.KindDRAHealth, File: "dra_health_state", Verdict: decode.Valid, Decoded: health},
+			{Kind: decode.KindDevices, File: "device-plugins/kubelet_internal_checkpoint", Verdict: decode.Valid, Decoded: decode.Model{Devices: devs}},
+			{Kind: decode.KindDRA, File: "dra_manager_state", Verdict: decode.Valid, Decoded: decode.Model{DRA: dra}},
+			{Kind: decode.KindDRAHealth, File: "dra_health_state", Verdict: decode.Valid, Decoded: decode.Model{DRAHealth: health}},
 		},
 		LivePods: map[string]bool{podA: true},
 		Node: &NodeFacts{
@@ -105,12 +105,12 @@ func TestNodeFactsFaults(t *testing.T) {
 		{"CDI spec unreadable", func(in *Input) { in.Node.CDIProblems = []string{"/etc/cdi/x.yaml: no cdiVersion"} },
 			"warning cdi-spec-unreadable", "no cdiVersion"},
 		{"device unhealthy", func(in *Input) {
-			h := fileOf(in.Files, decode.KindDRAHealth).Decoded.(*decode.DRAHealthState)
+			h := fileOf(in.Files, decode.KindDRAHealth).Decoded.DRAHealth
 			msg := "ECC errors"
 			h.Drivers["gpu.example.com"]["node-1/gpu-1"] = decode.DRADeviceHealth{PoolName: "node-1", DeviceName: "gpu-1", Health: "Unhealthy", Message: &msg}
 		}, "warning dra-device-unhealthy", "ECC errors; claims prepared on it: ml/gpu"},
 		{"device held twice", func(in *Input) {
-			ds := fileOf(in.Files, decode.KindDevices).Decoded.(*decode.DeviceState)
+			ds := fileOf(in.Files, decode.KindDevices).Decoded.Devices
 			in.LivePods[podB] = true
 			ds.PodDeviceEntries = append(ds.PodDeviceEntries, decode.DeviceEntry{PodUID: podB, ContainerName: "c", ResourceName: "example.com/gpu",
 				DevicesPerNUMA: map[int64][]string{0: {"gpu-0"}}})

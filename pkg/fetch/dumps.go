@@ -4,12 +4,12 @@ import (
 	"strings"
 )
 
-// Dump is a text section that a shell script prints from the node in the same exec as the tar
-// (one exec is one API request and one runtime exec on the node): the machine's sysfs, the
+// A StderrDump is a text section a script prints from the node in the same exec as the files'
+// tar (one exec is one API request and one runtime exec on the node): the machine's sysfs, the
 // device plugin sockets, the CDI specs. The exec sends it on stderr, so stdout stays one clean
 // tar. Package fetch only carries it: the script and its parser belong to the package that
-// reads it (machine.SysfsScript, package nodefs).
-type Dump struct {
+// reads it (nodestate passes machine's and nodefs'; fetch knows neither).
+type StderrDump struct {
 	// Header is the section's first line, which its Script prints first and which keys
 	// Snapshot.Dumps; End is its last line.
 	Header, End string
@@ -21,7 +21,7 @@ type Dump struct {
 
 // dumpsScript runs each dump's script, its output to stderr and its errors dropped, before
 // collectScript.
-func dumpsScript(dumps []Dump) string {
+func dumpsScript(dumps []StderrDump) string {
 	var b strings.Builder
 	for _, d := range dumps {
 		b.WriteString("{ " + d.Script + "; } >&2 2>/dev/null; ")
@@ -30,7 +30,7 @@ func dumpsScript(dumps []Dump) string {
 }
 
 // CollectDumpsCommand is CollectCommand that also prints dumps on stderr.
-func CollectDumpsCommand(paths []string, dumps []Dump) []string {
+func CollectDumpsCommand(paths []string, dumps []StderrDump) []string {
 	cmd := CollectCommand(paths)
 	cmd[2] = dumpsScript(dumps)
 	return cmd
@@ -38,7 +38,7 @@ func CollectDumpsCommand(paths []string, dumps []Dump) []string {
 
 // splitDumps takes each dump out of the exec's stderr: the section from its header line to its
 // end line (or to the end of stderr if cut), keyed by header, and the rest, which is tar's.
-func splitDumps(stderr string, dumps []Dump) (map[string][]byte, string) {
+func splitDumps(stderr string, dumps []StderrDump) (map[string][]byte, string) {
 	var got map[string][]byte
 	for _, d := range dumps {
 		start := strings.Index(stderr, d.Header)

@@ -17,6 +17,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/streaming/pkg/httpstream"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/internal/text"
 )
 
 // ExecFunc runs command in a container without stdin or a TTY and streams its output. It is
@@ -201,8 +203,8 @@ func execError(pod *corev1.Pod, err error, stderr string) error {
 	if errors.As(explained, &fe) && fe.Reason != ReasonAPI {
 		return explained
 	}
-	msg := "exec into debug pod " + pod.Namespace + "/" + pod.Name + " failed: " + oneLine(err.Error())
-	if s := oneLine(stderr); s != "" {
+	msg := "exec into debug pod " + pod.Namespace + "/" + pod.Name + " failed: " + text.OneLine(err.Error())
+	if s := text.OneLine(stderr); s != "" {
 		msg += " (stderr: " + s + ")"
 	}
 	if strings.Contains(err.Error(), "executable file not found") {

@@ -138,7 +138,7 @@ func TestCollectCommandNoTar(t *testing.T) {
 // The machine variant, with real shells on this machine's sysfs: stdout is still exactly the
 // tar, the dump sits on stderr between its markers and parses, and tar's own complaint (an
 // unreadable file) stays apart from it.
-func TestCollectMachineCommand(t *testing.T) {
+func TestCollectDumpCommand(t *testing.T) {
 	if _, err := os.Stat("/sys/devices/system/cpu/online"); err != nil {
 		t.Skip("no sysfs here")
 	}
@@ -149,7 +149,7 @@ func TestCollectMachineCommand(t *testing.T) {
 	paths := []string{"cpu_manager_state", "memory_manager_state"}
 	for name, command := range shells(t) {
 		t.Run(name, func(t *testing.T) {
-			cmd := command(CollectDumpsCommand(paths, []Dump{sysfsDump}))
+			cmd := command(CollectDumpsCommand(paths, []StderrDump{sysfsDump}))
 			cmd.Dir = dir
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -163,7 +163,7 @@ func TestCollectMachineCommand(t *testing.T) {
 			if string(files["cpu_manager_state"]) != `{"policyName":"none"}` || len(missing) != 1 {
 				t.Errorf("files %q, missing %q", files, missing)
 			}
-			dumps, rest := splitDumps("tar: before\n"+stderr.String()+"tar: after\n", []Dump{sysfsDump})
+			dumps, rest := splitDumps("tar: before\n"+stderr.String()+"tar: after\n", []StderrDump{sysfsDump})
 			dump := dumps[machine.SysfsHeader]
 			if diff := cmp.Diff([]string{"tar: before", "tar: after"}, stderrLines(rest)); diff != "" {
 				t.Errorf("stderr without the dump (-want +got):\n%s", diff)
@@ -179,13 +179,14 @@ func TestCollectMachineCommand(t *testing.T) {
 	}
 }
 
-var sysfsDump = Dump{Header: machine.SysfsHeader, End: machine.SysfsEnd, Script: machine.SysfsScript, Max: machine.MaxSysfsBytes}
+// sysfsDump is the dump nodestate passes: package machine's.
+var sysfsDump = StderrDump{Header: machine.SysfsHeader, End: machine.SysfsEnd, Script: machine.SysfsScript, Max: machine.MaxSysfsBytes}
 
 // A second section beside the sysfs one, each with its end line: both come out whole.
 func TestSplitDumps(t *testing.T) {
-	other := Dump{Header: "@@other v1", End: "@@end"}
+	other := StderrDump{Header: "@@other v1", End: "@@end"}
 	in := "tar: a\n" + machine.SysfsHeader + "\ncpu/online:0\n@@end\n@@other v1\nx\n@@end\ntar: b\n"
-	got, rest := splitDumps(in, []Dump{sysfsDump, other})
+	got, rest := splitDumps(in, []StderrDump{sysfsDump, other})
 	if string(got[machine.SysfsHeader]) != machine.SysfsHeader+"\ncpu/online:0\n@@end" || string(got[other.Header]) != "@@other v1\nx\n@@end" {
 		t.Errorf("dumps %q", got)
 	}
@@ -194,17 +195,17 @@ func TestSplitDumps(t *testing.T) {
 	}
 }
 
-func TestSplitSysfs(t *testing.T) {
+func TestSplitDump(t *testing.T) {
 	for _, tc := range []struct{ in, dump, rest string }{
 		{"tar: x\n", "", "tar: x\n"},
 		{machine.SysfsHeader + "\ncpu/online:0\n" + machine.SysfsEnd + "\ntar: x\n", machine.SysfsHeader + "\ncpu/online:0\n" + machine.SysfsEnd, "\ntar: x\n"},
 		// Cut by the stderr cap: all of it is the dump, which FromSysfs then calls cut short.
 		{"a\n" + machine.SysfsHeader + "\ncpu/onl", machine.SysfsHeader + "\ncpu/onl", "a\n"},
 	} {
-		dumps, rest := splitDumps(tc.in, []Dump{sysfsDump})
+		dumps, rest := splitDumps(tc.in, []StderrDump{sysfsDump})
 		dump := dumps[machine.SysfsHeader]
 		if string(dump) != tc.dump || rest != tc.rest {
-			t.Errorf("splitSysfs(%q) = %q, %q; want %q, %q", tc.in, dump, rest, tc.dump, tc.rest)
+			t.Errorf("splitDumps(%q) = %q, %q; want %q, %q", tc.in, dump, rest, tc.dump, tc.rest)
 		}
 	}
 }

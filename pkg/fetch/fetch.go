@@ -28,7 +28,7 @@ type Fetcher struct {
 	Paths   []string // relative to Options.KubeletRootDir, e.g. "cpu_manager_state"
 	// Dumps are sections printed from the node in the same exec (the machine's sysfs, ...),
 	// into Snapshot.Dumps.
-	Dumps []Dump
+	Dumps []StderrDump
 
 	// Exec replaces the remote exec, for tests. Nil means RemoteExec(Client, Config).
 	Exec ExecFunc

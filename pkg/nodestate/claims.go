@@ -94,7 +94,7 @@ func draClaims(reports []*decode.Report) []decode.DRAClaim {
 		if r == nil || r.Kind != decode.KindDRA {
 			continue
 		}
-		if st, ok := r.Decoded.(*decode.DRAState); ok && st != nil {
+		if st := r.Decoded.DRA; st != nil {
 			return st.Claims
 		}
 	}
@@ -120,7 +120,7 @@ func (n *NodeResult) nodeFacts() *doctor.NodeFacts {
 
 // addClaims reads the ResourceClaims of res's prepared claims (live, Config.NodeFiles). The
 // API version is picked once per Reader.
-func (r *Reader) addClaims(ctx context.Context, res *NodeResult) {
+func (r *Runner) addClaims(ctx context.Context, res *NodeResult) {
 	var reports []*decode.Report
 	for _, row := range res.Rows {
 		reports = append(reports, row.Report)

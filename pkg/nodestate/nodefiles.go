@@ -9,7 +9,7 @@ import (
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodefs"
 )
 
-// The sections a node's read prints beside its files (fetch.Dump), and their names in a bundle:
+// The sections a node's read prints beside its files (fetch.StderrDump), and their names in a bundle:
 // collect writes each raw beside the files, and so does the collect script run on a node, so an
 // offline read finds what a live one had.
 const (
@@ -29,7 +29,7 @@ func cdiHostDirs() []fetch.HostDir {
 // bundleDump is one section and its bundle file.
 type bundleDump struct {
 	File string
-	Dump fetch.Dump
+	Dump fetch.StderrDump
 	// machine: asked for by Config.Machine; else by Config.NodeFiles.
 	machine bool
 }
@@ -37,15 +37,15 @@ type bundleDump struct {
 // bundleDumps are the sections, with the CDI dirs where the script finds them.
 func bundleDumps(cdi []nodefs.CDIDir) []bundleDump {
 	return []bundleDump{
-		{File: SysfsFile, machine: true, Dump: fetch.Dump{Header: machine.SysfsHeader, End: machine.SysfsEnd, Script: machine.SysfsScript, Max: machine.MaxSysfsBytes}},
-		{File: SocketsFile, Dump: fetch.Dump{Header: nodefs.SocketsHeader, End: nodefs.End, Script: nodefs.SocketsScript, Max: nodefs.MaxSocketsBytes}},
-		{File: CDIFile, Dump: fetch.Dump{Header: nodefs.CDIHeader, End: nodefs.End, Script: nodefs.CDIScript(cdi), Max: nodefs.MaxCDIBytes}},
+		{File: SysfsFile, machine: true, Dump: sysfsDump},
+		{File: SocketsFile, Dump: fetch.StderrDump{Header: nodefs.SocketsHeader, End: nodefs.End, Script: nodefs.SocketsScript, Max: nodefs.MaxSocketsBytes}},
+		{File: CDIFile, Dump: fetch.StderrDump{Header: nodefs.CDIHeader, End: nodefs.End, Script: nodefs.CDIScript(cdi), Max: nodefs.MaxCDIBytes}},
 	}
 }
 
 // dumps are the sections the config asks the debug pod for.
-func (r *Reader) dumps() []fetch.Dump {
-	var out []fetch.Dump
+func (r *Runner) dumps() []fetch.StderrDump {
+	var out []fetch.StderrDump
 	for _, d := range bundleDumps(cdiDirs) {
 		if (d.machine && r.cfg.Machine) || (!d.machine && r.cfg.NodeFiles) {
 			out = append(out, d.Dump)
@@ -114,7 +114,7 @@ func takeBundleDumps(s *fetch.Snapshot) {
 
 // offlineExtras fills in what a bundle's section files say: the machine from the raw sysfs
 // dump (the collect script writes no machine.json), the sockets and CDI specs.
-func (r *Reader) offlineExtras(res *NodeResult) {
+func (r *Runner) offlineExtras(res *NodeResult) {
 	s := res.Snapshot
 	if s == nil {
 		return
