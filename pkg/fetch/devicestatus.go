@@ -7,16 +7,19 @@ import (
 )
 
 // DeviceStatus is a node's extended resources in its status (what device plugins advertise
-// through the kubelet), in whole units; nil maps when the node was not read live.
+// through the kubelet), in whole units.
 type DeviceStatus struct {
 	Capacity    map[string]int64 `json:"capacity,omitempty"`
 	Allocatable map[string]int64 `json:"allocatable,omitempty"`
 }
 
+// noDevices is every node without extended resources: most nodes, so a listed cluster keeps
+// one pointer a node for them.
+var noDevices = &DeviceStatus{}
+
 // deviceStatus keeps the extended resources of node's status: a few entries, kept so the
 // device checkpoint can be compared with what the node advertises.
-func deviceStatus(node *corev1.Node) DeviceStatus {
-	var ds DeviceStatus
+func deviceStatus(node *corev1.Node) *DeviceStatus {
 	keep := func(list corev1.ResourceList) map[string]int64 {
 		var out map[string]int64
 		for name, q := range list {
@@ -30,12 +33,9 @@ func deviceStatus(node *corev1.Node) DeviceStatus {
 		}
 		return out
 	}
-	ds.Capacity, ds.Allocatable = keep(node.Status.Capacity), keep(node.Status.Allocatable)
-	if ds.Capacity == nil {
-		ds.Capacity = map[string]int64{}
-	}
-	if ds.Allocatable == nil {
-		ds.Allocatable = map[string]int64{}
+	ds := &DeviceStatus{Capacity: keep(node.Status.Capacity), Allocatable: keep(node.Status.Allocatable)}
+	if ds.Capacity == nil && ds.Allocatable == nil {
+		return noDevices
 	}
 	return ds
 }

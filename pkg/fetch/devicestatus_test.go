@@ -18,7 +18,10 @@ func TestDeviceStatus(t *testing.T) {
 	node := &corev1.Node{Status: corev1.NodeStatus{Capacity: list, Allocatable: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("0")}}}
 	got := deviceStatus(node)
 	want := DeviceStatus{Capacity: map[string]int64{"nvidia.com/gpu": 32, "example.com/fpga": 0}, Allocatable: map[string]int64{"nvidia.com/gpu": 0}}
-	if !reflect.DeepEqual(got, want) {
+	if !reflect.DeepEqual(*got, want) {
 		t.Errorf("got %+v, want %+v", got, want)
+	}
+	if got := deviceStatus(&corev1.Node{}); got != noDevices {
+		t.Errorf("a node without extended resources: %+v", got)
 	}
 }

@@ -41,7 +41,7 @@ type Snapshot struct {
 	Source             string            // the directory, archive or file copied files came from
 	KubeletVersion     string            // status.nodeInfo.kubeletVersion: picks the format rules
 	KubeletVersionFrom string            // for copies, where KubeletVersion was recorded (collect's node.json)
-	Devices            DeviceStatus      // the node's extended resources, as its status says (live)
+	Devices            *DeviceStatus     // the node's extended resources, as its status says; nil: unknown
 	Files              map[string][]byte // requested path -> content
 	Missing            []string          // requested paths that are not regular files on the node
 	Oversized          []string          // requested paths skipped for exceeding the per-file cap

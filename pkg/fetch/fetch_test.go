@@ -74,7 +74,7 @@ func TestFetch(t *testing.T) {
 		Node:           "n1",
 		KubeletVersion: "v1.36.3",
 		// Read live: known, and empty (the node has no extended resources).
-		Devices: DeviceStatus{Capacity: map[string]int64{}, Allocatable: map[string]int64{}},
+		Devices: noDevices,
 		Files: map[string][]byte{
 			"cpu_manager_state":                          []byte("cpu"),
 			"device-plugins/kubelet_internal_checkpoint": []byte("dev"),

@@ -58,7 +58,7 @@ type NodeInfo struct {
 	Name           string
 	KubeletVersion string // status.nodeInfo.kubeletVersion: picks the format rules
 	// Devices are the node's extended resources (device plugins'), as its status says.
-	Devices DeviceStatus
+	Devices *DeviceStatus
 
 	listed  bool  // read from the API server (else only named: Fetch reads it first)
 	refused error // checkNode's verdict, when listed

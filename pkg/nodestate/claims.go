@@ -3,6 +3,7 @@ package nodestate
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sort"
 
 	resourcev1 "k8s.io/api/resource/v1"
@@ -105,8 +106,11 @@ func draClaims(reports []*decode.Report) []decode.DRAClaim {
 // and the claims read from the API.
 func (n *NodeResult) nodeFacts() *doctor.NodeFacts {
 	f := &doctor.NodeFacts{ClaimsSkipped: n.ClaimsSkipped}
-	if s := n.Snapshot; s != nil && s.Devices.Capacity != nil {
-		f.Capacity, f.Allocatable = s.Devices.Capacity, s.Devices.Allocatable
+	if s := n.Snapshot; s != nil && s.Devices != nil {
+		// Known: an empty status is no resource at all, not an unknown one.
+		f.Capacity, f.Allocatable = map[string]int64{}, map[string]int64{}
+		maps.Copy(f.Capacity, s.Devices.Capacity)
+		maps.Copy(f.Allocatable, s.Devices.Allocatable)
 	}
 	if n.Sockets != nil {
 		f.Sockets = append([]string{}, n.Sockets.Names...)

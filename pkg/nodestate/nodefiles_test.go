@@ -118,7 +118,7 @@ func TestNodeFilesLiveAndBundle(t *testing.T) {
 	if err := WriteDumps(dir, live.Snapshot); err != nil {
 		t.Fatal(err)
 	}
-	info, _ := json.Marshal(NodeInfo{Schema: NodeInfoSchema, Node: "a", KubeletVersion: "v1.37.1", Devices: &live.Snapshot.Devices})
+	info, _ := json.Marshal(NodeInfo{Schema: NodeInfoSchema, Node: "a", KubeletVersion: "v1.37.1", Devices: live.Snapshot.Devices})
 	if err := os.WriteFile(filepath.Join(dir, NodeInfoFile), info, 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -293,7 +293,7 @@ func (r *Runner) loadOffline() (*fetch.Snapshot, error) {
 				snap.KubeletVersionFrom = fmt.Sprintf("node %s's version, recorded by collect in %s", info.Node, NodeInfoFile)
 			}
 			if err == nil && info.Devices != nil {
-				snap.Devices = *info.Devices
+				snap.Devices = info.Devices
 			}
 		}
 		return snap, nil

@@ -172,9 +172,7 @@ func (o *Options) Run(ctx context.Context) error {
 // is said on stderr and in node.json, and is no failure of collect.
 func (o *Options) writeNodeInfo(dir string, n *nodestate.NodeResult) error {
 	info := nodestate.NodeInfo{Schema: nodestate.NodeInfoSchema, Node: n.Node, KubeletVersion: n.Snapshot.KubeletVersion, KubeletConfigNote: n.KubeletConfigNote}
-	if n.Snapshot.Devices.Capacity != nil {
-		info.Devices = &n.Snapshot.Devices
-	}
+	info.Devices = n.Snapshot.Devices
 	if n.Machine != nil {
 		if err := writeJSON(filepath.Join(dir, nodestate.MachineFile), n.Machine); err != nil {
 			return err
