@@ -181,12 +181,21 @@ func claimFindings(in Input, file string, st *decode.DRAState) []Finding {
 	for _, c := range st.Claims {
 		key := c.Namespace + "/" + c.ClaimName
 		entry := "claim " + key
+		// Pods gone from the API are stale-pod findings; a claim none of whose pods lives is
+		// unprepared by the kubelet's next sync, whatever its ResourceClaim says.
+		pods := c.PodUIDs
+		if in.LivePods != nil {
+			pods = slices.DeleteFunc(slices.Clone(pods), func(p string) bool { return !in.LivePods[p] })
+			if len(pods) == 0 {
+				continue
+			}
+		}
 		cs, ok := in.Node.Claims[key]
 		switch {
 		case !ok:
 			out = append(out, Finding{Severity: SeverityWarning, Check: "dra-claim-gone", File: file, Entry: entry,
 				Message: fmt.Sprintf("claim %s is prepared on the node, but the API server has no such ResourceClaim: the driver keeps its devices prepared until the kubelet unprepares the claim, once no pod here uses it", key),
-				Fix:     "delete the pods using it (" + strings.Join(c.PodUIDs, ", ") + "); the kubelet then unprepares it"})
+				Fix:     "delete the pods using it (" + strings.Join(pods, ", ") + "); the kubelet then unprepares it"})
 			continue
 		case cs.UID != c.ClaimUID:
 			out = append(out, Finding{Severity: SeverityWarning, Check: "dra-claim-replaced", File: file, Entry: entry,
@@ -202,9 +211,9 @@ func claimFindings(in Input, file string, st *decode.DRAState) []Finding {
 		for _, uid := range cs.ReservedFor {
 			reserved[uid] = true
 		}
-		for _, pod := range c.PodUIDs {
-			if reserved[pod] || (in.LivePods != nil && !in.LivePods[pod]) {
-				continue // a gone pod is a stale-pod finding
+		for _, pod := range pods {
+			if reserved[pod] {
+				continue
 			}
 			out = append(out, Finding{Severity: SeverityWarning, Check: "dra-claim-not-reserved", File: file, Entry: entry,
 				Message: fmt.Sprintf("claim %s is prepared for pod %s, but its ResourceClaim is not reserved for that pod (status.reservedFor): the claim may be deallocated while the pod runs on its devices", key, pod),

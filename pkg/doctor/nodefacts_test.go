@@ -116,6 +116,7 @@ func TestNodeFactsFaults(t *testing.T) {
 				DevicesPerNUMA: map[int64][]string{0: {"gpu-0"}}})
 		}, "error device-held-twice", "also held by"},
 		{"pod removed while the kubelet was down", func(in *Input) { in.LivePods = map[string]bool{} }, "", ""},
+		{"pod and claim both gone", func(in *Input) { in.LivePods, in.Node.Claims = map[string]bool{}, map[string]ClaimStatus{} }, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := healthyNode()
