@@ -39,6 +39,9 @@ type Input struct {
 	// LiveContainers is, for live pods, the names of their containers (init containers too); a
 	// pod absent here has unknown containers.
 	LiveContainers map[string]map[string]bool
+	// Node is what the node and the API server say beside the files (device plugin sockets,
+	// node status, CDI specs, ResourceClaims); nil: none of it is known.
+	Node *NodeFacts
 }
 
 // Severity ranks a finding. Only errors make the command exit 1.
@@ -154,6 +157,8 @@ func Diagnose(in Input) Result {
 	res.Findings = append(res.Findings, memoryFindings(in, memRep)...)
 	res.Findings = append(res.Findings, deviceFindings(in)...)
 	res.Findings = append(res.Findings, draFindings(in)...)
+	res.Findings = append(res.Findings, deviceNodeFindings(in, &res)...)
+	res.Findings = append(res.Findings, draNodeFindings(in, &res)...)
 	if in.Machine == nil {
 		res.Skipped = append(res.Skipped, "CPUs and NUMA nodes outside the machine: no machine")
 	}
