@@ -38,6 +38,11 @@ deletions=(
 
 caught=0 survived=0 broken=0
 report() { printf '%-26s %s\n' "$1" "$2"; }
+# failed names the packages and tests that failed, from go test's output.
+failed() {
+  printf '%s ' $(grep -oE '^FAIL[[:space:]]+[^[:space:]]+' "$work/out" | awk '{print $2}' | sed 's|.*/kubectl-nodestate/||' | sort -u)
+  grep -oE -- '--- FAIL: [A-Za-z0-9_]+' "$work/out" | sed 's/--- FAIL: //' | sort -u | head -4 | tr '\n' ' '
+}
 run_tests() { (cd "$tree" && go test -count=1 $pkgs >"$work/out" 2>&1); }
 restore() { cp -- "$repo/$1" "$tree/$1"; } # put back the file the mutation touched
 snapshot() { cp -a "$tree/testdata" "$work/testdata.orig"; }
@@ -64,8 +69,7 @@ for m in "${mutations[@]}"; do
     report "$name" "SURVIVED ($f): go test $pkgs passes"
     survived=$((survived + 1))
   else
-    first=$(grep -m1 -E -- '--- FAIL|^FAIL|cannot|undefined' "$work/out" || true)
-    report "$name" "caught ($f): ${first}"
+    report "$name" "caught ($f): $(failed)"
     caught=$((caught + 1))
   fi
   restore "$f"
@@ -80,7 +84,7 @@ for d in "${deletions[@]}"; do
     report "$name" "SURVIVED: go test $pkgs passes"
     survived=$((survived + 1))
   else
-    report "$name" "caught: $(grep -m1 -E -- '--- FAIL' "$work/out" || true)"
+    report "$name" "caught: $(failed)"
     caught=$((caught + 1))
   fi
   unsnapshot
