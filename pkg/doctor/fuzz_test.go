@@ -79,8 +79,7 @@ func findingsNameEntries(in Input, findings []Finding) error {
 		set := map[string]bool{}
 		entries[rep.File] = set
 		add := func(e string) { set[e] = true }
-		switch s := rep.Decoded.(type) {
-		case *decode.CPUState:
+		if s := rep.Decoded.CPU; s != nil {
 			add("defaultCpuSet")
 			for pod, ctrs := range s.Entries {
 				add("pod " + pod)
@@ -91,7 +90,8 @@ func findingsNameEntries(in Input, findings []Finding) error {
 			for pod := range s.PodEntries {
 				add("pod " + pod)
 			}
-		case *decode.MemoryState:
+		}
+		if s := rep.Decoded.Memory; s != nil {
 			for pod, ctrs := range s.Entries {
 				add("pod " + pod)
 				for ctr, blocks := range ctrs {
