@@ -44,6 +44,16 @@ failed() {
   grep -oE -- '--- FAIL: [A-Za-z0-9_]+' "$work/out" | sed 's/--- FAIL: //' | sort -u | head -4 | tr '\n' ' '
 }
 run_tests() { (cd "$tree" && go test -count=1 $pkgs >"$work/out" 2>&1); }
+# judge runs the tests on the mutated copy and counts the mutation caught or survived.
+judge() {
+  if run_tests; then
+    report "$1" "SURVIVED $2: go test $pkgs passes"
+    survived=$((survived + 1))
+  else
+    report "$1" "caught $2: $(failed)"
+    caught=$((caught + 1))
+  fi
+}
 restore() { cp -- "$repo/$1" "$tree/$1"; } # put back the file the mutation touched
 snapshot() { cp -a "$tree/testdata" "$work/testdata.orig"; }
 unsnapshot() { rm -rf "$tree/testdata" && mv "$work/testdata.orig" "$tree/testdata"; }
@@ -65,13 +75,7 @@ for m in "${mutations[@]}"; do
     broken=$((broken + 1))
     continue
   fi
-  if run_tests; then
-    report "$name" "SURVIVED ($f): go test $pkgs passes"
-    survived=$((survived + 1))
-  else
-    report "$name" "caught ($f): $(failed)"
-    caught=$((caught + 1))
-  fi
+  judge "$name" "($f)"
   restore "$f"
 done
 
@@ -80,13 +84,7 @@ for d in "${deletions[@]}"; do
   [[ -n "${ONLY:-}" && "$ONLY" != "$name" ]] && continue
   snapshot
   (cd "$tree" && eval "$how")
-  if run_tests; then
-    report "$name" "SURVIVED: go test $pkgs passes"
-    survived=$((survived + 1))
-  else
-    report "$name" "caught: $(failed)"
-    caught=$((caught + 1))
-  fi
+  judge "$name" ""
   unsnapshot
 done
 
