@@ -7,7 +7,7 @@ COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -s -w -X $(PKG)/pkg/version.version=$(VERSION) -X $(PKG)/pkg/version.commit=$(COMMIT) -X $(PKG)/pkg/version.date=$(DATE)
 
-.PHONY: help build test lint demo fuzz bench bench-scale bench-podindex e2e e2e-faults e2e-scale e2e-node dist krew-test release-check ci
+.PHONY: help build test lint mutate mutations demo fuzz bench bench-scale bench-podindex e2e e2e-faults e2e-scale e2e-node dist krew-test release-check ci
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -20,6 +20,12 @@ test: ## the fast test suite (no cluster): unit, conformance against the kubelet
 
 lint: ## staticcheck, pinned in hack/tools/staticcheck and built from its module (cached outside the clone)
 	hack/lint.sh
+
+mutate: ## mutation testing (gremlins, pinned in hack/tools/gremlins) over MUTATE_PKGS (decode, doctor, replay/admit when present); efficacy per package; slow, not in CI
+	hack/mutate.sh
+
+mutations: ## the mutations issue 21 found missed, and deleted vectors, each applied to a copy of the tree: go test must fail for each
+	hack/mutations.sh
 
 demo: build ## verify and show the bundled example kubelet dir (no cluster needed)
 	./$(BIN) verify --from-dir examples/kubelet-root
