@@ -19,10 +19,7 @@ type rule struct {
 	Deny  []string
 }
 
-var (
-	upper   = []string{"pkg/render", "pkg/cmd", "pkg/cmdutil"}
-	engines = []string{"pkg/decode", "pkg/doctor", "pkg/admit", "pkg/fetch", "pkg/machine", "pkg/nodefs"}
-)
+var upper = []string{"pkg/render", "pkg/cmd", "pkg/cmdutil"}
 
 var rules = []rule{
 	{From: "pkg/nodestate", Deny: upper},
