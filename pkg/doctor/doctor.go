@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cgroup"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/machine"
 )
@@ -38,6 +39,8 @@ type Input struct {
 	// LiveContainers is, for live pods, the names of their containers (init containers too); a
 	// pod absent here has unknown containers.
 	LiveContainers map[string]map[string]bool
+	// Cgroups is what the node's cgroups show its containers run on (pkg/cgroup); nil = not read.
+	Cgroups *cgroup.Node
 }
 
 // Severity ranks a finding. Only errors make the command exit 1.
@@ -153,6 +156,9 @@ func Diagnose(in Input) Result {
 	res.Findings = append(res.Findings, memoryFindings(in, memRep)...)
 	res.Findings = append(res.Findings, deviceFindings(in)...)
 	res.Findings = append(res.Findings, draFindings(in)...)
+	cgFindings, cgSkipped := cgroupFindings(in, cpuRep, memRep)
+	res.Findings = append(res.Findings, cgFindings...)
+	res.Skipped = append(res.Skipped, cgSkipped...)
 	if in.Machine == nil {
 		res.Skipped = append(res.Skipped, "CPUs and NUMA nodes outside the machine: no machine")
 	}
