@@ -143,7 +143,9 @@ func TestCgroupMissingIsSkipped(t *testing.T) {
 	node := cgroupNode(t, []ctrCgroup{{"g", "app", "a1", "2-3", "0"}})
 	node.Missing = append(node.Missing, cgroup.Missing{Pod: "b", Container: "web", ID: "cri-o://w1", Reason: "no cgroup for the pod"})
 	res := Diagnose(Input{Files: []*decode.Report{cpuReport("0-1", map[string]map[string]string{"g": {"app": "2-3"}})}, Cgroups: node})
-	if len(res.Findings) != 0 || !slices.ContainsFunc(res.Skipped, func(s string) bool { return strings.Contains(s, "b/web (cri-o://w1) against its cgroup: no cgroup for the pod") }) {
+	if len(res.Findings) != 0 || !slices.ContainsFunc(res.Skipped, func(s string) bool {
+		return strings.Contains(s, "b/web (cri-o://w1) against its cgroup: no cgroup for the pod")
+	}) {
 		t.Errorf("findings %+v, skipped %q", res.Findings, res.Skipped)
 	}
 }
