@@ -1,0 +1,187 @@
+//go:build e2enode
+
+package e2enode
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// doctorFinding is one finding of doctor -o json.
+type doctorFinding struct {
+	Severity, Check, File, Entry, Message, Fix string
+}
+
+type doctorOut struct {
+	Findings []doctorFinding `json:"findings"`
+	Skipped  []string        `json:"skipped"`
+}
+
+func doctorJSON(t *testing.T, r result) doctorOut {
+	t.Helper()
+	var one doctorOut
+	if err := json.Unmarshal([]byte(r.stdout), &one); err != nil {
+		t.Fatalf("doctor -o json: %v\n%s", err, r)
+	}
+	return one
+}
+
+func findingsOf(d doctorOut, check string) []doctorFinding {
+	var out []doctorFinding
+	for _, f := range d.Findings {
+		if f.Check == check {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// envValue reads one key of the node's env file (hack/e2e-node/up.sh writes it).
+func envValue(t *testing.T, key string) string {
+	t.Helper()
+	f, err := os.Open(os.Getenv("NODESTATE_E2E_NODE_ENV"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), "="); ok && k == key {
+			return v
+		}
+	}
+	t.Fatalf("no %s in the node's env file", key)
+	return ""
+}
+
+// TestCgroupAudit plants faults in what the node really runs and expects doctor to find each,
+// in the cgroups of the real kubelet + containerd: a healthy node shows no finding; a
+// container's cpuset.cpus rewritten in its cgroup is drift; a pod removed while the kubelet is
+// stopped leaves its CPUs leaked, found in the bundle of the collect script run on the node.
+func TestCgroupAudit(t *testing.T) {
+	guaranteed := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse(podMemory)}
+	g := pod("audit-guaranteed", guaranteed, guaranteed)
+	createPod(t, g)
+	createPod(t, pod("audit-shared", nil, nil))
+	g = waitPod(t, g.Name, running)
+	waitPod(t, "audit-shared", running)
+	uid := string(g.UID)
+	assigned := cgroupCPUs(t, g, "cpuset.cpus")
+
+	t.Run("healthy node: no finding", func(t *testing.T) {
+		r := nodestate(t, "doctor", "-o", "json")
+		d := doctorJSON(t, r)
+		if r.code != 0 || len(d.Findings) != 0 {
+			t.Errorf("want exit 0 and no finding: %s", r)
+		}
+		for _, s := range d.Skipped {
+			if strings.Contains(s, "cgroup") {
+				t.Errorf("skipped %q", s)
+			}
+		}
+		noDebugPodsLeft(t)
+	})
+
+	t.Run("cpuset.cpus rewritten in the cgroup is drift", func(t *testing.T) {
+		file := filepath.Join(containerCgroup(t, cpusetRoot, g), "cpuset.cpus")
+		online, err := os.ReadFile("/sys/devices/system/cpu/online")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// What another node agent does: widen the exclusive container onto every CPU.
+		if err := os.WriteFile(file, online, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := os.WriteFile(file, []byte(assigned.String()), 0o644); err != nil {
+				t.Errorf("restore %s: %v", file, err)
+			}
+		})
+		r := nodestate(t, "doctor", "-o", "json")
+		drift := findingsOf(doctorJSON(t, r), "cpuset-drift")
+		if r.code != 1 || len(drift) != 1 || drift[0].Entry != uid+"/main" || drift[0].Severity != "error" {
+			t.Fatalf("want exit 1 and one cpuset-drift error on %s/main: %s", uid, r)
+		}
+		t.Logf("found: %s\n  fix: %s", drift[0].Message, drift[0].Fix)
+		// The kubelet did not correct it meanwhile (reconcileState compares with its own last write).
+		if now := cgroupCPUs(t, g, "cpuset.cpus"); now.Equals(assigned) {
+			t.Errorf("the kubelet rewrote the cpuset to %s", now)
+		}
+		noDebugPodsLeft(t)
+	})
+
+	t.Run("pod removed while the kubelet is stopped leaks its CPUs", func(t *testing.T) {
+		script := filepath.Join(node.Repo, "hack/e2e-node/kubelet.sh")
+		if out, err := exec.Command(script, "stop").CombinedOutput(); err != nil {
+			t.Fatalf("stop the kubelet: %v\n%s", err, out)
+		}
+		stopped := true
+		t.Cleanup(func() {
+			if !stopped {
+				return
+			}
+			if out, err := exec.Command(script, "start").CombinedOutput(); err != nil {
+				t.Errorf("start the kubelet again: %v\n%s", err, out)
+			}
+		})
+		// The API forgets the pod at once (no kubelet to wait for), and the operator removes it
+		// from the runtime; the kubelet's state still holds its CPU.
+		if err := node.Client.CoreV1().Pods(ns).Delete(context.Background(), g.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command(os.Getenv("NODESTATE_CRI_STOP"), envValue(t, "CRI_ENDPOINT"), uid).CombinedOutput(); err != nil {
+			t.Fatalf("remove the pod's sandbox through the CRI: %v\n%s", err, out)
+		}
+		// The kubelet is down: no debug pod. The collect script, run on the node, writes the
+		// bundle that doctor reads.
+		gen := kubectl(t, "nodestate", "collect", "--print-script")
+		if gen.code != 0 {
+			t.Fatalf("%s", gen)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "sh", "-s")
+		cmd.Stdin = strings.NewReader(gen.stdout)
+		cmd.Env = append(os.Environ(), "KUBELET_ROOT_DIR="+node.KubeletRoot, "KUBELET="+filepath.Join(node.ToolsBin, "kubelet"), "NODE_NAME="+node.Name)
+		var bundle, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &bundle, &errb
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("collect script: %v\n%s", err, errb.String())
+		}
+		file := filepath.Join(t.TempDir(), node.Name+".tar.gz")
+		if err := os.WriteFile(file, bundle.Bytes(), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		r := kubectl(t, "nodestate", "doctor", "--from-dir", file, "-o", "json")
+		d := doctorJSON(t, r)
+		leaked := findingsOf(d, "cpus-leaked")
+		if len(leaked) != 1 || leaked[0].Entry != "pod "+uid || !strings.Contains(leaked[0].Message, "CPUs "+assigned.String()+" ") {
+			t.Fatalf("want one cpus-leaked finding for pod %s holding CPUs %s: %s", uid, assigned, r)
+		}
+		t.Logf("found with the kubelet down: %s\n  fix: %s", leaked[0].Message, leaked[0].Fix)
+
+		// What the fix says: the kubelet, once it runs, frees them.
+		stopped = false
+		if out, err := exec.Command(script, "start").CombinedOutput(); err != nil {
+			t.Fatalf("start the kubelet again: %v\n%s", err, out)
+		}
+		r = nodestate(t, "doctor", "-o", "json")
+		if d := doctorJSON(t, r); r.code != 0 || len(findingsOf(d, "cpus-leaked")) != 0 || len(findingsOf(d, "stale-pod")) != 0 {
+			t.Errorf("after the kubelet's restart, want the CPUs freed: %s", r)
+		}
+		noDebugPodsLeft(t)
+	})
+}
