@@ -30,7 +30,7 @@ func TestWideShowsCgroups(t *testing.T) {
 	n := nodeCgroups(t)
 	var b bytes.Buffer
 	cs := &decode.CPUState{PolicyName: "static", DefaultCPUSet: "0-1", Entries: map[string]map[string]string{"g": {"app": "2-3"}, "gone": {"x": "1"}}}
-	if err := PrintCPUs(&b, Options{Format: Wide}, []CPUs{{State: cs, Cgroups: n}}); err != nil {
+	if err := PrintCPUs(&b, Options{Format: Wide}, []CPUs{{Source: Source{Cgroups: n}, State: cs}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"g      app         2-3    1-3             container", "gone   x           1      (not running)   container",
@@ -48,7 +48,7 @@ func TestWideShowsCgroups(t *testing.T) {
 
 	b.Reset()
 	ms := &decode.MemoryState{PolicyName: "Static", Entries: map[string]map[string][]decode.MemoryBlock{"g": {"app": {{NUMAAffinity: []int{0}, Type: "memory", Size: 1 << 30}}}}}
-	if err := PrintMemory(&b, Options{Format: Wide}, []Memory{{State: ms, Cgroups: n}}); err != nil {
+	if err := PrintMemory(&b, Options{Format: Wide}, []Memory{{Source: Source{Cgroups: n}, State: ms}}); err != nil {
 		t.Fatal(err)
 	}
 	if want := "g app memory 1Gi 0 1 g"; !strings.Contains(squeeze(b.String()), want) {

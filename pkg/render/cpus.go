@@ -4,15 +4,13 @@ import (
 	"io"
 	"sort"
 
-	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cgroup"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 )
 
-// CPUs is one node's CPU manager state, and what its containers' cgroups show (nil: not read).
+// CPUs is one node's CPU manager state.
 type CPUs struct {
 	Source
-	State   *decode.CPUState
-	Cgroups *cgroup.Node
+	State *decode.CPUState
 }
 
 // CPURow is one exclusive CPU assignment (or the shared pool).

@@ -9,16 +9,13 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cgroup"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 )
 
-// Memory is one node's memory manager state, and what its containers' cgroups show (nil: not
-// read).
+// Memory is one node's memory manager state.
 type Memory struct {
 	Source
-	State   *decode.MemoryState
-	Cgroups *cgroup.Node
+	State *decode.MemoryState
 }
 
 // MemoryNode is one node's memory view for json/yaml.

@@ -1,5 +1,7 @@
 package render
 
+import "github.com/kubectl-nodestate/kubectl-nodestate/pkg/cgroup"
+
 // PodNames resolves the pod UIDs and container IDs in checkpoints to names. A nil PodNames (or
 // one that does not know an ID) leaves the raw IDs in place.
 type PodNames interface {
@@ -47,4 +49,6 @@ func podCell(namespace, name, uid string) string {
 type Source struct {
 	Node  string
 	Names PodNames
+	// Cgroups is what the node's cgroups show its containers run on (nil: not read).
+	Cgroups *cgroup.Node
 }
