@@ -49,12 +49,12 @@ func cgroupNode(t *testing.T, ctrs []ctrCgroup, emptyPods ...string) *cgroup.Nod
 
 func cpuReport(def string, entries map[string]map[string]string) *decode.Report {
 	return &decode.Report{File: "cpu_manager_state", Kind: decode.KindCPU, Verdict: decode.Valid,
-		Decoded: &decode.CPUState{PolicyName: "static", DefaultCPUSet: def, Entries: entries}}
+		Decoded: decode.Model{CPU: &decode.CPUState{PolicyName: "static", DefaultCPUSet: def, Entries: entries}}}
 }
 
 func memReport(entries map[string]map[string][]decode.MemoryBlock) *decode.Report {
 	return &decode.Report{File: "memory_manager_state", Kind: decode.KindMemory, Verdict: decode.Valid,
-		Decoded: &decode.MemoryState{PolicyName: "Static", Entries: entries}}
+		Decoded: decode.Model{Memory: &decode.MemoryState{PolicyName: "Static", Entries: entries}}}
 }
 
 // TestCgroupFindings: a node of 4 CPUs, CPU 0-1 the shared pool, pod g's app holding 2-3 and

@@ -89,15 +89,10 @@ func PredictStart(in StartInput) (Prediction, error) {
 	if !ok {
 		return Prediction{}, fmt.Errorf("kubelet %s predates %s, the oldest release doctor has start rules for", in.Kubelet, eras[0].Since)
 	}
-	e := &env{era: er, version: in.Kubelet.Version, gates: map[string]bool{}, machine: in.Machine, topo: discover(in.Machine), cfg: in.Config, rootDir: in.RootDir}
+	e := &env{era: er, version: in.Kubelet.Version, gates: in.Kubelet.WithConfigGates(in.Config.FeatureGates).Gates,
+		machine: in.Machine, topo: discover(in.Machine), cfg: in.Config, rootDir: in.RootDir}
 	if e.rootDir == "" {
 		e.rootDir = decode.DefaultRootDir
-	}
-	for k, v := range in.Config.FeatureGates {
-		e.gates[k] = v
-	}
-	for k, v := range in.Kubelet.Gates {
-		e.gates[k] = v
 	}
 	var p Prediction
 	unjudged, err := setGates(e.gates, e.version)

@@ -4,6 +4,8 @@ import (
 	"sort"
 
 	"k8s.io/apimachinery/pkg/util/version"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 )
 
 // The CPU manager's and memory manager's start checks change with the kubelet release. Each row
@@ -30,27 +32,16 @@ const (
 	optPreferAlignByUncoreCache  = "prefer-align-cpus-by-uncorecache"
 )
 
-// Feature gates the start checks read.
+// Feature gates the start checks read (their rows: decode.Gates).
 const (
-	gateCPUAlphaOptions   = "CPUManagerPolicyAlphaOptions"
-	gateCPUBetaOptions    = "CPUManagerPolicyBetaOptions"
-	gatePodLevelResources = "PodLevelResourceManagers"
+	gateCPUAlphaOptions   = decode.GateCPUManagerPolicyAlphaOptions
+	gateCPUBetaOptions    = decode.GateCPUManagerPolicyBetaOptions
+	gatePodLevelResources = decode.GatePodLevelResourceManagers
 )
-
-// gateDefaults are the gates' values where gates.go has no span for the release: the GA gates
-// removed since (their feature is always on) and gates doctor does not track by release.
-var gateDefaults = map[string]bool{
-	"CPUManager":              true,
-	"MemoryManager":           true,
-	"CPUManagerPolicyOptions": true,
-	gateCPUAlphaOptions:       false,
-	gateCPUBetaOptions:        true,
-	gatePodLevelResources:     false,
-}
 
 // era is what one range of kubelet releases checks at start.
 type era struct {
-	Since string
+	Since *version.Version
 	// CPUOptions: every option the static policy knows, and its level.
 	CPUOptions map[string]optionLevel
 	// ExclusiveOptions are pairs NewStaticPolicyOptions refuses together, in its order.
@@ -91,35 +82,30 @@ var (
 
 // eras, oldest first. 1.25 is the oldest release doctor predicts for.
 var eras = []era{
-	{Since: "1.25", CPUOptions: options125},
-	{Since: "1.27", CPUOptions: options125, ReservedPhysicalCPUs: true},
-	{Since: "1.28", CPUOptions: options125, ReservedPhysicalCPUs: true},
-	{Since: "1.31", CPUOptions: options131, ExclusiveOptions: exclusive131, ReservedPhysicalCPUs: true},
-	{Since: "1.32", CPUOptions: options132, ExclusiveOptions: exclusive132, ReservedPhysicalCPUs: true,
+	{Since: decode.Release("1.25"), CPUOptions: options125},
+	{Since: decode.Release("1.27"), CPUOptions: options125, ReservedPhysicalCPUs: true},
+	{Since: decode.Release("1.28"), CPUOptions: options125, ReservedPhysicalCPUs: true},
+	{Since: decode.Release("1.31"), CPUOptions: options131, ExclusiveOptions: exclusive131, ReservedPhysicalCPUs: true},
+	{Since: decode.Release("1.32"), CPUOptions: options132, ExclusiveOptions: exclusive132, ReservedPhysicalCPUs: true,
 		StrictReservation: true, GroupedMemoryCompare: true, BestEffortMemory: true},
-	{Since: "1.33", CPUOptions: options133, ExclusiveOptions: exclusive132, ReservedPhysicalCPUs: true,
+	{Since: decode.Release("1.33"), CPUOptions: options133, ExclusiveOptions: exclusive132, ReservedPhysicalCPUs: true,
 		StrictReservation: true, GroupedMemoryCompare: true, BestEffortMemory: true},
-	{Since: "1.34", CPUOptions: options134, ExclusiveOptions: exclusive132, ReservedPhysicalCPUs: true,
+	{Since: decode.Release("1.34"), CPUOptions: options134, ExclusiveOptions: exclusive132, ReservedPhysicalCPUs: true,
 		StrictReservation: true, GroupedMemoryCompare: true, BestEffortMemory: true},
-	{Since: "1.35", CPUOptions: options135, ExclusiveOptions: exclusive132, ReservedPhysicalCPUs: true,
+	{Since: decode.Release("1.35"), CPUOptions: options135, ExclusiveOptions: exclusive132, ReservedPhysicalCPUs: true,
 		StrictReservation: true, GroupedMemoryCompare: true, BestEffortMemory: true},
-	{Since: "1.36", CPUOptions: options136, ExclusiveOptions: exclusive132, ReservedPhysicalCPUs: true,
+	{Since: decode.Release("1.36"), CPUOptions: options136, ExclusiveOptions: exclusive132, ReservedPhysicalCPUs: true,
 		StrictReservation: true, GroupedMemoryCompare: true, BestEffortMemory: true, PodLevelEntries: true},
-	{Since: "1.37", CPUOptions: options136, ExclusiveOptions: exclusive132, ReservedPhysicalCPUs: true,
+	{Since: decode.Release("1.37"), CPUOptions: options136, ExclusiveOptions: exclusive132, ReservedPhysicalCPUs: true,
 		StrictReservation: true, GroupedMemoryCompare: true, BestEffortMemory: true, PodLevelEntries: true},
 }
-
-// oldestEra is the first release doctor has rules for.
-var oldestEra = version.MustParseGeneric(eras[0].Since)
 
 // eraFor returns the rules of v (the newest era for releases after the last row), and false
 // when v predates every row.
 func eraFor(v *version.Version) (*era, bool) {
-	if v.LessThan(oldestEra) {
+	if v.LessThan(eras[0].Since) {
 		return nil, false
 	}
-	i := sort.Search(len(eras), func(i int) bool {
-		return v.LessThan(version.MustParseGeneric(eras[i].Since))
-	})
+	i := sort.Search(len(eras), func(i int) bool { return v.LessThan(eras[i].Since) })
 	return &eras[i-1], true
 }

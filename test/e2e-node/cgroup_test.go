@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cgroup"
 )
 
 // doctorFinding is one finding of doctor -o json.
@@ -80,6 +82,11 @@ func TestCgroupAudit(t *testing.T) {
 	waitPod(t, "audit-shared", running)
 	uid := string(g.UID)
 	assigned := cgroupCPUs(t, g, "cpuset.cpus")
+
+	// The real tree this node's kubelet and containerd made, for pkg/cgroup's tests.
+	t.Run("record the cgroup tree", func(t *testing.T) {
+		recordCgroups(t, g, "audit-shared")
+	})
 
 	t.Run("healthy node: no finding", func(t *testing.T) {
 		r := nodestate(t, "doctor", "-o", "json")
@@ -184,4 +191,62 @@ func TestCgroupAudit(t *testing.T) {
 		}
 		noDebugPodsLeft(t)
 	})
+}
+
+// recordedCgroups is where recordCgroups writes (pkg/cgroup's testdata).
+const recordedCgroups = "pkg/cgroup/testdata/real/v1-cgroupfs-containerd"
+
+// recordCgroups runs the debug pod's cgroup script on this host's /sys/fs/cgroup and, with
+// NODESTATE_E2E_NODE_UPDATE=1, writes its dump and the pods' container statuses for pkg/cgroup's
+// tests; otherwise it checks that the dump resolves every running container of the pods.
+func recordCgroups(t *testing.T, p *corev1.Pod, others ...string) {
+	t.Helper()
+	out, err := exec.Command("sh", "-c", cgroup.Script(cgroup.HostPath)).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := cgroup.Parse(out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var refs []cgroup.PodRef
+	for _, pod := range append([]*corev1.Pod{p}, podsNamed(t, others...)...) {
+		ref := cgroup.PodRef{UID: string(pod.UID)}
+		for _, cs := range pod.Status.ContainerStatuses {
+			ref.Containers = append(ref.Containers, cgroup.ContainerRef{Name: cs.Name, ID: cs.ContainerID, Running: cs.State.Running != nil})
+		}
+		refs = append(refs, ref)
+	}
+	n := cgroup.Resolve(d, refs)
+	if len(n.Missing) > 0 || len(n.Layouts) != 1 || n.Layouts[0] != "v1/cgroupfs/containerd" {
+		t.Fatalf("layouts %v, missing %+v\n%s", n.Layouts, n.Missing, out)
+	}
+	t.Logf("%d directories in the dump, %d pods, layout %s", len(d.Dirs), len(n.Pods), n.Layouts[0])
+	if os.Getenv("NODESTATE_E2E_NODE_UPDATE") == "" {
+		return
+	}
+	dir := filepath.Join(node.Repo, recordedCgroups)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pods, _ := json.MarshalIndent(refs, "", "  ")
+	for f, b := range map[string][]byte{"dump.txt": out, "pods.json": append(pods, '\n')} {
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("wrote %s", dir)
+}
+
+func podsNamed(t *testing.T, names ...string) []*corev1.Pod {
+	t.Helper()
+	var out []*corev1.Pod
+	for _, name := range names {
+		p, err := node.Client.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, p)
+	}
+	return out
 }
