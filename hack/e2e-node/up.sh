@@ -36,6 +36,13 @@ done >"$S/sysctls.saved"
 [[ -d /run/netns ]] || touch "$S/created-run-netns"
 # The kubelet's device manager listens on the fixed /var/lib/kubelet/device-plugins/kubelet.sock.
 [[ -e /var/lib/kubelet ]] || touch "$S/created-var-lib-kubelet"
+# ... and keeps its checkpoint there once a device plugin registered (TestDevicePluginGone).
+[[ -e /var/lib/kubelet/device-plugins/kubelet_internal_checkpoint ]] || touch "$S/created-device-checkpoint"
+# doctor's and collect's debug pods mount the CDI spec dirs (DirectoryOrCreate): the kubelet
+# makes them when missing.
+for d in /etc/cdi /var/run/cdi; do
+  [[ -e $d ]] || echo "$d" >>"$S/created-cdi-dirs"
+done
 
 t0=$SECONDS
 phase() { log "$1 ($((SECONDS - t0))s)"; }

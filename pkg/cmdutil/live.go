@@ -89,6 +89,8 @@ type ReadOptions struct {
 	// ReadMachine and ReadKubeletConfig also read each live node's machine and kubelet config
 	// (collect); see nodestate.Config.
 	ReadMachine, ReadKubeletConfig bool
+	// ReadNodeFiles also reads the device plugin sockets and CDI specs (nodestate.Config.NodeFiles).
+	ReadNodeFiles bool
 	// Engines are the library's engines to run beyond decode (doctor).
 	Engines nodestate.Engines
 }

@@ -40,6 +40,9 @@ type Input struct {
 	// LiveContainers is, for live pods, the names of their containers (init containers too); a
 	// pod absent here has unknown containers.
 	LiveContainers map[string]map[string]bool
+	// Node is what the node and the API server say beside the files (device plugin sockets,
+	// node status, CDI specs, ResourceClaims); nil: none of it is known.
+	Node *NodeFacts
 	// Cgroups is what the node's cgroups show its containers run on (pkg/cgroup); nil = not read.
 	Cgroups *cgroup.Node
 }
@@ -157,6 +160,8 @@ func Diagnose(in Input) Result {
 	res.Findings = append(res.Findings, memoryFindings(in, memRep)...)
 	res.Findings = append(res.Findings, deviceFindings(in)...)
 	res.Findings = append(res.Findings, draFindings(in)...)
+	res.Findings = append(res.Findings, deviceNodeFindings(in, &res)...)
+	res.Findings = append(res.Findings, draNodeFindings(in, &res)...)
 	cgFindings, cgSkipped := cgroupFindings(in, cpuRep, memRep)
 	res.Findings = append(res.Findings, cgFindings...)
 	res.Skipped = append(res.Skipped, cgSkipped...)

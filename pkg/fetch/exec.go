@@ -105,29 +105,6 @@ func CollectCommand(paths []string) []string {
 	return cmd
 }
 
-// CollectDumpCommand is CollectCommand after the dump, which goes to stderr with its own errors
-// dropped: stdout stays one clean tar, and the dump costs no second exec. Sysfs paths are
-// absolute (the host's in any container); the files stay relative.
-func CollectDumpCommand(paths []string, d StderrDump) []string {
-	cmd := CollectCommand(paths)
-	cmd[2] = `{ ` + d.Script + `; } >&2 2>/dev/null; ` + collectScript
-	return cmd
-}
-
-// splitDump takes the dump out of the exec's stderr: the dump (from its header to its end
-// marker, or to the end of stderr if cut), and the rest, which is tar's.
-func splitDump(stderr string, d StderrDump) (dump []byte, rest string) {
-	start := strings.Index(stderr, d.Header)
-	if start < 0 {
-		return nil, stderr
-	}
-	end := len(stderr)
-	if i := strings.Index(stderr[start:], "\n"+d.End); i >= 0 {
-		end = start + i + 1 + len(d.End)
-	}
-	return []byte(stderr[start:end]), stderr[:start] + stderr[end:]
-}
-
 // maxTrailer bounds what is drained after the end of the archive: tar pads its last record
 // (GNU tar: to 10 KiB), anything much longer is not tar padding.
 const maxTrailer = 1 << 20
@@ -147,9 +124,11 @@ func (f *Fetcher) collect(parent context.Context, pod *corev1.Pod, opts Options)
 	pr, pw := io.Pipe()
 	stderr := &cappedBuffer{max: maxStderr}
 	command := CollectCommand(f.Paths)
-	if f.Sysfs != nil {
-		stderr.max += f.Sysfs.Max
-		command = CollectDumpCommand(f.Paths, *f.Sysfs)
+	if len(f.Dumps) > 0 {
+		for _, d := range f.Dumps {
+			stderr.max += d.Max
+		}
+		command = CollectDumpsCommand(f.Paths, f.Dumps)
 	}
 	execDone := make(chan error, 1)
 	go func() {
@@ -181,11 +160,7 @@ func (f *Fetcher) collect(parent context.Context, pod *corev1.Pod, opts Options)
 		return nil, &Error{Reason: ReasonTimeout, Short: "timeout",
 			Message: fmt.Sprintf("reading the files took longer than the exec timeout (%s)", opts.ExecTimeout), Err: execErr}
 	}
-	var dump []byte
-	rest := stderr.String()
-	if f.Sysfs != nil {
-		dump, rest = splitDump(rest, *f.Sysfs)
-	}
+	dumps, rest := splitDumps(stderr.String(), f.Dumps)
 	switch {
 	case execErr != nil:
 		return nil, execError(pod, execErr, rest)
@@ -195,15 +170,15 @@ func (f *Fetcher) collect(parent context.Context, pod *corev1.Pod, opts Options)
 		return nil, &Error{Reason: ReasonExec, Short: "no tar in image",
 			Message: fmt.Sprintf("the debug image %q has no tar; use --image with an image that has sh and tar", opts.Image)}
 	}
-	return &collected{files: files, missing: missing, warnings: stderrLines(rest), sysfs: dump}, nil
+	return &collected{files: files, missing: missing, warnings: stderrLines(rest), dumps: dumps}, nil
 }
 
 // collected is what one exec brought back.
 type collected struct {
 	files    map[string][]byte
 	missing  []string
-	warnings []string // tar's stderr
-	sysfs    []byte   // the machine's sysfs dump, when asked for
+	warnings []string          // tar's stderr
+	dumps    map[string][]byte // Fetcher.Dumps' sections, by header
 }
 
 // refusedArchive tells ReadTar refusing the content (a bad entry, a size cap) from the stream

@@ -149,7 +149,7 @@ func TestCollectDumpCommand(t *testing.T) {
 	paths := []string{"cpu_manager_state", "memory_manager_state"}
 	for name, command := range shells(t) {
 		t.Run(name, func(t *testing.T) {
-			cmd := command(CollectDumpCommand(paths, sysfsDump))
+			cmd := command(CollectDumpsCommand(paths, []StderrDump{sysfsDump}))
 			cmd.Dir = dir
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -163,7 +163,8 @@ func TestCollectDumpCommand(t *testing.T) {
 			if string(files["cpu_manager_state"]) != `{"policyName":"none"}` || len(missing) != 1 {
 				t.Errorf("files %q, missing %q", files, missing)
 			}
-			dump, rest := splitDump("tar: before\n"+stderr.String()+"tar: after\n", sysfsDump)
+			dumps, rest := splitDumps("tar: before\n"+stderr.String()+"tar: after\n", []StderrDump{sysfsDump})
+			dump := dumps[machine.SysfsHeader]
 			if diff := cmp.Diff([]string{"tar: before", "tar: after"}, stderrLines(rest)); diff != "" {
 				t.Errorf("stderr without the dump (-want +got):\n%s", diff)
 			}
@@ -179,7 +180,20 @@ func TestCollectDumpCommand(t *testing.T) {
 }
 
 // sysfsDump is the dump nodestate passes: package machine's.
-var sysfsDump = StderrDump{Script: machine.SysfsScript, Header: machine.SysfsHeader, End: machine.SysfsEnd, Max: machine.MaxSysfsBytes}
+var sysfsDump = StderrDump{Header: machine.SysfsHeader, End: machine.SysfsEnd, Script: machine.SysfsScript, Max: machine.MaxSysfsBytes}
+
+// A second section beside the sysfs one, each with its end line: both come out whole.
+func TestSplitDumps(t *testing.T) {
+	other := StderrDump{Header: "@@other v1", End: "@@end"}
+	in := "tar: a\n" + machine.SysfsHeader + "\ncpu/online:0\n@@end\n@@other v1\nx\n@@end\ntar: b\n"
+	got, rest := splitDumps(in, []StderrDump{sysfsDump, other})
+	if string(got[machine.SysfsHeader]) != machine.SysfsHeader+"\ncpu/online:0\n@@end" || string(got[other.Header]) != "@@other v1\nx\n@@end" {
+		t.Errorf("dumps %q", got)
+	}
+	if diff := cmp.Diff([]string{"tar: a", "tar: b"}, stderrLines(rest)); diff != "" {
+		t.Errorf("rest (-want +got):\n%s", diff)
+	}
+}
 
 func TestSplitDump(t *testing.T) {
 	for _, tc := range []struct{ in, dump, rest string }{
@@ -188,9 +202,10 @@ func TestSplitDump(t *testing.T) {
 		// Cut by the stderr cap: all of it is the dump, which FromSysfs then calls cut short.
 		{"a\n" + machine.SysfsHeader + "\ncpu/onl", machine.SysfsHeader + "\ncpu/onl", "a\n"},
 	} {
-		dump, rest := splitDump(tc.in, sysfsDump)
+		dumps, rest := splitDumps(tc.in, []StderrDump{sysfsDump})
+		dump := dumps[machine.SysfsHeader]
 		if string(dump) != tc.dump || rest != tc.rest {
-			t.Errorf("splitDump(%q) = %q, %q; want %q, %q", tc.in, dump, rest, tc.dump, tc.rest)
+			t.Errorf("splitDumps(%q) = %q, %q; want %q, %q", tc.in, dump, rest, tc.dump, tc.rest)
 		}
 	}
 }

@@ -26,19 +26,12 @@ type Fetcher struct {
 	Config  *rest.Config // for exec; unused when Exec is set
 	Options Options
 	Paths   []string // relative to Options.KubeletRootDir, e.g. "cpu_manager_state"
-	// Sysfs also runs this dump in the same exec, into Snapshot.Sysfs (nil: files only).
-	Sysfs *StderrDump
+	// Dumps are sections printed from the node in the same exec (the machine's sysfs, ...),
+	// into Snapshot.Dumps.
+	Dumps []StderrDump
 
 	// Exec replaces the remote exec, for tests. Nil means RemoteExec(Client, Config).
 	Exec ExecFunc
-}
-
-// A StderrDump is a script the debug pod runs before the files' tar, in the same exec (one exec
-// is one API request and one runtime exec on the node). It prints on stderr between Header and
-// End, at most Max bytes. nodestate passes package machine's sysfs dump: fetch knows no machine.
-type StderrDump struct {
-	Script, Header, End string
-	Max                 int
 }
 
 // Snapshot is the checkpoint files read from one place: a live node (Fetch) or files copied
@@ -48,12 +41,13 @@ type Snapshot struct {
 	Source             string            // the directory, archive or file copied files came from
 	KubeletVersion     string            // status.nodeInfo.kubeletVersion: picks the format rules
 	KubeletVersionFrom string            // for copies, where KubeletVersion was recorded (collect's node.json)
+	Devices            DeviceStatus      // the node's extended resources, as its status says (live)
 	Files              map[string][]byte // requested path -> content
 	Missing            []string          // requested paths that are not regular files on the node
 	Oversized          []string          // requested paths skipped for exceeding the per-file cap
 	TempFiles          []string          // leftover ".<digits>" files of interrupted kubelet writes
 	Pods               *PodIndex         // the node's pods, to name pod UIDs and container IDs
-	Sysfs              []byte            // the Sysfs dump, if asked for
+	Dumps              map[string][]byte // the sections Fetcher.Dumps asked for, by header
 	Warnings           []string          // non-fatal: tar's stderr, a failed pod index or deletion
 }
 
@@ -201,10 +195,11 @@ func (f *Fetcher) fetch(ctx context.Context, node NodeInfo, pw *podWatch) (nf *S
 	nf = &Snapshot{
 		Node:           nodeName,
 		KubeletVersion: node.KubeletVersion,
+		Devices:        node.Devices,
 		Files:          got.files,
 		Missing:        got.missing,
 		Warnings:       got.warnings,
-		Sysfs:          got.sysfs,
+		Dumps:          got.dumps,
 	}
 	if missed {
 		nf.Warnings = append(nf.Warnings, fmt.Sprintf("the pod watch did not report debug pod %s running; found it running after %s",

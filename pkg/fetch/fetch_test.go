@@ -73,6 +73,8 @@ func TestFetch(t *testing.T) {
 	want := &Snapshot{
 		Node:           "n1",
 		KubeletVersion: "v1.36.3",
+		// Read live: known, and empty (the node has no extended resources).
+		Devices: DeviceStatus{Capacity: map[string]int64{}, Allocatable: map[string]int64{}},
 		Files: map[string][]byte{
 			"cpu_manager_state":                          []byte("cpu"),
 			"device-plugins/kubelet_internal_checkpoint": []byte("dev"),

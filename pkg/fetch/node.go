@@ -41,7 +41,7 @@ func notReady(node, state, reason, message string) *Error {
 	}
 	return &Error{Node: node, Reason: ReasonNodeNotReady, Short: "NotReady",
 		Message: "node is not Ready, its kubelet cannot run the debug pod: " + detail +
-			"; read the files copied off the node with --from-dir instead"}
+			"; read the files on the node itself with the script of `kubectl nodestate collect --print-script`, then --from-dir"}
 }
 
 // nodeOS prefers the label the scheduler uses, then what the kubelet reports.
@@ -57,6 +57,8 @@ func nodeOS(node *corev1.Node) string {
 type NodeInfo struct {
 	Name           string
 	KubeletVersion string // status.nodeInfo.kubeletVersion: picks the format rules
+	// Devices are the node's extended resources (device plugins'), as its status says.
+	Devices DeviceStatus
 
 	listed  bool  // read from the API server (else only named: Fetch reads it first)
 	refused error // checkNode's verdict, when listed
@@ -64,7 +66,8 @@ type NodeInfo struct {
 
 // NodeInfoOf keeps what reading node needs.
 func NodeInfoOf(node *corev1.Node) NodeInfo {
-	return NodeInfo{Name: node.Name, KubeletVersion: node.Status.NodeInfo.KubeletVersion, listed: true, refused: checkNode(node)}
+	return NodeInfo{Name: node.Name, KubeletVersion: node.Status.NodeInfo.KubeletVersion, Devices: deviceStatus(node),
+		listed: true, refused: checkNode(node)}
 }
 
 // nodePageSize bounds one page of the node list, so a large cluster is never held whole.

@@ -146,7 +146,13 @@ func (r *Runner) nodeConfig(n *NodeResult, note func(string, ...any)) *doctor.Ku
 // its pods, for the stale-entry checks. The plugin's own debug pods count as live: the files
 // still list the one that just read them, and it is no finding.
 func (r *Runner) liveInputs(n *NodeResult, in *doctor.Input, note func(string, ...any)) {
+	in.Node = n.nodeFacts()
 	if n.Node == "" {
+		// The collect script's bundle has the raw sysfs dump, not machine.json.
+		if in.Machine == nil && n.Machine != nil {
+			in.Machine = n.Machine
+			note("using machine: %s: %s", SysfsFile, n.Machine.Summary())
+		}
 		return
 	}
 	if in.Machine == nil {

@@ -81,6 +81,8 @@ type NodeInfo struct {
 	// Machine is machine.json, or MachineError why it could not be read.
 	Machine      string `json:"machine,omitempty"`
 	MachineError string `json:"machineError,omitempty"`
+	// Devices are the node's extended resources as its status said when collected.
+	Devices *fetch.DeviceStatus `json:"devices,omitempty"`
 }
 
 // ParseNodeInfo reads NodeInfoFile. The schema must be collect's: "node.json" is a common name

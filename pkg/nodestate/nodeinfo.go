@@ -66,9 +66,7 @@ func canProxy(ctx context.Context, client kubernetes.Interface) (bool, string) {
 
 // withExtras asks the fetcher for what Config.Machine and Config.KubeletConfig need.
 func (r *Runner) withExtras(ctx context.Context, f *fetch.Fetcher) {
-	if r.cfg.Machine {
-		f.Sysfs = &sysfsDump
-	}
+	f.Dumps = r.dumps()
 	if !r.cfg.KubeletConfig {
 		return
 	}
@@ -92,10 +90,10 @@ func (r *Runner) addExtras(ctx context.Context, res *NodeResult) {
 		return
 	}
 	if r.cfg.Machine {
-		if s.Sysfs == nil {
+		if dump := s.Dumps[machine.SysfsHeader]; dump == nil {
 			res.MachineErr = fmt.Errorf("the debug pod printed no sysfs dump")
 		} else {
-			res.Machine, res.MachineErr = machine.FromSysfs(s.Sysfs)
+			res.Machine, res.MachineErr = machine.FromSysfs(dump)
 		}
 	}
 	if !r.cfg.KubeletConfig {

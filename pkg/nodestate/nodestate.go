@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"sync"
 	"sync/atomic"
 
 	"k8s.io/client-go/kubernetes"
@@ -55,6 +56,10 @@ type Config struct {
 	// server when the user may already GET nodes/proxy, else config.yaml from the kubelet
 	// root dir (NodeResult.KubeletConfig).
 	KubeletConfig bool
+	// NodeFiles also reads each node's device plugin sockets and CDI specs (NodeResult's
+	// NodeFiles): live, in the same exec, with the CDI dirs mounted read-only; offline, from a
+	// bundle's files.
+	NodeFiles bool
 	// Configz replaces the GET of configz through the API server, for tests.
 	Configz ConfigzFunc
 
@@ -107,6 +112,8 @@ type NodeResult struct {
 	KubeletConfigFrom string
 	// KubeletConfigNote says why configz was not used, or why there is no config at all.
 	KubeletConfigNote string
+	// NodeFiles are the sockets and CDI specs (Config.NodeFiles).
+	NodeFiles
 
 	// Doctor is the start prediction (Config.Doctor); nil when not asked or Err is set.
 	Doctor *DoctorResult
@@ -140,6 +147,10 @@ type Runner struct {
 	// configz reads a node's configz, nil when the user may not (noConfigz says why).
 	configz   ConfigzFunc
 	noConfigz string
+	// getClaim gets a ResourceClaim, nil when the server serves none (noClaims says so).
+	claimsOnce sync.Once
+	getClaim   claimGetter
+	noClaims   string
 }
 
 // New checks the config and, for live nodes, lists them when AllNodes is set.
@@ -151,6 +162,8 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 		// Live nodes bring their own machine and config, unless the ones to be are given.
 		cfg.Machine = cfg.Machine || d.Machine == nil
 		cfg.KubeletConfig = cfg.KubeletConfig || d.KubeletConfig == nil
+		// The files against the node: device plugin sockets, CDI specs, ResourceClaims.
+		cfg.NodeFiles = true
 	}
 	r := &Runner{cfg: cfg}
 	switch {
@@ -163,6 +176,9 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 	}
 	opts := cfg.Fetch
 	opts.KubeletRootDir = cfg.KubeletRootDir
+	if cfg.NodeFiles {
+		opts.HostDirs = append(opts.HostDirs, cdiHostDirs()...)
+	}
 	r.fetcher = &fetch.Fetcher{Client: cfg.Client, Config: cfg.RESTConfig, Paths: decode.Paths(), Options: opts, Exec: cfg.Exec}
 	if err := r.fetcher.Validate(); err != nil {
 		return nil, err
@@ -203,7 +219,9 @@ func (r *Runner) Run(ctx context.Context, each func(*NodeResult) error) error {
 		if err != nil {
 			return err
 		}
-		return each(r.runEngines(r.decodeSnapshot(snap)))
+		res := r.decodeSnapshot(snap)
+		r.offlineExtras(res)
+		return each(r.runEngines(res))
 	}
 	// Reading extras and judging happen in each node's worker, concurrently; only each is
 	// called one node at a time.
@@ -224,6 +242,10 @@ func (r *Runner) Run(ctx context.Context, each func(*NodeResult) error) error {
 		res = r.decodeSnapshot(fr.Files)
 		res.Machine, res.MachineErr = extras.Machine, extras.MachineErr
 		res.KubeletConfig, res.KubeletConfigFrom, res.KubeletConfigNote = extras.KubeletConfig, extras.KubeletConfigFrom, extras.KubeletConfigNote
+		if r.cfg.NodeFiles {
+			res.NodeFiles = readNodeFiles(fr.Files)
+			r.addClaims(ctx, res)
+		}
 		return r.runEngines(res)
 	}
 	fetch.FetchNodesThen(ctx, r.fetcher, r.infos, r.cfg.Concurrency, work, func(res *NodeResult) {
@@ -255,10 +277,11 @@ func failureReason(err error) string {
 // loadOffline reads FromDir or FromFile.
 func (r *Runner) loadOffline() (*fetch.Snapshot, error) {
 	if r.cfg.FromDir != "" {
-		snap, err := local.Read(r.cfg.FromDir, append(decode.Paths(), NodeInfoFile), local.DefaultLimits)
+		snap, err := local.Read(r.cfg.FromDir, append(decode.Paths(), bundleFiles()...), local.DefaultLimits)
 		if err != nil {
 			return nil, err
 		}
+		takeBundleDumps(snap)
 		// A collect bundle records the node's kubelet version: it judges the copies.
 		if b, ok := snap.Files[NodeInfoFile]; ok {
 			delete(snap.Files, NodeInfoFile)
@@ -268,6 +291,9 @@ func (r *Runner) loadOffline() (*fetch.Snapshot, error) {
 			} else if info.KubeletVersion != "" {
 				snap.KubeletVersion = info.KubeletVersion
 				snap.KubeletVersionFrom = fmt.Sprintf("node %s's version, recorded by collect in %s", info.Node, NodeInfoFile)
+			}
+			if err == nil && info.Devices != nil {
+				snap.Devices = *info.Devices
 			}
 		}
 		return snap, nil
