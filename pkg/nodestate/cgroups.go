@@ -9,6 +9,9 @@ import (
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
 )
 
+// cgroupHostDir mounts the host's cgroup filesystem where cgroup.Script reads it in the pod.
+var cgroupHostDir = fetch.HostDir{Name: "cgroup", Path: cgroup.HostPath, MountPath: cgroup.MountPath}
+
 // readCgroups parses a node's cgroup dump (cgroup.Script's) and finds in it the containers of
 // the node's pods (nil offline: then only the pods' directories are known).
 func readCgroups(dump []byte, pods *fetch.PodIndex) (*cgroup.Node, error) {
