@@ -22,27 +22,8 @@ import (
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cgroup"
 )
 
-// doctorFinding is one finding of doctor -o json.
-type doctorFinding struct {
-	Severity, Check, File, Entry, Message, Fix string
-}
-
-type doctorOut struct {
-	Findings []doctorFinding `json:"findings"`
-	Skipped  []string        `json:"skipped"`
-}
-
-func doctorJSON(t *testing.T, r result) doctorOut {
-	t.Helper()
-	var one doctorOut
-	if err := json.Unmarshal([]byte(r.stdout), &one); err != nil {
-		t.Fatalf("doctor -o json: %v\n%s", err, r)
-	}
-	return one
-}
-
-func findingsOf(d doctorOut, check string) []doctorFinding {
-	var out []doctorFinding
+func findingsOf(d doctorOut, check string) []finding {
+	var out []finding
 	for _, f := range d.Findings {
 		if f.Check == check {
 			out = append(out, f)
@@ -90,7 +71,7 @@ func TestCgroupAudit(t *testing.T) {
 
 	t.Run("healthy node: no finding", func(t *testing.T) {
 		r := nodestate(t, "doctor", "-o", "json")
-		d := doctorJSON(t, r)
+		d := parseDoctor(t, r)
 		if r.code != 0 || len(d.Findings) != 0 {
 			t.Errorf("want exit 0 and no finding: %s", r)
 		}
@@ -118,7 +99,7 @@ func TestCgroupAudit(t *testing.T) {
 			}
 		})
 		r := nodestate(t, "doctor", "-o", "json")
-		drift := findingsOf(doctorJSON(t, r), "cpuset-drift")
+		drift := findingsOf(parseDoctor(t, r), "cpuset-drift")
 		if r.code != 1 || len(drift) != 1 || drift[0].Entry != uid+"/main" || drift[0].Severity != "error" {
 			t.Fatalf("want exit 1 and one cpuset-drift error on %s/main: %s", uid, r)
 		}
@@ -173,7 +154,7 @@ func TestCgroupAudit(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := kubectl(t, "nodestate", "doctor", "--from-dir", file, "-o", "json")
-		d := doctorJSON(t, r)
+		d := parseDoctor(t, r)
 		leaked := findingsOf(d, "cpus-leaked")
 		if len(leaked) != 1 || leaked[0].Entry != "pod "+uid || !strings.Contains(leaked[0].Message, "CPUs "+assigned.String()+" ") {
 			t.Fatalf("want one cpus-leaked finding for pod %s holding CPUs %s: %s", uid, assigned, r)
@@ -186,7 +167,7 @@ func TestCgroupAudit(t *testing.T) {
 			t.Fatalf("start the kubelet again: %v\n%s", err, out)
 		}
 		r = nodestate(t, "doctor", "-o", "json")
-		if d := doctorJSON(t, r); r.code != 0 || len(findingsOf(d, "cpus-leaked")) != 0 || len(findingsOf(d, "stale-pod")) != 0 {
+		if d := parseDoctor(t, r); r.code != 0 || len(findingsOf(d, "cpus-leaked")) != 0 || len(findingsOf(d, "stale-pod")) != 0 {
 			t.Errorf("after the kubelet's restart, want the CPUs freed: %s", r)
 		}
 		noDebugPodsLeft(t)
