@@ -47,7 +47,10 @@ func cgroupFindings(in Input, cpuRep, memRep *decode.Report) (out []Finding, ski
 		return nil, []string{"the checkpoints against the cgroups: the node showed no cpuset cgroup tree"}
 	}
 	if node.Cut {
-		skipped = append(skipped, fmt.Sprintf("the cgroups past the first %d directories: not read", cgroup.MaxDirs))
+		skipped = append(skipped, fmt.Sprintf("the cgroups past the first %d directories: not read, so no CPUs are called leaked", cgroup.MaxDirs))
+	}
+	if in.LivePods == nil && len(node.Containers) == 0 {
+		skipped = append(skipped, "each container against its cgroup: the pods' container IDs are unknown (no API)")
 	}
 	for _, m := range node.Missing {
 		skipped = append(skipped, fmt.Sprintf("container %s/%s (%s) against its cgroup: %s", m.Pod, m.Container, m.ID, m.Reason))
@@ -141,7 +144,7 @@ func cpuCgroupFindings(in Input, file string, cs *decode.CPUState, running []cgr
 		if live(pod) {
 			continue // the kubelet holds a live pod's CPUs across its containers' restarts
 		}
-		if pc := in.Cgroups.Pods[pod]; pc != nil && pc.Children > 0 {
+		if pc := in.Cgroups.Pods[pod]; (pc != nil && pc.Children > 0) || in.Cgroups.Cut {
 			continue
 		}
 		held := cpuset.New()

@@ -149,3 +149,23 @@ func TestCgroupMissingIsSkipped(t *testing.T) {
 		t.Errorf("findings %+v, skipped %q", res.Findings, res.Skipped)
 	}
 }
+
+// Offline (a bundle): no container IDs, so only the pods' directories count; a cut dump calls
+// nothing leaked.
+func TestCgroupOffline(t *testing.T) {
+	d, err := cgroup.Parse([]byte(cgroup.Header + "\n@hierarchy 2\n=./kubepods\n=./kubepods/podg\n=./kubepods/podg/a1\n" + cgroup.End + "\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := cgroup.Resolve(d, nil)
+	entries := map[string]map[string]string{"g": {"app": "2-3"}, "gone": {"x": "1"}}
+	res := Diagnose(Input{Files: []*decode.Report{cpuReport("0", entries)}, Cgroups: node})
+	if len(res.Findings) != 1 || res.Findings[0].Check != checkCPUsLeaked || res.Findings[0].Entry != "pod gone" ||
+		!slices.ContainsFunc(res.Skipped, func(s string) bool { return strings.Contains(s, "container IDs are unknown") }) {
+		t.Errorf("findings %+v, skipped %q", res.Findings, res.Skipped)
+	}
+	node.Cut = true
+	if res := Diagnose(Input{Files: []*decode.Report{cpuReport("0", entries)}, Cgroups: node}); len(res.Findings) != 0 {
+		t.Errorf("a cut dump: %+v", res.Findings)
+	}
+}
