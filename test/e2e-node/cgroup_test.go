@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cgroup"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/render"
 )
 
 func findingsOf(d doctorOut, check string) []finding {
@@ -80,6 +81,42 @@ func TestCgroupAudit(t *testing.T) {
 				t.Errorf("skipped %q", s)
 			}
 		}
+		noDebugPodsLeft(t)
+	})
+
+	t.Run("cpus and memory show the cgroups' values beside the files'", func(t *testing.T) {
+		r := nodestate(t, "cpus", "-o", "json")
+		if r.code != 0 {
+			t.Fatalf("%s", r)
+		}
+		var row *render.CPURow
+		rows := decodeList[render.CPURow](t, r)
+		for i := range rows {
+			if rows[i].PodUID == uid && rows[i].Container == "main" {
+				row = &rows[i]
+			}
+		}
+		if row == nil || row.CPUs != assigned.String() || row.Cgroup != assigned.String() {
+			t.Errorf("want %s/main with cpus and cgroup %s: %s", uid, assigned, r)
+		}
+		mem := nodestate(t, "memory", "-o", "json")
+		mnodes := decodeList[render.MemoryNode](t, mem)
+		found := false
+		for _, n := range mnodes {
+			for _, a := range n.Assignments {
+				if a.PodUID == uid && a.Container == "main" && a.Type == "memory" {
+					found = a.CgroupMems == cgroupCPUs(t, g, "cpuset.mems").String()
+				}
+			}
+		}
+		if !found {
+			t.Errorf("want %s/main's block with its cgroup's cpuset.mems: %s", uid, mem)
+		}
+		wide := nodestate(t, "cpus", "-o", "wide")
+		if !strings.Contains(wide.stdout, "CGROUP") {
+			t.Errorf("no CGROUP column: %s", wide)
+		}
+		t.Logf("cpus -o wide:\n%s", wide.stdout)
 		noDebugPodsLeft(t)
 	})
 

@@ -22,7 +22,8 @@ import (
 type view struct {
 	Use, Short, Long, Example string
 	Kinds                     []decode.Kind
-	// WideCgroups: -o wide also shows what the node's cgroups hold (read live in the same exec).
+	// WideCgroups: -o wide (and json, yaml) also show what the node's cgroups hold (read live in
+	// the same exec).
 	WideCgroups bool
 	// Print prints the models decoded from the nodes' files (see eachModel).
 	Print func(w io.Writer, o render.Options, nodes []*nodestate.NodeResult) error
@@ -85,7 +86,8 @@ func (o *Options) Run(ctx context.Context) error {
 	var nodes []*nodestate.NodeResult
 	worst := cmdutil.ExitOK
 	ro := o.RenderOptions()
-	o.ReadCgroups = o.view.WideCgroups && ro.Format == render.Wide
+	// -o wide shows the cgroups' values, and json/yaml carry every field.
+	o.ReadCgroups = o.view.WideCgroups && ro.Format != render.Table
 	if !o.Source.Offline() {
 		ro.List = render.NewListWriter[any](o.Out, ro, "")
 	}
