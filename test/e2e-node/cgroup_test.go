@@ -3,7 +3,6 @@
 package e2enode
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -31,24 +30,6 @@ func findingsOf(d doctorOut, check string) []finding {
 		}
 	}
 	return out
-}
-
-// envValue reads one key of the node's env file (hack/e2e-node/up.sh writes it).
-func envValue(t *testing.T, key string) string {
-	t.Helper()
-	f, err := os.Open(os.Getenv("NODESTATE_E2E_NODE_ENV"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if k, v, ok := strings.Cut(sc.Text(), "="); ok && k == key {
-			return v
-		}
-	}
-	t.Fatalf("no %s in the node's env file", key)
-	return ""
 }
 
 // TestCgroupAudit plants faults in what the node really runs and expects doctor to find each,
@@ -167,7 +148,7 @@ func TestCgroupAudit(t *testing.T) {
 		if err := node.Client.CoreV1().Pods(ns).Delete(context.Background(), g.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
 			t.Fatal(err)
 		}
-		if out, err := exec.Command(os.Getenv("NODESTATE_CRI_STOP"), envValue(t, "CRI_ENDPOINT"), uid).CombinedOutput(); err != nil {
+		if out, err := exec.Command(os.Getenv("NODESTATE_CRI_STOP"), node.CRIEndpoint, uid).CombinedOutput(); err != nil {
 			t.Fatalf("remove the pod's sandbox through the CRI: %v\n%s", err, out)
 		}
 		// The kubelet is down: no debug pod. The collect script, run on the node, writes the
