@@ -24,7 +24,9 @@ var upper = []string{"pkg/render", "pkg/cmd", "pkg/cmdutil"}
 var rules = []rule{
 	{From: "pkg/nodestate", Deny: upper},
 	// The engines are pure: no presentation, no commands, no other engine's runner.
-	{From: "pkg/doctor", Allow: []string{"pkg/decode", "pkg/machine", "pkg/replay", "internal/text"}},
+	{From: "pkg/doctor", Allow: []string{"pkg/decode", "pkg/machine", "pkg/replay", "pkg/cgroup", "internal/text"}},
+	// What the node's cgroups show: bytes in, a model out.
+	{From: "pkg/cgroup", Allow: []string{"pkg/machine", "internal/text"}},
 	{From: "pkg/admit", Allow: []string{"pkg/decode", "pkg/machine", "pkg/replay", "internal/text"}},
 	{From: "pkg/replay", Allow: []string{"pkg/decode", "pkg/machine", "internal/text"}},
 	// The shared words are a leaf any layer may use.
@@ -73,7 +75,7 @@ func TestImportGraph(t *testing.T) {
 			}
 		}
 	}
-	for _, must := range []string{"pkg/nodestate", "pkg/doctor", "pkg/decode", "pkg/fetch", "pkg/machine", "pkg/nodefs", "pkg/render"} {
+	for _, must := range []string{"pkg/nodestate", "pkg/doctor", "pkg/decode", "pkg/fetch", "pkg/machine", "pkg/render", "pkg/cgroup", "pkg/nodefs"} {
 		if !checked[must] {
 			t.Errorf("no package under %s was checked", must)
 		}

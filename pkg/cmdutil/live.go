@@ -91,6 +91,8 @@ type ReadOptions struct {
 	ReadMachine, ReadKubeletConfig bool
 	// ReadNodeFiles also reads the device plugin sockets and CDI specs (nodestate.Config.NodeFiles).
 	ReadNodeFiles bool
+	// ReadCgroups also reads what the node's cgroups show (nodestate.Config.Cgroups).
+	ReadCgroups bool
 	// Engines are the library's engines to run beyond decode (doctor).
 	Engines nodestate.Engines
 }

@@ -32,6 +32,7 @@ func (o *ReadOptions) Config() (nodestate.Config, error) {
 		Kubelet:        src.Kubelet,
 		KubeletWhy:     "--kubelet-version",
 		NodeFiles:      o.ReadNodeFiles,
+		Cgroups:        o.ReadCgroups,
 		Engines:        o.Engines,
 	}
 	if src.Offline() {

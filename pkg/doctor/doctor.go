@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/internal/text"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cgroup"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/machine"
 )
@@ -42,6 +43,8 @@ type Input struct {
 	// Node is what the node and the API server say beside the files (device plugin sockets,
 	// node status, CDI specs, ResourceClaims); nil: none of it is known.
 	Node *NodeFacts
+	// Cgroups is what the node's cgroups show its containers run on (pkg/cgroup); nil = not read.
+	Cgroups *cgroup.Node
 }
 
 // Severity ranks a finding. Only errors make the command exit 1.
@@ -159,6 +162,9 @@ func Diagnose(in Input) Result {
 	res.Findings = append(res.Findings, draFindings(in)...)
 	res.Findings = append(res.Findings, deviceNodeFindings(in, &res)...)
 	res.Findings = append(res.Findings, draNodeFindings(in, &res)...)
+	cgFindings, cgSkipped := cgroupFindings(in, cpuRep, memRep)
+	res.Findings = append(res.Findings, cgFindings...)
+	res.Skipped = append(res.Skipped, cgSkipped...)
 	if in.Machine == nil {
 		res.Skipped = append(res.Skipped, "CPUs and NUMA nodes outside the machine: no machine")
 	}

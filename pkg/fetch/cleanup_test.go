@@ -129,6 +129,9 @@ func TestPodIndex(t *testing.T) {
 			"uid-mirror":  {"etcd": true},
 			"static-hash": {"etcd": true},
 		},
+		Statuses: map[string][]ContainerStatus{"uid-web": {
+			{Name: "init", ID: "containerd://i1"}, {Name: "app", ID: "cri-o://c1"}, {Name: "debug", ID: "docker://e1"},
+		}},
 		Debug: map[string]bool{"uid-debug": true},
 	}
 	if diff := cmp.Diff(want, ix); diff != "" {

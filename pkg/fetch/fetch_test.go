@@ -87,6 +87,7 @@ func TestFetch(t *testing.T) {
 				"c0ffee": {"team-a", "app", "main"},
 			},
 			ContainerNames: map[string]map[string]bool{"uid-debug": {"nodestate": true}},
+			Statuses:       map[string][]ContainerStatus{"uid-app": {{Name: "main", ID: "containerd://c0ffee"}}},
 			Debug:          map[string]bool{"uid-debug": true},
 		},
 		Warnings: []string{"tar: ./x: Cannot open: Permission denied"},

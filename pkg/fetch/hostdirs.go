@@ -27,7 +27,10 @@ func hostDirVolumes(dirs []HostDir) ([]corev1.VolumeMount, []corev1.Volume) {
 	var mounts []corev1.VolumeMount
 	var vols []corev1.Volume
 	for _, d := range dirs {
-		mounts = append(mounts, corev1.VolumeMount{Name: d.Name, MountPath: d.MountPath, ReadOnly: true})
+		// Recursively read-only where the runtime can (a v1 /sys/fs/cgroup holds a mount per
+		// controller); the kubelet falls back to a plain read-only bind where it cannot.
+		mounts = append(mounts, corev1.VolumeMount{Name: d.Name, MountPath: d.MountPath, ReadOnly: true,
+			RecursiveReadOnly: ptr.To(corev1.RecursiveReadOnlyIfPossible)})
 		vols = append(vols, corev1.Volume{Name: d.Name, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
 			Path: path.Clean(d.Path), Type: ptr.To(corev1.HostPathDirectoryOrCreate)}}})
 	}

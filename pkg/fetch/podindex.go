@@ -36,6 +36,8 @@ type PodIndex struct {
 	// ContainerNames lists, per pod UID, the names of the pod's containers (init and
 	// ephemeral ones too), so doctor can tell a container gone from a live pod.
 	ContainerNames map[string]map[string]bool
+	// Statuses lists, per pod UID, its containers' IDs and whether they run.
+	Statuses map[string][]ContainerStatus
 	// Debug holds the UIDs of this plugin's own debug pods: those listed with its label, and
 	// the one Fetch created to read the node, which the kubelet's files still list (1.37
 	// keeps it in actuated_pods_state for about a minute after deletion).
@@ -91,7 +93,7 @@ func IndexNodePods(ctx context.Context, client kubernetes.Interface, node string
 // NewPodIndex indexes pods, e.g. from one cluster-wide list when reading many nodes.
 func NewPodIndex(pods []corev1.Pod) *PodIndex {
 	ix := &PodIndex{Pods: map[string]PodRef{}, Containers: map[string]ContainerRef{}, Debug: map[string]bool{},
-		ContainerNames: map[string]map[string]bool{}}
+		ContainerNames: map[string]map[string]bool{}, Statuses: map[string][]ContainerStatus{}}
 	for i := range pods {
 		ix.add(&pods[i])
 	}
@@ -115,6 +117,12 @@ func (ix *PodIndex) add(p *corev1.Pod) {
 		ix.Pods[uid] = ref
 		if names != nil {
 			ix.ContainerNames[uid] = names
+		}
+	}
+	// The kubelet names a static pod's cgroup by the UID it knows it by, the annotation's.
+	for _, uid := range []string{string(p.UID), p.Annotations[configMirrorAnnotation]} {
+		if st := containerStatuses(p); uid != "" && len(st) > 0 {
+			ix.Statuses[uid] = st
 		}
 	}
 	for _, statuses := range [][]corev1.ContainerStatus{

@@ -109,7 +109,10 @@ func (r *Runner) diagnose(n *NodeResult) *DoctorResult {
 	if kubelet != judgedBy {
 		rows, _ = JudgeFiles(n.Snapshot, r.kindOf, kubelet, r.cfg.KubeletRootDir)
 	}
-	in := doctor.Input{Machine: r.cfg.Doctor.Machine, Config: config, Kubelet: kubelet, RootDir: r.cfg.KubeletRootDir}
+	in := doctor.Input{Machine: r.cfg.Doctor.Machine, Config: config, Kubelet: kubelet, RootDir: r.cfg.KubeletRootDir, Cgroups: n.Cgroups}
+	if n.CgroupsErr != nil {
+		note("cgroups not read: %v", n.CgroupsErr)
+	}
 	r.liveInputs(n, &in, note)
 	for _, row := range rows {
 		if row.Report != nil {

@@ -3,6 +3,7 @@ package nodestate
 import (
 	"fmt"
 
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cgroup"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/doctor"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/machine"
@@ -16,6 +17,7 @@ const (
 	SysfsFile   = "machine.sysfs"
 	SocketsFile = "device-plugins.sockets"
 	CDIFile     = "cdi.specs"
+	CgroupsFile = "cgroups.cpusets"
 )
 
 // cdiDirs are the CDI spec dirs where the debug pod mounts them (read-only, fetch.HostDir).
@@ -30,24 +32,38 @@ func cdiHostDirs() []fetch.HostDir {
 type bundleDump struct {
 	File string
 	Dump fetch.StderrDump
-	// machine: asked for by Config.Machine; else by Config.NodeFiles.
-	machine bool
+	// machine: asked for by Config.Machine; cgroups: by Config.Cgroups; else by Config.NodeFiles.
+	machine, cgroups bool
 }
 
-// bundleDumps are the sections, with the CDI dirs where the script finds them.
-func bundleDumps(cdi []nodefs.CDIDir) []bundleDump {
+// nodePaths are where the sections' scripts find the node's directories: the debug pod's
+// mounts (inPod), or the node itself (the collect script, onNode).
+type nodePaths struct {
+	cdi     []nodefs.CDIDir
+	cgroups string
+}
+
+var (
+	inPod  = nodePaths{cdi: cdiDirs, cgroups: cgroup.MountPath}
+	onNode = nodePaths{cdi: hostCDIDirs, cgroups: cgroup.HostPath}
+)
+
+// bundleDumps are the sections, with the node's directories where the scripts find them.
+func bundleDumps(at nodePaths) []bundleDump {
 	return []bundleDump{
 		{File: SysfsFile, machine: true, Dump: sysfsDump},
 		{File: SocketsFile, Dump: fetch.StderrDump{Header: nodefs.SocketsHeader, End: nodefs.End, Script: nodefs.SocketsScript, Max: nodefs.MaxSocketsBytes}},
-		{File: CDIFile, Dump: fetch.StderrDump{Header: nodefs.CDIHeader, End: nodefs.End, Script: nodefs.CDIScript(cdi), Max: nodefs.MaxCDIBytes}},
+		{File: CDIFile, Dump: fetch.StderrDump{Header: nodefs.CDIHeader, End: nodefs.End, Script: nodefs.CDIScript(at.cdi), Max: nodefs.MaxCDIBytes}},
+		{File: CgroupsFile, cgroups: true, Dump: fetch.StderrDump{Header: cgroup.Header, End: cgroup.End, Script: cgroup.Script(at.cgroups), Max: cgroup.MaxBytes}},
 	}
 }
 
 // dumps are the sections the config asks the debug pod for.
 func (r *Runner) dumps() []fetch.StderrDump {
 	var out []fetch.StderrDump
-	for _, d := range bundleDumps(cdiDirs) {
-		if (d.machine && r.cfg.Machine) || (!d.machine && r.cfg.NodeFiles) {
+	for _, d := range bundleDumps(inPod) {
+		switch {
+		case d.machine && r.cfg.Machine, d.cgroups && r.cfg.Cgroups, !d.machine && !d.cgroups && r.cfg.NodeFiles:
 			out = append(out, d.Dump)
 		}
 	}
@@ -90,7 +106,7 @@ func readNodeFiles(s *fetch.Snapshot) NodeFiles {
 // bundleFiles are the files of a bundle besides the checkpoints that loadOffline reads.
 func bundleFiles() []string {
 	out := []string{NodeInfoFile}
-	for _, d := range bundleDumps(nil) {
+	for _, d := range bundleDumps(nodePaths{}) {
 		out = append(out, d.File)
 	}
 	return out
@@ -99,7 +115,7 @@ func bundleFiles() []string {
 // takeBundleDumps moves a bundle's section files out of the snapshot's checkpoint files into
 // its Dumps, as a live read would have them.
 func takeBundleDumps(s *fetch.Snapshot) {
-	for _, d := range bundleDumps(nil) {
+	for _, d := range bundleDumps(nodePaths{}) {
 		b, ok := s.Files[d.File]
 		if !ok {
 			continue
@@ -126,13 +142,16 @@ func (r *Runner) offlineExtras(res *NodeResult) {
 		res.NodeFiles = readNodeFiles(s)
 		res.ClaimsSkipped = offlineClaims
 	}
+	if dump := s.Dumps[cgroup.Header]; dump != nil {
+		res.Cgroups, res.CgroupsErr = readCgroups(dump, nil)
+	}
 }
 
 // WriteDumps writes the sections of s into dir under their bundle names (mode 0600), as the
 // collect script does, so the bundle holds what the read saw.
 func WriteDumps(dir string, s *fetch.Snapshot) error {
 	files := map[string][]byte{}
-	for _, d := range bundleDumps(nil) {
+	for _, d := range bundleDumps(nodePaths{}) {
 		if b, ok := s.Dumps[d.Dump.Header]; ok {
 			files[d.File] = append(append([]byte(nil), b...), '\n')
 		}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cgroup"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch/local"
@@ -60,6 +61,10 @@ type Config struct {
 	// NodeFiles): live, in the same exec, with the CDI dirs mounted read-only; offline, from a
 	// bundle's files.
 	NodeFiles bool
+	// Cgroups also reads what each node's cgroups show its containers run on (NodeResult's
+	// Cgroups): live, in the same exec, with the host's cgroup filesystem mounted read-only;
+	// offline, from a bundle's file when it has one.
+	Cgroups bool
 	// Configz replaces the GET of configz through the API server, for tests.
 	Configz ConfigzFunc
 
@@ -114,6 +119,10 @@ type NodeResult struct {
 	KubeletConfigNote string
 	// NodeFiles are the sockets and CDI specs (Config.NodeFiles).
 	NodeFiles
+	// Cgroups is what the node's cgroups show (Config.Cgroups, or a bundle's), or why not in
+	// CgroupsErr.
+	Cgroups    *cgroup.Node
+	CgroupsErr error
 
 	// Doctor is the start prediction (Config.Doctor); nil when not asked or Err is set.
 	Doctor *DoctorResult
@@ -162,8 +171,9 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 		// Live nodes bring their own machine and config, unless the ones to be are given.
 		cfg.Machine = cfg.Machine || d.Machine == nil
 		cfg.KubeletConfig = cfg.KubeletConfig || d.KubeletConfig == nil
-		// The files against the node: device plugin sockets, CDI specs, ResourceClaims.
+		// The files against the node: device plugin sockets, CDI specs, ResourceClaims, cgroups.
 		cfg.NodeFiles = true
+		cfg.Cgroups = true
 	}
 	r := &Runner{cfg: cfg}
 	switch {
@@ -178,6 +188,9 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 	opts.KubeletRootDir = cfg.KubeletRootDir
 	if cfg.NodeFiles {
 		opts.HostDirs = append(opts.HostDirs, cdiHostDirs()...)
+	}
+	if cfg.Cgroups {
+		opts.HostDirs = append(opts.HostDirs, cgroupHostDir)
 	}
 	r.fetcher = &fetch.Fetcher{Client: cfg.Client, Config: cfg.RESTConfig, Paths: decode.Paths(), Options: opts, Exec: cfg.Exec}
 	if err := r.fetcher.Validate(); err != nil {
@@ -245,6 +258,9 @@ func (r *Runner) Run(ctx context.Context, each func(*NodeResult) error) error {
 		if r.cfg.NodeFiles {
 			res.NodeFiles = readNodeFiles(fr.Files)
 			r.addClaims(ctx, res)
+		}
+		if r.cfg.Cgroups {
+			res.Cgroups, res.CgroupsErr = readCgroups(fr.Files.Dumps[cgroup.Header], fr.Files.Pods)
 		}
 		return r.runEngines(res)
 	}

@@ -27,7 +27,7 @@ func CollectScript(rootDir, version string) string {
 		files = append(files, shQuote(a))
 	}
 	var dumps strings.Builder
-	for _, d := range bundleDumps(hostCDIDirs) {
+	for _, d := range bundleDumps(onNode) {
 		fmt.Fprintf(&dumps, "{ %s; } >\"$out/%s\" 2>/dev/null\n", d.Dump.Script, d.File)
 	}
 	r := strings.NewReplacer(

@@ -1,6 +1,9 @@
 package render
 
-import "github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
+import (
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cgroup"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
+)
 
 // isDebugPod reports whether names says uid is one of this plugin's debug pods.
 func isDebugPod(names nodestate.PodNames, uid string) bool {
@@ -33,4 +36,6 @@ func podCell(namespace, name, uid string) string {
 type Source struct {
 	Node  string
 	Names nodestate.PodNames
+	// Cgroups is what the node's cgroups show its containers run on (nil: not read).
+	Cgroups *cgroup.Node
 }

@@ -35,7 +35,7 @@ type Options struct {
 // NewCmdCollect returns the collect command.
 func NewCmdCollect(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &Options{ReadOptions: cmdutil.NewReadOptions(flags), IOStreams: streams}
-	o.ReadMachine, o.ReadKubeletConfig, o.ReadNodeFiles = true, true, true
+	o.ReadMachine, o.ReadKubeletConfig, o.ReadNodeFiles, o.ReadCgroups = true, true, true, true
 	cmd := &cobra.Command{
 		Use:   "collect NODE... | --all-nodes -d DIR | --print-script",
 		Short: "Copy nodes' raw checkpoint files into a directory, with a verification summary",

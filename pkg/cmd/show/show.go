@@ -22,6 +22,9 @@ import (
 type view struct {
 	Use, Short, Long, Example string
 	Kinds                     []decode.Kind
+	// WideCgroups: -o wide (and json, yaml) also show what the node's cgroups hold (read live in
+	// the same exec).
+	WideCgroups bool
 	// Print prints the models decoded from the nodes' files (see eachModel).
 	Print func(w io.Writer, o render.Options, nodes []*nodestate.NodeResult) error
 }
@@ -83,6 +86,8 @@ func (o *Options) Run(ctx context.Context) error {
 	var nodes []*nodestate.NodeResult
 	worst := cmdutil.ExitOK
 	ro := o.RenderOptions()
+	// -o wide shows the cgroups' values, and json/yaml carry every field.
+	o.ReadCgroups = o.view.WideCgroups && ro.Format != render.Table
 	if !o.Source.Offline() {
 		ro.List = render.NewListWriter[any](o.Out, ro, "")
 	}
@@ -150,7 +155,7 @@ func shownAnyway(decoded decode.Model) string {
 // came from: the one step from the library's rows to the printers' inputs.
 func eachModel(nodes []*nodestate.NodeResult, fn func(render.Source, decode.Kind, decode.Model)) {
 	for _, n := range nodes {
-		src := render.Source{Node: n.Node, Names: n.Names}
+		src := render.Source{Node: n.Node, Names: n.Names, Cgroups: n.Cgroups}
 		for _, r := range n.Rows {
 			if r.Report != nil {
 				fn(src, r.Kind(), r.Report.Decoded)

@@ -18,7 +18,8 @@ var views = []*view{
 		Example: `
 			kubectl nodestate cpus worker-1
 			kubectl nodestate cpus --from-dir ./var-lib-kubelet -o wide`,
-		Kinds: []decode.Kind{decode.KindCPU},
+		Kinds:       []decode.Kind{decode.KindCPU},
+		WideCgroups: true,
 		Print: func(w io.Writer, o render.Options, nodes []*nodestate.NodeResult) error {
 			var in []render.CPUs
 			eachModel(nodes, func(src render.Source, _ decode.Kind, m decode.Model) {
@@ -38,7 +39,8 @@ var views = []*view{
 		Example: `
 			kubectl nodestate memory worker-1
 			kubectl nodestate memory --from-file ./memory_manager_state -o yaml`,
-		Kinds: []decode.Kind{decode.KindMemory},
+		Kinds:       []decode.Kind{decode.KindMemory},
+		WideCgroups: true,
 		Print: func(w io.Writer, o render.Options, nodes []*nodestate.NodeResult) error {
 			var in []render.Memory
 			eachModel(nodes, func(src render.Source, _ decode.Kind, m decode.Model) {

@@ -82,7 +82,9 @@ func (d *driver) UnprepareResourceClaims(_ context.Context, claims []kubeletplug
 	return out, nil
 }
 
-func (d *driver) HandleError(_ context.Context, err error, msg string) { log.Printf("%s: %v", msg, err) }
+func (d *driver) HandleError(_ context.Context, err error, msg string) {
+	log.Printf("%s: %v", msg, err)
+}
 
 func (d *driver) WatchHealthStatus(context.Context, chan<- kubeletplugin.DeviceHealthReport) error {
 	return kubeletplugin.ErrHealthNotSupported
