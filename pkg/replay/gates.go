@@ -1,4 +1,4 @@
-package doctor
+package replay
 
 import (
 	"fmt"
@@ -25,10 +25,19 @@ var knownGates = []gateSpan{
 	{Gate: "MemoryManager", Since: "1.32", Until: "1.36", Default: true, Locked: true},
 	{Gate: "CPUManagerPolicyOptions", Since: "1.25", Until: "1.33", Default: true},
 	{Gate: "CPUManagerPolicyOptions", Since: "1.33", Default: true, Locked: true},
-	{Gate: gateCPUAlphaOptions, Since: "1.25", Default: false},
-	{Gate: gateCPUBetaOptions, Since: "1.25", Default: true},
+	{Gate: GateCPUAlphaOptions, Since: "1.25", Default: false},
+	{Gate: GateCPUBetaOptions, Since: "1.25", Default: true},
 	{Gate: "InPlacePodVerticalScalingExclusiveCPUs", Since: "1.32", Default: false},
-	{Gate: gatePodLevelResources, Since: "1.36", Default: false},
+	{Gate: GatePodLevelResourceManagers, Since: "1.36", Default: false},
+	{Gate: GatePodLevelResources, Since: "1.32", Until: "1.34", Default: false},
+	{Gate: GatePodLevelResources, Since: "1.34", Default: true},
+	{Gate: GatePodLevelResourcesFixQOS, Since: "1.37", Default: true},
+	{Gate: GateTopologyAlphaOptions, Since: "1.26", Default: false},
+	{Gate: GateTopologyBetaOptions, Since: "1.26", Until: "1.28", Default: false},
+	{Gate: GateTopologyBetaOptions, Since: "1.28", Default: true},
+	{Gate: GateTopologyOptions, Since: "1.26", Until: "1.28", Default: false},
+	{Gate: GateTopologyOptions, Since: "1.28", Until: "1.32", Default: true},
+	{Gate: GateTopologyOptions, Since: "1.32", Until: "1.37", Default: true, Locked: true},
 }
 
 // gateAt returns the gate's span at v, and whether doctor knows the gate at all.
@@ -69,7 +78,7 @@ func setGates(gates map[string]bool, v *version.Version) (unjudged []string, err
 }
 
 // gateOn is a gate's value at v: as set, else its default there.
-func (e *env) gateOn(name string) bool {
+func (e *env) gate(name string) bool {
 	if on, ok := e.gates[name]; ok {
 		return on
 	}

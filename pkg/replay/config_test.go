@@ -1,4 +1,4 @@
-package doctor
+package replay
 
 import (
 	"strings"
@@ -31,14 +31,14 @@ featureGates:
 		check    func(*KubeletConfig) bool
 	}{
 		{"yaml, numbers as quantities", yamlCfg, func(c *KubeletConfig) bool {
-			return c.cpuPolicy() == "static" && c.KubeReserved["cpu"] == "1" && c.EvictionHard != nil && len(*c.EvictionHard) == 0 &&
-				quantityText(c.ReservedMemory[0].Limits["memory"]) == "1124Mi" && c.FeatureGates[gateCPUAlphaOptions] && c.memoryPolicy() == "None"
+			return c.CPUPolicy() == "static" && c.KubeReserved["cpu"] == "1" && c.EvictionHard != nil && len(*c.EvictionHard) == 0 &&
+				quantityText(c.ReservedMemory[0].Limits["memory"]) == "1124Mi" && c.FeatureGates[GateCPUAlphaOptions] && c.MemoryPolicy() == "None"
 		}},
 		{"configz", configz, func(c *KubeletConfig) bool {
-			return c.memoryPolicy() == "Static" && c.SystemReserved["memory"] == "1Gi" && c.evictionHard()["memory.available"] == "100Mi"
+			return c.MemoryPolicy() == "Static" && c.SystemReserved["memory"] == "1Gi" && c.EvictionHardOrDefault()["memory.available"] == "100Mi"
 		}},
 		{"empty means defaults", `{}`, func(c *KubeletConfig) bool {
-			return c.cpuPolicy() == "none" && c.memoryPolicy() == "None" && c.topologyPolicy() == "none"
+			return c.CPUPolicy() == "none" && c.MemoryPolicy() == "None" && c.TopologyPolicy() == "none"
 		}},
 	} {
 		c, err := ParseKubeletConfig([]byte(tc.in))

@@ -1,4 +1,4 @@
-package doctor
+package replay
 
 import (
 	"errors"
@@ -16,25 +16,34 @@ import (
 
 // The memory manager's policy names (case matters to the kubelet).
 const (
-	memPolicyNone       = "None"
-	memPolicyStatic     = "Static"
-	memPolicyBestEffort = "BestEffort"
+	MemoryPolicyNone       = "None"
+	MemoryPolicyStatic     = "Static"
+	MemoryPolicyBestEffort = "BestEffort"
 )
 
-// memManager is what memorymanager.NewManager built.
-type memManager struct {
-	policy string
+// MemoryManager is memorymanager.manager with its policy.
+type MemoryManager struct {
+	Policy string
 	// systemReserved is NUMA node -> resource -> bytes (convertReserved).
 	systemReserved map[int]map[string]uint64
+	// machineState and assignments are the state, restored then changed by allocations.
+	machineState machineState
+	assignments  map[string]map[string][]decode.MemoryBlock
+	podEntries   map[string][]decode.MemoryBlock
+	affinity     *TopologyManager
+	// initContainersReusableMemory: pod -> NUMA mask -> resource -> bytes an init container
+	// frees for the containers after it.
+	initContainersReusableMemory map[string]map[string]map[string]uint64
+	gates                        podGates
 }
 
-// newMemManager is memorymanager.NewManager on Linux.
-func newMemManager(e *env) (*memManager, error) {
-	name := e.cfg.memoryPolicy()
+// newMemoryManager is memorymanager.NewManager on Linux.
+func newMemoryManager(e *env, tm *TopologyManager) (*MemoryManager, error) {
+	name := e.cfg.MemoryPolicy()
 	switch {
-	case name == memPolicyNone:
-		return &memManager{policy: name}, nil
-	case name == memPolicyStatic:
+	case name == MemoryPolicyNone:
+		return &MemoryManager{Policy: name}, nil
+	case name == MemoryPolicyStatic:
 		reserved, err := systemReservedMemory(e)
 		if err != nil {
 			return nil, err
@@ -46,9 +55,10 @@ func newMemManager(e *env) (*memManager, error) {
 		if total == 0 {
 			return nil, errors.New("[memorymanager] you should specify the system reserved memory")
 		}
-		return &memManager{policy: name, systemReserved: reserved}, nil
-	case name == memPolicyBestEffort && e.era.BestEffortMemory:
-		return nil, fmt.Errorf("policy %q is not available for platform %q", memPolicyBestEffort, "linux")
+		return &MemoryManager{Policy: name, systemReserved: reserved, affinity: tm, gates: e.podGates,
+			initContainersReusableMemory: map[string]map[string]map[string]uint64{}}, nil
+	case name == MemoryPolicyBestEffort && e.release.BestEffortMemory:
+		return nil, fmt.Errorf("policy %q is not available for platform %q", MemoryPolicyBestEffort, "linux")
 	}
 	return nil, fmt.Errorf("unknown policy: \"%s\"", name)
 }
@@ -78,7 +88,7 @@ func systemReservedMemory(e *env) (map[int]map[string]uint64, error) {
 		types[name] = true
 	}
 	for name := range e.reservation {
-		if name == string(v1.ResourceMemory) || isHugePages(name) {
+		if name == string(v1.ResourceMemory) || IsHugePages(name) {
 			types[name] = true
 		}
 	}
@@ -122,16 +132,22 @@ func systemReservedMemory(e *env) (map[int]map[string]uint64, error) {
 	return out, nil
 }
 
-func isHugePages(name string) bool { return len(name) > 10 && name[:10] == "hugepages-" }
+// IsHugePages: a hugepages-<size> resource.
+func IsHugePages(name string) bool { return len(name) > 10 && name[:10] == "hugepages-" }
 
-// hugePagesName is the resource name of a page size, e.g. hugepages-2Mi.
-func hugePagesName(pageSizeKiB uint64) string {
+// HugePagesName is the resource name of a page size, e.g. hugepages-2Mi.
+func HugePagesName(pageSizeKiB uint64) string {
 	return "hugepages-" + resource.NewQuantity(int64(pageSizeKiB)*1024, resource.BinarySI).String()
 }
 
-// start is the memory manager's Start: restore the checkpoint, then validateState.
-func (m *memManager) start(e *env, rep *decode.Report) error {
-	if rep == nil || m.policy == "fake" {
+// start is the memory manager's Start: restore the checkpoint, then validateState (which
+// gives a fresh state the machine's memory).
+func (m *MemoryManager) start(e *env, rep *decode.Report) error {
+	m.assignments, m.podEntries = map[string]map[string][]decode.MemoryBlock{}, map[string][]decode.MemoryBlock{}
+	if rep == nil {
+		if m.Policy == MemoryPolicyStatic {
+			m.machineState = m.defaultMachineState(e)
+		}
 		return nil // no checkpoint: a fresh state
 	}
 	if rep.Verdict != decode.Valid {
@@ -141,15 +157,52 @@ func (m *memManager) start(e *env, rep *decode.Report) error {
 	if !ok {
 		return fmt.Errorf("%s decoded to %T, not a memory manager state", rep.File, rep.Decoded)
 	}
-	if ms.PolicyName != m.policy {
+	if ms.PolicyName != m.Policy {
 		return fmt.Errorf("could not restore state from checkpoint: %v, please drain this node and delete the memory manager checkpoint file %q before restarting Kubelet",
-			fmt.Errorf("[memorymanager] configured policy %q differs from state checkpoint policy %q", m.policy, ms.PolicyName),
+			fmt.Errorf("[memorymanager] configured policy %q differs from state checkpoint policy %q", m.Policy, ms.PolicyName),
 			path.Join(e.rootDir, string(decode.KindMemory)))
 	}
-	if m.policy != memPolicyStatic {
+	if m.Policy != MemoryPolicyStatic {
 		return nil
 	}
-	return m.validateState(e, ms)
+	if err := m.validateState(e, ms); err != nil {
+		return err
+	}
+	m.restore(e, ms)
+	return nil
+}
+
+// restore keeps the checkpoint as the state the allocations start from (a deep copy: the
+// report is the caller's).
+func (m *MemoryManager) restore(e *env, ms *decode.MemoryState) {
+	if len(ms.MachineState) == 0 {
+		m.machineState = m.defaultMachineState(e)
+	} else {
+		m.machineState = machineState{}
+		for id, n := range ms.MachineState {
+			if n == nil {
+				continue
+			}
+			c := &decode.NUMANodeMemory{NumberOfAssignments: n.NumberOfAssignments, Cells: append([]int(nil), n.Cells...), MemoryMap: map[string]*decode.MemoryTable{}}
+			for name, t := range n.MemoryMap {
+				if t != nil {
+					tt := *t
+					c.MemoryMap[name] = &tt
+				}
+			}
+			m.machineState[id] = c
+		}
+	}
+	for pod, ctrs := range ms.Entries {
+		for ctr, blocks := range ctrs {
+			m.setBlocks(pod, ctr, cloneBlocks(blocks))
+		}
+	}
+	if e.release.PodLevelEntries && m.gates.levelManagers {
+		for pod, blocks := range ms.PodEntries {
+			m.podEntries[pod] = cloneBlocks(blocks)
+		}
+	}
 }
 
 // machineState is the memory manager's NUMANodeMap, built here from the machine.
@@ -157,14 +210,14 @@ type machineState map[int]*decode.NUMANodeMemory
 
 // defaultMachineState is getDefaultMachineState: every node's memory and hugepages, less what
 // reservedMemory sets aside (uint64 arithmetic, as the kubelet's).
-func (m *memManager) defaultMachineState(e *env) machineState {
+func (m *MemoryManager) defaultMachineState(e *env) machineState {
 	out := machineState{}
 	for _, id := range e.machine.NodeIDs() {
 		node, _ := e.machine.Node(id)
 		st := &decode.NUMANodeMemory{MemoryMap: map[string]*decode.MemoryTable{}, Cells: []int{id}}
 		var hugepages uint64
 		for _, hp := range node.HugePages {
-			name := hugePagesName(hp.PageSizeKiB)
+			name := HugePagesName(hp.PageSizeKiB)
 			reserved := m.systemReserved[id][name]
 			total := hp.NumPages * hp.PageSizeKiB * 1024
 			st.MemoryMap[name] = &decode.MemoryTable{Total: total, SystemReserved: reserved, Allocatable: total - reserved, Free: total - reserved}
@@ -180,7 +233,7 @@ func (m *memManager) defaultMachineState(e *env) machineState {
 
 // validateState is the static policy's validateState: replay every assignment onto a fresh
 // machine state and compare it with the stored one.
-func (m *memManager) validateState(e *env, ms *decode.MemoryState) error {
+func (m *MemoryManager) validateState(e *env, ms *decode.MemoryState) error {
 	if len(ms.MachineState) == 0 {
 		if len(ms.Entries) != 0 {
 			return errors.New("[memorymanager] machine state can not be empty when it has memory assignments")
@@ -188,7 +241,7 @@ func (m *memManager) validateState(e *env, ms *decode.MemoryState) error {
 		return nil
 	}
 	expected := m.defaultMachineState(e)
-	podLevel := e.era.PodLevelEntries && e.gate(gatePodLevelResources)
+	podLevel := e.release.PodLevelEntries && e.gate(GatePodLevelResourceManagers)
 	for _, pod := range slices.Sorted(maps.Keys(ms.Entries)) {
 		if podLevel && len(ms.PodEntries[pod]) > 0 {
 			if err := expected.update(ms.PodEntries[pod], pod, ""); err != nil {
@@ -202,7 +255,7 @@ func (m *memManager) validateState(e *env, ms *decode.MemoryState) error {
 			}
 		}
 	}
-	if !statesEqual(machineState(ms.MachineState), expected, e.era.GroupedMemoryCompare) {
+	if !statesEqual(machineState(ms.MachineState), expected, e.release.GroupedMemoryCompare) {
 		return &stateMismatch{details: diffStates(machineState(ms.MachineState), expected)}
 	}
 	return nil
@@ -226,7 +279,7 @@ func diffStates(stored, expected machineState) []string {
 	for id := range expected {
 		ids[id] = true
 	}
-	for _, id := range sortedInts(ids) {
+	for _, id := range slices.Sorted(maps.Keys(ids)) {
 		s, x := stored[id], expected[id]
 		switch {
 		case s == nil:

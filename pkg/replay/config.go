@@ -1,4 +1,4 @@
-package doctor
+package replay
 
 import (
 	"bytes"
@@ -30,7 +30,10 @@ type KubeletConfig struct {
 	MemoryManagerPolicy   string              `json:"memoryManagerPolicy,omitempty"`
 	ReservedMemory        []MemoryReservation `json:"reservedMemory,omitempty"`
 	TopologyManagerPolicy string              `json:"topologyManagerPolicy,omitempty"`
-	FeatureGates          map[string]bool     `json:"featureGates,omitempty"`
+	TopologyManagerScope  string              `json:"topologyManagerScope,omitempty"`
+	// TopologyManagerPolicyOptions are prefer-closest-numa-nodes and max-allowable-numa-nodes.
+	TopologyManagerPolicyOptions map[string]string `json:"topologyManagerPolicyOptions,omitempty"`
+	FeatureGates                 map[string]bool   `json:"featureGates,omitempty"`
 }
 
 // MemoryReservation is one NUMA node's entry of reservedMemory.
@@ -70,6 +73,7 @@ const (
 	defaultCPUManagerPolicy      = "none"
 	defaultMemoryManagerPolicy   = "None"
 	defaultTopologyManagerPolicy = "none"
+	defaultTopologyManagerScope  = "container"
 )
 
 // defaultEvictionHard is v1beta1's DefaultEvictionHard; only memory.available matters here.
@@ -108,29 +112,37 @@ func ParseKubeletConfig(b []byte) (*KubeletConfig, error) {
 	return &c, nil
 }
 
-// cpuPolicy, memoryPolicy, topologyPolicy and evictionHard apply the v1beta1 defaults.
-func (c *KubeletConfig) cpuPolicy() string {
+// CPUPolicy, MemoryPolicy, TopologyPolicy, TopologyScope and EvictionHardOrDefault apply the
+// v1beta1 defaults.
+func (c *KubeletConfig) CPUPolicy() string {
 	if c.CPUManagerPolicy == "" {
 		return defaultCPUManagerPolicy
 	}
 	return c.CPUManagerPolicy
 }
 
-func (c *KubeletConfig) memoryPolicy() string {
+func (c *KubeletConfig) MemoryPolicy() string {
 	if c.MemoryManagerPolicy == "" {
 		return defaultMemoryManagerPolicy
 	}
 	return c.MemoryManagerPolicy
 }
 
-func (c *KubeletConfig) topologyPolicy() string {
+func (c *KubeletConfig) TopologyPolicy() string {
 	if c.TopologyManagerPolicy == "" {
 		return defaultTopologyManagerPolicy
 	}
 	return c.TopologyManagerPolicy
 }
 
-func (c *KubeletConfig) evictionHard() map[string]string {
+func (c *KubeletConfig) TopologyScope() string {
+	if c.TopologyManagerScope == "" {
+		return defaultTopologyManagerScope
+	}
+	return c.TopologyManagerScope
+}
+
+func (c *KubeletConfig) EvictionHardOrDefault() map[string]string {
 	if c.EvictionHard == nil {
 		return defaultEvictionHard
 	}

@@ -1,4 +1,10 @@
-package doctor
+package replay
+
+// Package replay is one pure replay of the kubelet's resource managers: the topology manager,
+// the CPU manager and the memory manager, built and started as NewContainerManager and
+// ContainerManager.Start do (doctor's start prediction), then admitting pods as the kubelet's
+// resource admit handler does (the topology manager's Admit, calling the managers as hint
+// providers). Release differences are rows of data (releases.go, gates.go).
 
 import (
 	"fmt"
@@ -20,6 +26,7 @@ const (
 	PhaseOK           = "ok"
 	PhaseFeatureGates = "featureGates"
 	PhaseConfig       = "config"
+	PhaseTopologyNew  = "topologymanager.NewManager"
 	PhaseCPUNew       = "cpumanager.NewManager"
 	PhaseMemoryNew    = "memorymanager.NewManager"
 	PhaseCPUStart     = "cpumanager.Start"
@@ -44,6 +51,8 @@ type Prediction struct {
 	// Error is the first failure, word for word as the kubelet's manager returns it.
 	Error string `json:"error"`
 	Phase string `json:"phase"`
+	// Topology is the topology manager's outcome (it is built before the others).
+	Topology *ManagerResult `json:"topology,omitempty"`
 	// CPU and Memory are each manager's own outcome.
 	CPU    *ManagerResult `json:"cpu,omitempty"`
 	Memory *ManagerResult `json:"memory,omitempty"`
@@ -66,30 +75,48 @@ type StartInput struct {
 
 // env is one start's resolved inputs.
 type env struct {
-	era                *era
+	release            *Release
 	version            *version.Version
 	gates              map[string]bool
+	podGates           podGates
 	machine            *machine.Machine
-	topo               *cpuTopology
+	topo               *CPUTopology
 	cfg                *KubeletConfig
 	reservation        map[string]resource.Quantity
 	reservedSystemCPUs cpuset.CPUSet
 	rootDir            string
 }
 
-func (e *env) gate(name string) bool { return e.gateOn(name) }
+// Node is a kubelet whose resource managers started: the state admissions stack on.
+type Node struct {
+	env      *env
+	Topology *TopologyManager
+	CPU      *CPUManager // nil when the CPUManager gate is off (the kubelet's fake)
+	Memory   *MemoryManager
+	// active is pod UID -> container names of the pods the kubelet runs: the checkpoints'
+	// owners and each admitted pod (removeStaleState keeps only theirs).
+	active map[string]map[string]bool
+}
 
-// PredictStart replays, for in.Kubelet's release, what the kubelet checks when it starts its
-// CPU and memory managers: CPU NewManager, memory NewManager, CPU Start, memory Start.
+// PredictStart replays, for in.Kubelet's release, what the kubelet checks when it builds and
+// starts its resource managers: topology NewManager, CPU NewManager, memory NewManager, CPU
+// Start, memory Start.
 func PredictStart(in StartInput) (Prediction, error) {
+	_, p, err := Start(in)
+	return p, err
+}
+
+// Start builds and starts the managers as the kubelet does; the Node is nil when the kubelet
+// would not start (the Prediction says why).
+func Start(in StartInput) (*Node, Prediction, error) {
 	if in.Machine == nil || in.Config == nil || in.Kubelet.Version == nil {
-		return Prediction{}, fmt.Errorf("a start prediction needs the machine, the kubelet config and the kubelet version")
+		return nil, Prediction{}, fmt.Errorf("a start prediction needs the machine, the kubelet config and the kubelet version")
 	}
-	er, ok := eraFor(in.Kubelet.Version)
+	rel, ok := releaseFor(in.Kubelet.Version)
 	if !ok {
-		return Prediction{}, fmt.Errorf("kubelet %s predates %s, the oldest release doctor has start rules for", in.Kubelet, eras[0].Since)
+		return nil, Prediction{}, fmt.Errorf("kubelet %s predates %s, the oldest release replayed", in.Kubelet, releases[0].Since)
 	}
-	e := &env{era: er, version: in.Kubelet.Version, gates: map[string]bool{}, machine: in.Machine, topo: discover(in.Machine), cfg: in.Config, rootDir: in.RootDir}
+	e := &env{release: rel, version: in.Kubelet.Version, gates: map[string]bool{}, machine: in.Machine, topo: Discover(in.Machine), cfg: in.Config, rootDir: in.RootDir}
 	if e.rootDir == "" {
 		e.rootDir = decode.DefaultRootDir
 	}
@@ -102,38 +129,51 @@ func PredictStart(in StartInput) (Prediction, error) {
 	var p Prediction
 	unjudged, err := setGates(e.gates, e.version)
 	if err != nil {
-		return Prediction{Error: err.Error(), Phase: PhaseFeatureGates}, nil
+		return nil, Prediction{Error: err.Error(), Phase: PhaseFeatureGates}, nil
 	}
 	p.UnjudgedGates = unjudged
+	e.podGates = podGates{levelResources: e.gate(GatePodLevelResources), levelManagers: rel.PodLevelEntries && e.gate(GatePodLevelResourceManagers),
+		fixQOS: e.gate(GatePodLevelResourcesFixQOS)}
 	if err := e.resolveConfig(); err != nil {
-		return Prediction{Error: err.Error(), Phase: PhaseConfig, UnjudgedGates: unjudged}, nil
+		return nil, Prediction{Error: err.Error(), Phase: PhaseConfig, UnjudgedGates: unjudged}, nil
 	}
-	p.CPU = &ManagerResult{Policy: in.Config.cpuPolicy(), Phase: PhaseOK}
-	p.Memory = &ManagerResult{Policy: in.Config.memoryPolicy(), Phase: PhaseOK}
-	// With its gate off (1.25, before GA) a manager is the kubelet's fake: it checks nothing.
-	cpu, cpuErr := &cpuManager{policy: "fake"}, error(nil)
+	n := &Node{env: e, active: map[string]map[string]bool{}}
+	p.Topology = &ManagerResult{Policy: in.Config.TopologyPolicy(), Phase: PhaseOK}
+	if n.Topology, err = newTopologyManager(e); err != nil {
+		p.Topology.Phase, p.Topology.Error = "NewManager", err.Error()
+		p.Phase, p.Error = PhaseTopologyNew, err.Error()
+		return nil, p, nil
+	}
+	p.CPU = &ManagerResult{Policy: in.Config.CPUPolicy(), Phase: PhaseOK}
+	p.Memory = &ManagerResult{Policy: in.Config.MemoryPolicy(), Phase: PhaseOK}
+	// With its gate off (1.25, before GA) a manager is the kubelet's fake: it checks nothing
+	// and allocates nothing.
+	var cpuErr, memErr error
 	if e.gate("CPUManager") {
-		cpu, cpuErr = newCPUManager(e)
+		n.CPU, cpuErr = newCPUManager(e, n.Topology)
 	} else {
 		p.CPU.Policy = "fake (CPUManager gate off)"
 	}
-	mem, memErr := &memManager{policy: "fake"}, error(nil)
 	if e.gate("MemoryManager") {
-		mem, memErr = newMemManager(e)
+		n.Memory, memErr = newMemoryManager(e, n.Topology)
 	} else {
 		p.Memory.Policy = "fake (MemoryManager gate off)"
 	}
 	if cpuErr != nil {
 		p.CPU.Phase, p.CPU.Error = "NewManager", cpuErr.Error()
-	} else if err := cpu.start(e, in.CPU); err != nil {
-		p.CPU.Phase, p.CPU.Error = "Start", err.Error()
+	} else if n.CPU != nil {
+		if err := n.CPU.start(e, in.CPU); err != nil {
+			p.CPU.Phase, p.CPU.Error = "Start", err.Error()
+		}
 	}
 	if memErr != nil {
 		p.Memory.Phase, p.Memory.Error = "NewManager", memErr.Error()
-	} else if err := mem.start(e, in.Memory); err != nil {
-		p.Memory.Phase, p.Memory.Error = "Start", err.Error()
-		if m, ok := err.(*stateMismatch); ok {
-			p.Memory.Details = m.details
+	} else if n.Memory != nil {
+		if err := n.Memory.start(e, in.Memory); err != nil {
+			p.Memory.Phase, p.Memory.Error = "Start", err.Error()
+			if m, ok := err.(*stateMismatch); ok {
+				p.Memory.Details = m.details
+			}
 		}
 	}
 	// The kubelet's order: both NewManagers come before either Start.
@@ -144,19 +184,31 @@ func PredictStart(in StartInput) (Prediction, error) {
 	}{{p.CPU, "NewManager", PhaseCPUNew}, {p.Memory, "NewManager", PhaseMemoryNew}, {p.CPU, "Start", PhaseCPUStart}, {p.Memory, "Start", PhaseMemoryStart}} {
 		if step.r.Phase == step.phase {
 			p.Phase, p.Error = step.name, step.r.Error
-			return p, nil
+			return nil, p, nil
 		}
 	}
 	p.Starts, p.Phase = true, PhaseOK
-	return p, nil
+	// The kubelet registers the CPU manager, then the memory manager, as hint providers (the
+	// device manager and DRA come after; they are not replayed).
+	if n.CPU != nil {
+		n.Topology.addHintProvider(n.CPU)
+	}
+	if n.Memory != nil {
+		n.Topology.addHintProvider(n.Memory)
+	}
+	n.markCheckpointOwnersActive()
+	return n, p, nil
 }
 
 // resolveConfig is what cmd/kubelet does before the managers: parse reservedSystemCPUs (which
 // then stands for kube and system reserved CPU), and compute the node-allocatable reservation
 // as GetNodeAllocatableReservation does.
 func (e *env) resolveConfig() error {
+	if opts := e.cfg.TopologyManagerPolicyOptions; opts != nil && !e.gate(GateTopologyOptions) {
+		return fmt.Errorf("topology manager policy options %v require feature gates %q enabled", opts, GateTopologyOptions)
+	}
 	if s := e.cfg.ReservedSystemCPUs; s != "" {
-		set, err := parseCPUSet(s)
+		set, err := ParseCPUSet(s)
 		if err != nil {
 			return err
 		}
@@ -175,7 +227,7 @@ func (e *env) resolveConfig() error {
 		system["cpu"] = resource.MustParse(strconv.Itoa(n))
 	}
 	capacity := e.capacity()
-	eviction, err := hardEvictionReservation(e.cfg.evictionHard(), capacity)
+	eviction, err := hardEvictionReservation(e.cfg.EvictionHardOrDefault(), capacity)
 	if err != nil {
 		return err
 	}
@@ -205,7 +257,7 @@ func (e *env) capacity() map[string]resource.Quantity {
 		}
 	}
 	for size, total := range sizes {
-		c[hugePagesName(size)] = *resource.NewQuantity(int64(total), resource.BinarySI)
+		c[HugePagesName(size)] = *resource.NewQuantity(int64(total), resource.BinarySI)
 	}
 	return c
 }
@@ -253,4 +305,14 @@ func hardEvictionReservation(thresholds map[string]string, capacity map[string]r
 	}
 	out[string(v1.ResourceMemory)] = q
 	return out, nil
+}
+
+// NodeAllocatableReservation is what cmd/kubelet hands the managers as the node-allocatable
+// reservation (kube + system reserved, reservedSystemCPUs, hard eviction memory).
+func NodeAllocatableReservation(m *machine.Machine, cfg *KubeletConfig) (map[string]resource.Quantity, error) {
+	e := &env{machine: m, cfg: cfg, gates: map[string]bool{}}
+	if err := e.resolveConfig(); err != nil {
+		return nil, err
+	}
+	return e.reservation, nil
 }

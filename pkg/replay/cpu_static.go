@@ -1,0 +1,387 @@
+package replay
+
+// The static CPU policy's admission side (cpumanager/policy_static.go): GetTopologyHints,
+// GetPodTopologyHints, Allocate and AllocatePod, as the topology manager calls them.
+
+import (
+	"errors"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/utils/cpuset"
+)
+
+// SMTAlignmentError is the static policy's refusal under full-pcpus-only.
+type SMTAlignmentError struct {
+	RequestedCPUs, CpusPerCore, AvailablePhysicalCPUs int
+	CausedByPhysicalCPUs                              bool
+}
+
+func (e SMTAlignmentError) Error() string {
+	if e.CausedByPhysicalCPUs {
+		return fmt.Sprintf("SMT Alignment Error: not enough free physical CPUs: available physical CPUs = %d, requested CPUs = %d, CPUs per core = %d", e.AvailablePhysicalCPUs, e.RequestedCPUs, e.CpusPerCore)
+	}
+	return fmt.Sprintf("SMT Alignment Error: requested %d cpus not multiple cpus per core = %d", e.RequestedCPUs, e.CpusPerCore)
+}
+
+func (e SMTAlignmentError) Type() string { return ReasonSMTAlignment }
+
+// guaranteedCPUs is the integral CPU request of a container of a Guaranteed pod, else 0.
+func (m *CPUManager) guaranteedCPUs(pod *v1.Pod, c *v1.Container) int {
+	if m.gates.podQOS(pod) != v1.PodQOSGuaranteed {
+		return 0
+	}
+	q := c.Resources.Requests[v1.ResourceCPU]
+	if m.gates.podLevel(pod) && !isContainerEquivalentQOSGuaranteed(c) {
+		return 0
+	}
+	if q.Value()*1000 != q.MilliValue() {
+		return 0
+	}
+	return int(q.Value())
+}
+
+// podGuaranteedCPUs is the pod's CPU budget: the larger of the biggest init container (with
+// the sidecars started before it) and the long-running containers together.
+func (m *CPUManager) podGuaranteedCPUs(pod *v1.Pod) int {
+	if m.gates.podLevel(pod) {
+		if m.gates.podQOS(pod) != v1.PodQOSGuaranteed {
+			return 0
+		}
+		if q, ok := pod.Spec.Resources.Requests[v1.ResourceCPU]; ok && q.Value()*1000 == q.MilliValue() {
+			return int(q.Value())
+		}
+		return 0
+	}
+	byInit, byRestartable := 0, 0
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		if _, ok := c.Resources.Requests[v1.ResourceCPU]; !ok {
+			continue
+		}
+		n := m.guaranteedCPUs(pod, c)
+		if isRestartableInitContainer(c) {
+			byRestartable += n
+		} else if byRestartable+n > byInit {
+			byInit = byRestartable + n
+		}
+	}
+	byApp := 0
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		if _, ok := c.Resources.Requests[v1.ResourceCPU]; !ok {
+			continue
+		}
+		byApp += m.guaranteedCPUs(pod, c)
+	}
+	return max(byInit, byApp+byRestartable)
+}
+
+// takeByTopology picks CPUs as the options say: distributed over NUMA nodes, or packed.
+func (m *CPUManager) takeByTopology(available cpuset.CPUSet, n int) (cpuset.CPUSet, error) {
+	strategy := CPUSortingStrategyPacked
+	if m.opts.DistributeCPUsAcrossCores {
+		strategy = CPUSortingStrategySpread
+	}
+	if m.opts.DistributeCPUsAcrossNUMA {
+		group := 1
+		if m.opts.FullPhysicalCPUsOnly {
+			group = m.cpuGroupSize
+		}
+		return TakeByTopologyNUMADistributed(m.topo, available, n, group, strategy, m.opts.AlignBySocket)
+	}
+	return TakeByTopologyNUMAPacked(m.topo, available, n, strategy, m.opts.PreferAlignByUncoreCache)
+}
+
+// GetTopologyHints is the static policy's container hints (nil for policy none).
+func (m *CPUManager) GetTopologyHints(pod *v1.Pod, c *v1.Container) map[string][]TopologyHint {
+	if m.Policy != CPUPolicyStatic {
+		return nil
+	}
+	requested := m.guaranteedCPUs(pod, c)
+	if requested == 0 || m.gates.skips(pod) {
+		return nil
+	}
+	if allocated, ok := m.state.get(string(pod.UID), c.Name); ok {
+		if allocated.Size() != requested {
+			return map[string][]TopologyHint{string(v1.ResourceCPU): {}}
+		}
+		return map[string][]TopologyHint{string(v1.ResourceCPU): m.generateCPUTopologyHints(allocated, cpuset.New(), requested)}
+	}
+	return map[string][]TopologyHint{string(v1.ResourceCPU): m.generateCPUTopologyHints(m.AvailableCPUs(), m.cpusToReuse[string(pod.UID)], requested)}
+}
+
+// GetPodTopologyHints is the static policy's pod hints (pod scope).
+func (m *CPUManager) GetPodTopologyHints(pod *v1.Pod) map[string][]TopologyHint {
+	if m.Policy != CPUPolicyStatic {
+		return nil
+	}
+	requested := m.podGuaranteedCPUs(pod)
+	if requested == 0 || m.gates.skips(pod) {
+		return nil
+	}
+	if m.gates.podLevel(pod) {
+		if err := m.validatePodScopeResources(pod); err != nil {
+			return map[string][]TopologyHint{string(v1.ResourceCPU): {}}
+		}
+	}
+	assigned := cpuset.New()
+	for _, c := range podContainers(pod) {
+		byContainer := m.guaranteedCPUs(pod, &c)
+		if allocated, ok := m.state.get(string(pod.UID), c.Name); ok {
+			if allocated.Size() != byContainer {
+				return map[string][]TopologyHint{string(v1.ResourceCPU): {}}
+			}
+			assigned = assigned.Union(allocated)
+		}
+	}
+	if assigned.Size() == requested {
+		return map[string][]TopologyHint{string(v1.ResourceCPU): m.generateCPUTopologyHints(assigned, cpuset.New(), requested)}
+	}
+	reusable := m.cpusToReuse[string(pod.UID)].Union(assigned)
+	return map[string][]TopologyHint{string(v1.ResourceCPU): m.generateCPUTopologyHints(m.AvailableCPUs(), reusable, requested)}
+}
+
+// generateCPUTopologyHints lists every NUMA mask with enough CPUs; the narrowest that could
+// ever hold the request are preferred (align-by-socket: those within the fewest sockets).
+func (m *CPUManager) generateCPUTopologyHints(available, reusable cpuset.CPUSet, request int) []TopologyHint {
+	d := m.topo.CPUDetails
+	minAffinitySize := d.NUMANodes().Size()
+	hints := []TopologyHint{}
+	iterateBitMasks(d.NUMANodes().List(), func(mask BitMask) {
+		if d.CPUsInNUMANodes(mask.GetBits()...).Size() >= request && mask.Count() < minAffinitySize {
+			minAffinitySize = mask.Count()
+		}
+		matching := 0
+		for _, c := range reusable.List() {
+			if !mask.IsSet(d[c].NUMANodeID) {
+				return
+			}
+			matching++
+		}
+		for _, c := range available.List() {
+			if mask.IsSet(d[c].NUMANodeID) {
+				matching++
+			}
+		}
+		if matching < request {
+			return
+		}
+		hints = append(hints, TopologyHint{NUMANodeAffinity: mask})
+	})
+	for i := range hints {
+		if m.opts.AlignBySocket && m.isHintSocketAligned(hints[i], minAffinitySize) {
+			hints[i].Preferred = true
+			continue
+		}
+		if hints[i].NUMANodeAffinity.Count() == minAffinitySize {
+			hints[i].Preferred = true
+		}
+	}
+	return hints
+}
+
+func (m *CPUManager) isHintSocketAligned(h TopologyHint, minAffinitySize int) bool {
+	perSocket := m.topo.NumNUMANodes / m.topo.NumSockets
+	if perSocket == 0 {
+		return false
+	}
+	minSockets := (minAffinitySize + perSocket - 1) / perSocket
+	return m.topo.CPUDetails.SocketsInNUMANodes(h.NUMANodeAffinity.GetBits()...).Size() == minSockets
+}
+
+func (m *CPUManager) getAlignedCPUs(affinity BitMask, allocatable cpuset.CPUSet) cpuset.CPUSet {
+	d := m.topo.CPUDetails
+	aligned := cpuset.New()
+	if m.opts.AlignBySocket {
+		for _, s := range d.SocketsInNUMANodes(affinity.GetBits()...).UnsortedList() {
+			aligned = aligned.Union(allocatable.Intersection(d.CPUsInSockets(s)))
+		}
+		return aligned
+	}
+	for _, n := range affinity.GetBits() {
+		aligned = aligned.Union(allocatable.Intersection(d.CPUsInNUMANodes(n)))
+	}
+	return aligned
+}
+
+// enforceSMTAlignment is full-pcpus-only: whole cores, and enough free ones.
+func (m *CPUManager) enforceSMTAlignment(numCPUs int) error {
+	if !m.opts.FullPhysicalCPUsOnly {
+		return nil
+	}
+	if m.cpuGroupSize == 0 || numCPUs%m.cpuGroupSize != 0 {
+		return SMTAlignmentError{RequestedCPUs: numCPUs, CpusPerCore: m.cpuGroupSize}
+	}
+	if free := m.state.defaultSet.Difference(m.reservedPhysicalCPUs).Size(); numCPUs > free {
+		return SMTAlignmentError{RequestedCPUs: numCPUs, CpusPerCore: m.cpuGroupSize, AvailablePhysicalCPUs: free, CausedByPhysicalCPUs: true}
+	}
+	return nil
+}
+
+// allocateCPUs takes the CPUs of the hint's NUMA nodes first, then any others.
+func (m *CPUManager) allocateCPUs(numCPUs int, affinity BitMask, reusable cpuset.CPUSet) (cpuset.CPUSet, error) {
+	allocatable := m.AvailableCPUs().Union(reusable)
+	result := cpuset.New()
+	if affinity != 0 {
+		aligned := m.getAlignedCPUs(affinity, allocatable)
+		taken, err := m.takeByTopology(aligned, min(numCPUs, aligned.Size()))
+		if err != nil {
+			return cpuset.New(), err
+		}
+		result = result.Union(taken)
+	}
+	rest, err := m.takeByTopology(allocatable.Difference(result), numCPUs-result.Size())
+	if err != nil {
+		return cpuset.New(), err
+	}
+	result = result.Union(rest)
+	m.state.defaultSet = m.state.defaultSet.Difference(result)
+	return result, nil
+}
+
+// updateCPUsToReuse: an init container's CPUs are reused by the containers after it (not a
+// sidecar's: it keeps running).
+func (m *CPUManager) updateCPUsToReuse(pod *v1.Pod, c *v1.Container, set cpuset.CPUSet) {
+	uid := string(pod.UID)
+	for other := range m.cpusToReuse {
+		if other != uid {
+			delete(m.cpusToReuse, other)
+		}
+	}
+	if _, ok := m.cpusToReuse[uid]; !ok {
+		m.cpusToReuse[uid] = cpuset.New()
+	}
+	for i := range pod.Spec.InitContainers {
+		ic := &pod.Spec.InitContainers[i]
+		if c.Name == ic.Name {
+			if isRestartableInitContainer(ic) && m.release.SidecarCPUsKept {
+				break
+			}
+			m.cpusToReuse[uid] = m.cpusToReuse[uid].Union(set)
+			return
+		}
+	}
+	m.cpusToReuse[uid] = m.cpusToReuse[uid].Difference(set)
+}
+
+// Allocate is the static policy's Allocate for one container.
+func (m *CPUManager) Allocate(pod *v1.Pod, c *v1.Container) error {
+	if m.Policy != CPUPolicyStatic {
+		return nil
+	}
+	numCPUs := m.guaranteedCPUs(pod, c)
+	if numCPUs == 0 || m.gates.skips(pod) {
+		return nil
+	}
+	uid := string(pod.UID)
+	if set, ok := m.state.get(uid, c.Name); ok {
+		m.updateCPUsToReuse(pod, c, set)
+		return nil
+	}
+	if err := m.enforceSMTAlignment(numCPUs); err != nil {
+		return err
+	}
+	hint := m.affinity.GetAffinity(uid, c.Name)
+	set, err := m.allocateCPUs(numCPUs, hint.NUMANodeAffinity, m.cpusToReuse[uid])
+	if err != nil {
+		return err
+	}
+	m.state.set(uid, c.Name, set)
+	m.updateCPUsToReuse(pod, c, set)
+	return nil
+}
+
+// validatePodScopeResources: a pod with pod-level CPUs must leave some for its shared containers.
+func (m *CPUManager) validatePodScopeResources(pod *v1.Pod) error {
+	total := m.podGuaranteedCPUs(pod)
+	shared, exclusive := false, 0
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		n := m.guaranteedCPUs(pod, c)
+		switch {
+		case !isRestartableInitContainer(c):
+			if n == 0 && exclusive >= total {
+				return errors.New("pod rejected, pod has shared init containers but no cpus available for them")
+			}
+		case n == 0:
+			shared = true
+		default:
+			exclusive += n
+		}
+	}
+	for i := range pod.Spec.Containers {
+		if n := m.guaranteedCPUs(pod, &pod.Spec.Containers[i]); n == 0 {
+			shared = true
+		} else {
+			exclusive += n
+		}
+	}
+	if shared && exclusive >= total {
+		return errors.New("pod rejected, sum of exclusive container cpu requests equals pod budget, leaving no cpus for shared containers")
+	}
+	return nil
+}
+
+// AllocatePod is the static policy's AllocatePod (pod-level resources, pod scope): one CPU set
+// for the pod, carved into the exclusive containers' sets; the rest is the pod's shared pool.
+func (m *CPUManager) AllocatePod(pod *v1.Pod) error {
+	if m.Policy != CPUPolicyStatic {
+		return nil
+	}
+	uid := string(pod.UID)
+	total := m.podGuaranteedCPUs(pod)
+	if total == 0 {
+		return nil
+	}
+	if err := m.validatePodScopeResources(pod); err != nil {
+		return reasonError{ReasonEmptyPodSharedPool, err.Error()}
+	}
+	if err := m.enforceSMTAlignment(total); err != nil {
+		return err
+	}
+	containers := podContainers(pod)
+	hint := m.affinity.GetAffinity(uid, containers[0].Name)
+	podSet, err := m.allocateCPUs(total, hint.NUMANodeAffinity, cpuset.New())
+	if err != nil {
+		return err
+	}
+	m.state.podEntries[uid] = podSet
+	exclusive := map[string]cpuset.CPUSet{}
+	sidecars := cpuset.New()
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		if n := m.guaranteedCPUs(pod, c); n > 0 {
+			set, err := m.takeByTopology(podSet.Difference(sidecars), n)
+			if err != nil {
+				return err
+			}
+			exclusive[c.Name] = set
+			if isRestartableInitContainer(c) {
+				sidecars = sidecars.Union(set)
+			}
+		} else if !isRestartableInitContainer(c) {
+			exclusive[c.Name] = podSet.Difference(sidecars)
+		}
+	}
+	shared := podSet.Difference(sidecars)
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		if n := m.guaranteedCPUs(pod, c); n > 0 {
+			set, err := m.takeByTopology(shared, n)
+			if err != nil {
+				return err
+			}
+			exclusive[c.Name] = set
+			shared = shared.Difference(set)
+		}
+	}
+	for _, c := range containers {
+		if set, ok := exclusive[c.Name]; ok {
+			m.state.set(uid, c.Name, set)
+		} else {
+			m.state.set(uid, c.Name, shared)
+		}
+	}
+	return nil
+}

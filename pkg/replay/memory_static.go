@@ -1,0 +1,560 @@
+package replay
+
+// The memory manager's Static policy, admission side (memorymanager/policy_static.go):
+// GetTopologyHints, GetPodTopologyHints, Allocate, RemoveContainer.
+
+import (
+	"errors"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
+)
+
+func cloneBlocks(b []decode.MemoryBlock) []decode.MemoryBlock {
+	out := make([]decode.MemoryBlock, len(b))
+	for i, x := range b {
+		out[i] = decode.MemoryBlock{NUMAAffinity: append([]int(nil), x.NUMAAffinity...), Type: x.Type, Size: x.Size}
+	}
+	return out
+}
+
+func (m *MemoryManager) blocks(pod, ctr string) []decode.MemoryBlock { return m.assignments[pod][ctr] }
+
+func (m *MemoryManager) setBlocks(pod, ctr string, b []decode.MemoryBlock) {
+	if m.assignments[pod] == nil {
+		m.assignments[pod] = map[string][]decode.MemoryBlock{}
+	}
+	m.assignments[pod][ctr] = b
+}
+
+// MemoryBlocks is the container's memory assignment, nil when the manager pins nothing.
+func (m *MemoryManager) MemoryBlocks(podUID, container string) []decode.MemoryBlock {
+	if m.Policy != MemoryPolicyStatic {
+		return nil
+	}
+	return m.blocks(podUID, container)
+}
+
+// MemoryNUMANodes is GetMemoryNUMANodes: the NUMA nodes of the container's blocks, sorted.
+func (m *MemoryManager) MemoryNUMANodes(podUID, container string) []int {
+	set := map[int]bool{}
+	for _, b := range m.MemoryBlocks(podUID, container) {
+		for _, id := range b.NUMAAffinity {
+			set[id] = true
+		}
+	}
+	if len(set) == 0 {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(set))
+}
+
+// containerRequests is getContainerRequestedResources: memory and hugepages, in bytes.
+func (m *MemoryManager) containerRequests(pod *v1.Pod, c *v1.Container) (map[string]uint64, error) {
+	out := map[string]uint64{}
+	if m.gates.podLevel(pod) && !isContainerEquivalentQOSGuaranteed(c) {
+		return out, nil
+	}
+	for name, q := range c.Resources.Requests {
+		if name != v1.ResourceMemory && !IsHugePages(string(name)) {
+			continue
+		}
+		v, ok := q.AsInt64()
+		if !ok {
+			return nil, errors.New("[memorymanager] failed to represent quantity as int64")
+		}
+		out[string(name)] = uint64(v)
+	}
+	return out, nil
+}
+
+// podRequests is getPodRequestedResources: the larger of the biggest init container (with the
+// sidecars before it) and the long-running containers together, per resource.
+func (m *MemoryManager) podRequests(pod *v1.Pod) (map[string]uint64, error) {
+	if m.gates.podLevel(pod) {
+		out := map[string]uint64{}
+		for name, q := range pod.Spec.Resources.Requests {
+			if name != v1.ResourceMemory && !IsHugePages(string(name)) {
+				continue
+			}
+			v, ok := q.AsInt64()
+			if !ok {
+				return nil, errors.New("[memorymanager] failed to represent quantity as int64")
+			}
+			if v > 0 {
+				out[string(name)] = uint64(v)
+			}
+		}
+		return out, nil
+	}
+	byInit, byRestartable := map[string]uint64{}, map[string]uint64{}
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		reqs, err := m.containerRequests(pod, c)
+		if err != nil {
+			return nil, err
+		}
+		for name, q := range reqs {
+			if isRestartableInitContainer(c) {
+				byRestartable[name] += q
+			} else if byRestartable[name]+q > byInit[name] {
+				byInit[name] = byRestartable[name] + q
+			}
+		}
+	}
+	byApp := map[string]uint64{}
+	for i := range pod.Spec.Containers {
+		reqs, err := m.containerRequests(pod, &pod.Spec.Containers[i])
+		if err != nil {
+			return nil, err
+		}
+		for name, q := range reqs {
+			byApp[name] += q
+		}
+	}
+	out := map[string]uint64{}
+	for name := range byApp {
+		out[name] = max(byApp[name]+byRestartable[name], byInit[name])
+	}
+	return out, nil
+}
+
+// GetTopologyHints is the Static policy's container hints.
+func (m *MemoryManager) GetTopologyHints(pod *v1.Pod, c *v1.Container) map[string][]TopologyHint {
+	if m.Policy != MemoryPolicyStatic || m.gates.podQOS(pod) != v1.PodQOSGuaranteed {
+		return nil
+	}
+	reqs, err := m.containerRequests(pod, c)
+	if err != nil || len(reqs) == 0 || m.gates.skips(pod) {
+		return nil
+	}
+	if blocks := m.blocks(string(pod.UID), c.Name); blocks != nil {
+		return regenerateHints(blocks, reqs)
+	}
+	return m.calculateHints(pod, reqs)
+}
+
+// GetPodTopologyHints is the Static policy's pod hints (pod scope).
+func (m *MemoryManager) GetPodTopologyHints(pod *v1.Pod) map[string][]TopologyHint {
+	if m.Policy != MemoryPolicyStatic || m.gates.podQOS(pod) != v1.PodQOSGuaranteed {
+		return nil
+	}
+	reqs, err := m.podRequests(pod)
+	if err != nil || m.gates.skips(pod) {
+		return nil
+	}
+	if len(reqs) == 0 {
+		return nil
+	}
+	for _, c := range podContainers(pod) {
+		if blocks := m.blocks(string(pod.UID), c.Name); blocks != nil {
+			return regenerateHints(blocks, reqs)
+		}
+	}
+	return m.calculateHints(pod, reqs)
+}
+
+// regenerateHints: a container already holding its memory gets its own affinity back.
+func regenerateHints(blocks []decode.MemoryBlock, reqs map[string]uint64) map[string][]TopologyHint {
+	hints := map[string][]TopologyHint{}
+	for name := range reqs {
+		hints[name] = []TopologyHint{}
+	}
+	if len(blocks) != len(reqs) {
+		return nil
+	}
+	for _, b := range blocks {
+		if q, ok := reqs[b.Type]; !ok || q != b.Size {
+			return nil
+		}
+		mask, err := NewBitMask(b.NUMAAffinity...)
+		if err != nil {
+			return nil
+		}
+		hints[b.Type] = append(hints[b.Type], TopologyHint{mask, true})
+	}
+	return hints
+}
+
+func (m *MemoryManager) nodeIDs() []int { return slices.Sorted(maps.Keys(m.machineState)) }
+
+// table is the node's table for a resource; an empty one where the node lacks it (the
+// kubelet's nil dereference, which it never reaches for resources the machine has).
+func (m *MemoryManager) table(node int, name string) *decode.MemoryTable {
+	if n := m.machineState[node]; n != nil {
+		if t := n.MemoryMap[name]; t != nil {
+			return t
+		}
+	}
+	return &decode.MemoryTable{}
+}
+
+// calculateHints lists the NUMA masks whose memory can hold the request; a single node
+// already grouped with others, or a node in another group, is no candidate.
+func (m *MemoryManager) calculateHints(pod *v1.Pod, reqs map[string]uint64) map[string][]TopologyHint {
+	nodes := m.nodeIDs()
+	minAffinitySize := len(nodes)
+	hints := map[string][]TopologyHint{}
+	iterateBitMasks(nodes, func(mask BitMask) {
+		bits := mask.GetBits()
+		single := len(bits) == 1
+		free, allocatable := map[string]uint64{}, map[string]uint64{}
+		for _, id := range bits {
+			for name := range reqs {
+				free[name] += m.table(id, name).Free
+				allocatable[name] += m.table(id, name).Allocatable
+			}
+		}
+		for name, q := range reqs {
+			if allocatable[name] < q {
+				return
+			}
+		}
+		if mask.Count() < minAffinitySize {
+			minAffinitySize = mask.Count()
+		}
+		if single && len(m.machineState[bits[0]].Cells) > 1 {
+			return
+		}
+		for _, id := range bits {
+			if !single && m.machineState[id].NumberOfAssignments > 0 {
+				if len(m.machineState[id].Cells) == 1 || !sameCells(m.machineState[id].Cells, bits) {
+					return
+				}
+			}
+		}
+		for name, q := range reqs {
+			if free[name]+m.podReusableMemory(pod, mask, name) < q {
+				return
+			}
+		}
+		for name := range reqs {
+			hints[name] = append(hints[name], TopologyHint{NUMANodeAffinity: mask})
+		}
+	})
+	for name := range reqs {
+		for i := range hints[name] {
+			hints[name][i].Preferred = hints[name][i].NUMANodeAffinity.Count() == minAffinitySize
+		}
+	}
+	return hints
+}
+
+func (m *MemoryManager) podReusableMemory(pod *v1.Pod, mask BitMask, name string) uint64 {
+	return m.initContainersReusableMemory[string(pod.UID)][mask.String()][name]
+}
+
+func findBestHint(hints []TopologyHint) TopologyHint {
+	var best TopologyHint
+	for _, h := range hints {
+		switch {
+		case best.NUMANodeAffinity == 0:
+			best = h
+		case h.Preferred && !best.Preferred:
+			best = h
+		case h.Preferred == best.Preferred && h.NUMANodeAffinity.IsNarrowerThan(best.NUMANodeAffinity):
+			best = h
+		}
+	}
+	return best
+}
+
+func (m *MemoryManager) satisfies(mask BitMask, reqs map[string]uint64) bool {
+	free := map[string]uint64{}
+	for _, id := range mask.GetBits() {
+		for name := range reqs {
+			free[name] += m.table(id, name).Free
+		}
+	}
+	for name, q := range reqs {
+		if free[name] < q {
+			return false
+		}
+	}
+	return true
+}
+
+// isHintInGroup: every node of hint is in group.
+func isHintInGroup(hint, group []int) bool {
+	for _, id := range hint {
+		if !slices.Contains(group, id) {
+			return false
+		}
+	}
+	return true
+}
+
+func (m *MemoryManager) violatesNUMAAllocations(mask BitMask) bool {
+	bits := mask.GetBits()
+	for _, id := range bits {
+		n := m.machineState[id]
+		if n == nil || n.NumberOfAssignments == 0 || len(bits) == 1 {
+			continue
+		}
+		if len(n.Cells) == 1 || !sameCells(n.Cells, bits) {
+			return true
+		}
+	}
+	return false
+}
+
+// Allocate is the Static policy's Allocate for one container.
+func (m *MemoryManager) Allocate(pod *v1.Pod, c *v1.Container) error {
+	if m.Policy != MemoryPolicyStatic || m.gates.podQOS(pod) != v1.PodQOSGuaranteed || m.gates.skips(pod) {
+		return nil
+	}
+	reqs, err := m.containerRequests(pod, c)
+	if err != nil {
+		return err
+	}
+	if len(reqs) == 0 {
+		return nil
+	}
+	uid := string(pod.UID)
+	if blocks := m.blocks(uid, c.Name); blocks != nil {
+		m.updatePodReusableMemory(pod, c, blocks)
+		return nil
+	}
+	hint := m.affinity.GetAffinity(uid, c.Name)
+	best := hint
+	if hint.NUMANodeAffinity == 0 {
+		hints := m.calculateHints(pod, reqs)
+		if len(hints) < 1 {
+			return errors.New("[memorymanager] failed to get the default NUMA affinity, no NUMA nodes with enough memory is available")
+		}
+		def := findBestHint(hints[string(v1.ResourceMemory)])
+		if !def.Preferred && best.Preferred {
+			return errors.New("[memorymanager] failed to find the default preferred hint")
+		}
+		best = def
+	}
+	if !m.satisfies(best.NUMANodeAffinity, reqs) {
+		var filtered []TopologyHint
+		for _, h := range m.calculateHints(pod, reqs)[string(v1.ResourceMemory)] {
+			if isHintInGroup(best.NUMANodeAffinity.GetBits(), h.NUMANodeAffinity.GetBits()) {
+				filtered = append(filtered, h)
+			}
+		}
+		if len(filtered) < 1 {
+			return errors.New("[memorymanager] failed to find NUMA nodes to extend the current topology hint")
+		}
+		extended := findBestHint(filtered)
+		if !extended.Preferred && best.Preferred {
+			return errors.New("[memorymanager] failed to find the extended preferred hint")
+		}
+		best = extended
+	}
+	if m.violatesNUMAAllocations(best.NUMANodeAffinity) {
+		return errors.New("[memorymanager] preferred hint violates NUMA node allocation")
+	}
+	bits := best.NUMANodeAffinity.GetBits()
+	var blocks []decode.MemoryBlock
+	// The kubelet walks a map; blocks are kept sorted by type, as the vectors list them.
+	for _, name := range slices.Sorted(maps.Keys(reqs)) {
+		size := reqs[name]
+		blocks = append(blocks, decode.MemoryBlock{NUMAAffinity: bits, Size: size, Type: name})
+		if reusable := m.podReusableMemory(pod, best.NUMANodeAffinity, name); reusable >= size {
+			size = 0
+		} else {
+			size -= reusable
+		}
+		m.updateMachineState(bits, name, size)
+	}
+	m.updatePodReusableMemory(pod, c, blocks)
+	m.setBlocks(uid, c.Name, blocks)
+	m.updateInitContainersMemoryBlocks(pod, c, blocks)
+	return nil
+}
+
+func (m *MemoryManager) updateMachineState(bits []int, name string, size uint64) {
+	for _, id := range bits {
+		n := m.machineState[id]
+		n.NumberOfAssignments++
+		n.Cells = bits
+		if size == 0 {
+			continue
+		}
+		t := m.table(id, name)
+		if t.Free == 0 {
+			continue
+		}
+		if t.Free >= size {
+			t.Reserved += size
+			t.Free -= size
+			size = 0
+			continue
+		}
+		size -= t.Free
+		t.Reserved += t.Free
+		t.Free = 0
+	}
+}
+
+func isRegularInitContainer(pod *v1.Pod, c *v1.Container) bool {
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Name == c.Name {
+			return !isRestartableInitContainer(&pod.Spec.InitContainers[i])
+		}
+	}
+	return false
+}
+
+func maskString(ids []int) string {
+	mask, _ := NewBitMask(ids...)
+	return mask.String()
+}
+
+func (m *MemoryManager) updatePodReusableMemory(pod *v1.Pod, c *v1.Container, blocks []decode.MemoryBlock) {
+	uid := string(pod.UID)
+	for other := range m.initContainersReusableMemory {
+		if other != uid {
+			delete(m.initContainersReusableMemory, other)
+		}
+	}
+	if isRegularInitContainer(pod, c) {
+		if m.initContainersReusableMemory[uid] == nil {
+			m.initContainersReusableMemory[uid] = map[string]map[string]uint64{}
+		}
+		for _, b := range blocks {
+			key := maskString(b.NUMAAffinity)
+			if m.initContainersReusableMemory[uid][key] == nil {
+				m.initContainersReusableMemory[uid][key] = map[string]uint64{}
+			}
+			if b.Size > m.initContainersReusableMemory[uid][key][b.Type] {
+				m.initContainersReusableMemory[uid][key][b.Type] = b.Size
+			}
+		}
+		return
+	}
+	for _, b := range blocks {
+		key := maskString(b.NUMAAffinity)
+		reusable := m.initContainersReusableMemory[uid][key][b.Type]
+		if reusable == 0 {
+			continue
+		}
+		if b.Size >= reusable {
+			m.initContainersReusableMemory[uid][key][b.Type] = 0
+		} else {
+			m.initContainersReusableMemory[uid][key][b.Type] -= b.Size
+		}
+	}
+}
+
+// updateInitContainersMemoryBlocks shrinks the blocks of the init containers before this one
+// by what this one reuses.
+func (m *MemoryManager) updateInitContainersMemoryBlocks(pod *v1.Pod, c *v1.Container, blocks []decode.MemoryBlock) {
+	uid := string(pod.UID)
+	for _, cb := range blocks {
+		size := cb.Size
+		for i := range pod.Spec.InitContainers {
+			ic := &pod.Spec.InitContainers[i]
+			if ic.Name == c.Name || size == 0 {
+				break
+			}
+			if isRestartableInitContainer(ic) {
+				continue
+			}
+			icBlocks := m.blocks(uid, ic.Name)
+			if len(icBlocks) == 0 {
+				continue
+			}
+			for j := range icBlocks {
+				b := &icBlocks[j]
+				if b.Size == 0 || b.Type != cb.Type || maskString(b.NUMAAffinity) != maskString(cb.NUMAAffinity) {
+					continue
+				}
+				if b.Size > size {
+					b.Size -= size
+					size = 0
+				} else {
+					size -= b.Size
+					b.Size = 0
+				}
+			}
+			m.setBlocks(uid, ic.Name, icBlocks)
+		}
+	}
+}
+
+// removeStaleState frees the memory of containers no active pod has.
+func (m *MemoryManager) removeStaleState(active map[string]map[string]bool) {
+	if m.Policy != MemoryPolicyStatic {
+		return
+	}
+	for _, pod := range slices.Sorted(maps.Keys(m.assignments)) {
+		for _, ctr := range slices.Sorted(maps.Keys(m.assignments[pod])) {
+			if !active[pod][ctr] {
+				m.removeContainer(pod, ctr)
+			}
+		}
+	}
+}
+
+// removeContainer is the Static policy's RemoveContainer.
+func (m *MemoryManager) removeContainer(pod, ctr string) {
+	if podBlocks, ok := m.podEntries[pod]; ok && m.gates.levelManagers {
+		delete(m.assignments[pod], ctr)
+		if len(m.assignments[pod]) == 0 {
+			delete(m.assignments, pod)
+			m.releaseMemory(podBlocks)
+			delete(m.podEntries, pod)
+		}
+		return
+	}
+	blocks := m.blocks(pod, ctr)
+	if blocks == nil {
+		return
+	}
+	delete(m.assignments[pod], ctr)
+	if len(m.assignments[pod]) == 0 {
+		delete(m.assignments, pod)
+	}
+	m.releaseMemory(blocks)
+}
+
+func (m *MemoryManager) releaseMemory(blocks []decode.MemoryBlock) {
+	for _, b := range blocks {
+		size := b.Size
+		for _, id := range b.NUMAAffinity {
+			n := m.machineState[id]
+			if n == nil {
+				continue
+			}
+			n.NumberOfAssignments--
+			if n.NumberOfAssignments == 0 {
+				n.Cells = []int{id}
+			}
+			if size == 0 {
+				continue
+			}
+			t := m.table(id, b.Type)
+			if t.Reserved == 0 {
+				continue
+			}
+			if t.Reserved < size {
+				size -= t.Reserved
+				t.Free += t.Reserved
+				t.Reserved = 0
+				continue
+			}
+			t.Free += size
+			t.Reserved -= size
+			size = 0
+		}
+	}
+}
+
+// sortedTypes lists a block list's types, for stable output.
+func sortedTypes(b []decode.MemoryBlock) string {
+	var names []string
+	for _, x := range b {
+		names = append(names, x.Type)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ",")
+}

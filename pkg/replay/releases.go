@@ -1,0 +1,165 @@
+package replay
+
+import (
+	"fmt"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/util/version"
+)
+
+// The resource managers change with the kubelet release. Each row below is one release range,
+// read from that release's pkg/kubelet/cm/{cpumanager,memorymanager,topologymanager} and
+// cmd/kubelet/app: a row holds from Since until the next row. Behaviour that never changed
+// over the releases covered is plain code; only what moves lives here.
+
+// optionLevel is a policy option's maturity, which decides the gate it needs.
+type optionLevel int
+
+const (
+	alpha  optionLevel = iota + 1 // needs the Alpha options gate
+	beta                          // needs the Beta options gate
+	stable                        // needs nothing
+)
+
+func (l optionLevel) String() string {
+	return map[optionLevel]string{alpha: "alpha", beta: "beta", stable: "GA"}[l]
+}
+
+// Feature gates the managers read.
+const (
+	GateCPUAlphaOptions          = "CPUManagerPolicyAlphaOptions"
+	GateCPUBetaOptions           = "CPUManagerPolicyBetaOptions"
+	GatePodLevelResourceManagers = "PodLevelResourceManagers"
+	GatePodLevelResources        = "PodLevelResources"
+	GatePodLevelResourcesFixQOS  = "PodLevelResourcesFixKubeletQOSClass"
+	GateTopologyAlphaOptions     = "TopologyManagerPolicyAlphaOptions"
+	GateTopologyBetaOptions      = "TopologyManagerPolicyBetaOptions"
+	GateTopologyOptions          = "TopologyManagerPolicyOptions"
+)
+
+// gateDefaults are the gates' values where gates.go has no span for the release: the GA gates
+// removed since (their feature is always on) and gates not tracked by release.
+var gateDefaults = map[string]bool{
+	"CPUManager":                 true,
+	"MemoryManager":              true,
+	"CPUManagerPolicyOptions":    true,
+	GateCPUAlphaOptions:          false,
+	GateCPUBetaOptions:           true,
+	GatePodLevelResourceManagers: false,
+	GatePodLevelResources:        false,
+	GatePodLevelResourcesFixQOS:  false,
+	GateTopologyAlphaOptions:     false,
+	GateTopologyBetaOptions:      false,
+	GateTopologyOptions:          true,
+}
+
+// Release is what one range of kubelet releases does.
+type Release struct {
+	Since string
+	// CPUOptions: every option the static CPU policy knows, and its level.
+	CPUOptions map[string]optionLevel
+	// ExclusiveOptions are pairs NewStaticPolicyOptions refuses together, in its order.
+	ExclusiveOptions [][2]string
+	// TopologyOptions: every topology manager policy option, and its level; nil = the release
+	// has no options (any is unknown).
+	TopologyOptions map[string]optionLevel
+	// LowercaseTopologyOptionErrors: the option-level errors read "topology manager policy
+	// alpha-level ..." (older releases capitalise them).
+	LowercaseTopologyOptionErrors bool
+	// ReservedPhysicalCPUs: NewStaticPolicy maps each reserved CPU to its core and fails on a
+	// CPU the machine lacks ("unable to build the reserved physical CPUs").
+	ReservedPhysicalCPUs bool
+	// StrictReservation: strict-cpu-reservation is honoured (reserved CPUs out of the default
+	// set, at validateState and in a fresh state).
+	StrictReservation bool
+	// SidecarCPUsKept: a restartable init container's CPUs are not offered to the containers
+	// after it (they keep running).
+	SidecarCPUsKept bool
+	// PodLevelEntries: with PodLevelResourceManagers, pod-level CPU entries count as known CPUs
+	// and pod-level memory blocks replace the containers' in the expected machine state.
+	PodLevelEntries bool
+	// GroupedMemoryCompare: the machine-state comparison sums free/reserved over each
+	// assignment's NUMA group (1.32+); before, every table field must be equal per node.
+	GroupedMemoryCompare bool
+	// BestEffortMemory: "BestEffort" is a known memory policy (Windows only; refused on Linux).
+	BestEffortMemory bool
+}
+
+var (
+	options125 = map[string]optionLevel{OptDistributeCPUsAcrossNUMA: alpha, OptAlignBySocket: alpha, OptFullPCPUsOnly: beta}
+	options131 = map[string]optionLevel{OptDistributeCPUsAcrossNUMA: alpha, OptAlignBySocket: alpha, OptDistributeCPUsAcrossCores: alpha, OptFullPCPUsOnly: beta}
+	options132 = map[string]optionLevel{OptDistributeCPUsAcrossNUMA: alpha, OptAlignBySocket: alpha, OptDistributeCPUsAcrossCores: alpha,
+		OptStrictCPUReservation: alpha, OptPreferAlignByUncoreCache: alpha, OptFullPCPUsOnly: beta}
+	options133 = map[string]optionLevel{OptAlignBySocket: alpha, OptDistributeCPUsAcrossCores: alpha, OptPreferAlignByUncoreCache: alpha,
+		OptStrictCPUReservation: beta, OptDistributeCPUsAcrossNUMA: beta, OptFullPCPUsOnly: stable}
+	options134 = map[string]optionLevel{OptAlignBySocket: alpha, OptDistributeCPUsAcrossCores: alpha,
+		OptStrictCPUReservation: beta, OptDistributeCPUsAcrossNUMA: beta, OptPreferAlignByUncoreCache: beta, OptFullPCPUsOnly: stable}
+	options135 = map[string]optionLevel{OptAlignBySocket: alpha, OptDistributeCPUsAcrossCores: alpha,
+		OptDistributeCPUsAcrossNUMA: beta, OptPreferAlignByUncoreCache: beta, OptFullPCPUsOnly: stable, OptStrictCPUReservation: stable}
+	options136 = map[string]optionLevel{OptAlignBySocket: alpha, OptDistributeCPUsAcrossCores: alpha,
+		OptDistributeCPUsAcrossNUMA: beta, OptFullPCPUsOnly: stable, OptStrictCPUReservation: stable, OptPreferAlignByUncoreCache: stable}
+
+	exclusive131 = [][2]string{{OptFullPCPUsOnly, OptDistributeCPUsAcrossCores}, {OptDistributeCPUsAcrossNUMA, OptDistributeCPUsAcrossCores}}
+	exclusive132 = append(exclusive131[:2:2], [2]string{OptPreferAlignByUncoreCache, OptDistributeCPUsAcrossCores}, [2]string{OptPreferAlignByUncoreCache, OptDistributeCPUsAcrossNUMA})
+
+	topology126 = map[string]optionLevel{OptPreferClosestNUMANodes: alpha}
+	topology128 = map[string]optionLevel{OptPreferClosestNUMANodes: beta}
+	topology131 = map[string]optionLevel{OptPreferClosestNUMANodes: beta, OptMaxAllowableNUMANodes: beta}
+	topology132 = map[string]optionLevel{OptPreferClosestNUMANodes: stable, OptMaxAllowableNUMANodes: beta}
+	topology135 = map[string]optionLevel{OptPreferClosestNUMANodes: stable, OptMaxAllowableNUMANodes: stable}
+)
+
+// releases, oldest first. 1.25 is the oldest release replayed.
+var releases = []Release{
+	{Since: "1.25", CPUOptions: options125},
+	{Since: "1.26", CPUOptions: options125, TopologyOptions: topology126},
+	{Since: "1.27", CPUOptions: options125, TopologyOptions: topology126, ReservedPhysicalCPUs: true},
+	{Since: "1.28", CPUOptions: options125, TopologyOptions: topology128, ReservedPhysicalCPUs: true},
+	{Since: "1.31", CPUOptions: options131, ExclusiveOptions: exclusive131, TopologyOptions: topology131,
+		ReservedPhysicalCPUs: true, SidecarCPUsKept: true},
+	{Since: "1.32", CPUOptions: options132, ExclusiveOptions: exclusive132, TopologyOptions: topology132, ReservedPhysicalCPUs: true,
+		SidecarCPUsKept: true, StrictReservation: true, GroupedMemoryCompare: true, BestEffortMemory: true},
+	{Since: "1.33", CPUOptions: options133, ExclusiveOptions: exclusive132, TopologyOptions: topology132, ReservedPhysicalCPUs: true,
+		SidecarCPUsKept: true, StrictReservation: true, GroupedMemoryCompare: true, BestEffortMemory: true},
+	{Since: "1.34", CPUOptions: options134, ExclusiveOptions: exclusive132, TopologyOptions: topology132, ReservedPhysicalCPUs: true,
+		SidecarCPUsKept: true, StrictReservation: true, GroupedMemoryCompare: true, BestEffortMemory: true},
+	{Since: "1.35", CPUOptions: options135, ExclusiveOptions: exclusive132, TopologyOptions: topology135, ReservedPhysicalCPUs: true,
+		SidecarCPUsKept: true, StrictReservation: true, GroupedMemoryCompare: true, BestEffortMemory: true},
+	{Since: "1.36", CPUOptions: options136, ExclusiveOptions: exclusive132, TopologyOptions: topology135, ReservedPhysicalCPUs: true,
+		SidecarCPUsKept: true, StrictReservation: true, GroupedMemoryCompare: true, BestEffortMemory: true, PodLevelEntries: true},
+	{Since: "1.37", CPUOptions: options136, ExclusiveOptions: exclusive132, TopologyOptions: topology135, ReservedPhysicalCPUs: true,
+		SidecarCPUsKept: true, StrictReservation: true, GroupedMemoryCompare: true, BestEffortMemory: true, PodLevelEntries: true},
+}
+
+// oldestRelease is the first release with rules.
+var oldestRelease = version.MustParseGeneric(releases[0].Since)
+
+// releaseFor returns the rules of v (the newest row for releases after the last), and false
+// when v predates every row.
+func releaseFor(v *version.Version) (*Release, bool) {
+	if v.LessThan(oldestRelease) {
+		return nil, false
+	}
+	i := sort.Search(len(releases), func(i int) bool {
+		return v.LessThan(version.MustParseGeneric(releases[i].Since))
+	})
+	return &releases[i-1], true
+}
+
+// checkTopologyOption is topologymanager.CheckPolicyOptionAvailable for the release.
+func (r *Release) checkTopologyOption(name string, gate func(string) bool) error {
+	level, known := r.TopologyOptions[name]
+	text := "Topology Manager Policy %s-level Options not enabled, but option %q provided"
+	if r.LowercaseTopologyOptionErrors {
+		text = "topology manager policy %s-level options not enabled, but option %q provided"
+	}
+	switch {
+	case !known:
+		return fmt.Errorf("unknown Topology Manager Policy option: %q", name)
+	case level == alpha && !gate(GateTopologyAlphaOptions):
+		return fmt.Errorf(text, map[bool]string{false: "Alpha", true: "alpha"}[r.LowercaseTopologyOptionErrors], name)
+	case level == beta && !gate(GateTopologyBetaOptions):
+		return fmt.Errorf(text, map[bool]string{false: "Beta", true: "beta"}[r.LowercaseTopologyOptionErrors], name)
+	}
+	return nil
+}
