@@ -127,3 +127,40 @@ func (n *Node) AllocatableCPUs() cpuset.CPUSet {
 	}
 	return n.CPU.AllocatableCPUs()
 }
+
+// Forget drops a pod another admit handler refused after the managers admitted it: its
+// allocations go at the next admission, as the kubelet's removeStaleState does.
+func (n *Node) Forget(pod *v1.Pod) { delete(n.active, string(pod.UID)) }
+
+// Config is the kubelet config the node runs with.
+func (n *Node) Config() *KubeletConfig { return n.env.cfg }
+
+// CPUTopology is the CPU manager's view of the machine.
+func (n *Node) CPUTopology() *CPUTopology { return n.env.topo }
+
+// FreeCPUs are the CPUs an exclusive allocation can take now (GetAvailableCPUs); empty unless
+// the static policy runs.
+func (n *Node) FreeCPUs() cpuset.CPUSet {
+	if n.CPU == nil || n.CPU.Policy != CPUPolicyStatic {
+		return cpuset.New()
+	}
+	return n.CPU.AvailableCPUs()
+}
+
+// FreeMemory is NUMA node -> memory type -> free bytes in the memory manager's state (Static
+// policy only).
+func (n *Node) FreeMemory() map[int]map[string]uint64 {
+	out := map[int]map[string]uint64{}
+	if n.Memory == nil || n.Memory.Policy != MemoryPolicyStatic {
+		return out
+	}
+	for id, node := range n.Memory.machineState {
+		out[id] = map[string]uint64{}
+		for name, t := range node.MemoryMap {
+			if t != nil {
+				out[id][name] = t.Free
+			}
+		}
+	}
+	return out
+}
