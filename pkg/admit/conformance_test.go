@@ -48,8 +48,8 @@ type expectedPod struct {
 	Containers map[string]expectedContainer `json:"containers"`
 	PodCPUs    string                       `json:"podCPUs"`
 	StateAfter *struct {
-		DefaultCPUSet     string                                         `json:"defaultCpuSet"`
-		CPUAssignments    map[string]map[string]string                   `json:"cpuAssignments"`
+		DefaultCPUSet     string                                     `json:"defaultCpuSet"`
+		CPUAssignments    map[string]map[string]string               `json:"cpuAssignments"`
 		MemoryAssignments map[string]map[string][]decode.MemoryBlock `json:"memoryAssignments"`
 	} `json:"stateAfter"`
 }
