@@ -15,10 +15,12 @@ import (
 type SMTAlignmentError struct {
 	RequestedCPUs, CpusPerCore, AvailablePhysicalCPUs int
 	CausedByPhysicalCPUs                              bool
+	// byCause: the release picks the text by cause (else by AvailablePhysicalCPUs > 0).
+	byCause bool
 }
 
 func (e SMTAlignmentError) Error() string {
-	if e.CausedByPhysicalCPUs {
+	if e.CausedByPhysicalCPUs && (e.byCause || e.AvailablePhysicalCPUs > 0) {
 		return fmt.Sprintf("SMT Alignment Error: not enough free physical CPUs: available physical CPUs = %d, requested CPUs = %d, CPUs per core = %d", e.AvailablePhysicalCPUs, e.RequestedCPUs, e.CpusPerCore)
 	}
 	return fmt.Sprintf("SMT Alignment Error: requested %d cpus not multiple cpus per core = %d", e.RequestedCPUs, e.CpusPerCore)
@@ -60,7 +62,7 @@ func (m *CPUManager) podGuaranteedCPUs(pod *v1.Pod) int {
 			continue
 		}
 		n := m.guaranteedCPUs(pod, c)
-		if isRestartableInitContainer(c) {
+		if m.release.SidecarAware && isRestartableInitContainer(c) {
 			byRestartable += n
 		} else if byRestartable+n > byInit {
 			byInit = byRestartable + n
@@ -211,10 +213,14 @@ func (m *CPUManager) enforceSMTAlignment(numCPUs int) error {
 		return nil
 	}
 	if m.cpuGroupSize == 0 || numCPUs%m.cpuGroupSize != 0 {
-		return SMTAlignmentError{RequestedCPUs: numCPUs, CpusPerCore: m.cpuGroupSize}
+		return SMTAlignmentError{RequestedCPUs: numCPUs, CpusPerCore: m.cpuGroupSize, byCause: m.release.SMTErrorByCause}
+	}
+	if !m.release.SMTPhysicalCheck {
+		return nil
 	}
 	if free := m.state.defaultSet.Difference(m.reservedPhysicalCPUs).Size(); numCPUs > free {
-		return SMTAlignmentError{RequestedCPUs: numCPUs, CpusPerCore: m.cpuGroupSize, AvailablePhysicalCPUs: free, CausedByPhysicalCPUs: true}
+		return SMTAlignmentError{RequestedCPUs: numCPUs, CpusPerCore: m.cpuGroupSize, AvailablePhysicalCPUs: free, CausedByPhysicalCPUs: true,
+			byCause: m.release.SMTErrorByCause}
 	}
 	return nil
 }
@@ -255,7 +261,7 @@ func (m *CPUManager) updateCPUsToReuse(pod *v1.Pod, c *v1.Container, set cpuset.
 	for i := range pod.Spec.InitContainers {
 		ic := &pod.Spec.InitContainers[i]
 		if c.Name == ic.Name {
-			if isRestartableInitContainer(ic) && m.release.SidecarCPUsKept {
+			if m.release.SidecarAware && isRestartableInitContainer(ic) {
 				break
 			}
 			m.cpusToReuse[uid] = m.cpusToReuse[uid].Union(set)
@@ -275,12 +281,19 @@ func (m *CPUManager) Allocate(pod *v1.Pod, c *v1.Container) error {
 		return nil
 	}
 	uid := string(pod.UID)
+	if m.release.SMTCheckBeforeReuse {
+		if err := m.enforceSMTAlignment(numCPUs); err != nil {
+			return err
+		}
+	}
 	if set, ok := m.state.get(uid, c.Name); ok {
 		m.updateCPUsToReuse(pod, c, set)
 		return nil
 	}
-	if err := m.enforceSMTAlignment(numCPUs); err != nil {
-		return err
+	if !m.release.SMTCheckBeforeReuse {
+		if err := m.enforceSMTAlignment(numCPUs); err != nil {
+			return err
+		}
 	}
 	hint := m.affinity.GetAffinity(uid, c.Name)
 	set, err := m.allocateCPUs(numCPUs, hint.NUMANodeAffinity, m.cpusToReuse[uid])

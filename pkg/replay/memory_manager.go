@@ -35,6 +35,8 @@ type MemoryManager struct {
 	// frees for the containers after it.
 	initContainersReusableMemory map[string]map[string]map[string]uint64
 	gates                        podGates
+	// sidecarAware and violationCheck are the release's rows (releases.go).
+	sidecarAware, violationCheck bool
 }
 
 // newMemoryManager is memorymanager.NewManager on Linux.
@@ -56,6 +58,7 @@ func newMemoryManager(e *env, tm *TopologyManager) (*MemoryManager, error) {
 			return nil, errors.New("[memorymanager] you should specify the system reserved memory")
 		}
 		return &MemoryManager{Policy: name, systemReserved: reserved, affinity: tm, gates: e.podGates,
+			sidecarAware: e.release.SidecarAware, violationCheck: e.release.MemoryAffinityViolationCheck,
 			initContainersReusableMemory: map[string]map[string]map[string]uint64{}}, nil
 	case name == MemoryPolicyBestEffort && e.release.BestEffortMemory:
 		return nil, fmt.Errorf("policy %q is not available for platform %q", MemoryPolicyBestEffort, "linux")

@@ -7,8 +7,6 @@ import (
 	"errors"
 	"maps"
 	"slices"
-	"sort"
-	"strings"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -100,7 +98,7 @@ func (m *MemoryManager) podRequests(pod *v1.Pod) (map[string]uint64, error) {
 			return nil, err
 		}
 		for name, q := range reqs {
-			if isRestartableInitContainer(c) {
+			if m.sidecarAware && isRestartableInitContainer(c) {
 				byRestartable[name] += q
 			} else if byRestartable[name]+q > byInit[name] {
 				byInit[name] = byRestartable[name] + q
@@ -349,7 +347,7 @@ func (m *MemoryManager) Allocate(pod *v1.Pod, c *v1.Container) error {
 		}
 		best = extended
 	}
-	if m.violatesNUMAAllocations(best.NUMANodeAffinity) {
+	if m.violationCheck && m.violatesNUMAAllocations(best.NUMANodeAffinity) {
 		return errors.New("[memorymanager] preferred hint violates NUMA node allocation")
 	}
 	bits := best.NUMANodeAffinity.GetBits()
@@ -395,10 +393,10 @@ func (m *MemoryManager) updateMachineState(bits []int, name string, size uint64)
 	}
 }
 
-func isRegularInitContainer(pod *v1.Pod, c *v1.Container) bool {
+func (m *MemoryManager) isRegularInitContainer(pod *v1.Pod, c *v1.Container) bool {
 	for i := range pod.Spec.InitContainers {
 		if pod.Spec.InitContainers[i].Name == c.Name {
-			return !isRestartableInitContainer(&pod.Spec.InitContainers[i])
+			return !m.sidecarAware || !isRestartableInitContainer(&pod.Spec.InitContainers[i])
 		}
 	}
 	return false
@@ -416,7 +414,7 @@ func (m *MemoryManager) updatePodReusableMemory(pod *v1.Pod, c *v1.Container, bl
 			delete(m.initContainersReusableMemory, other)
 		}
 	}
-	if isRegularInitContainer(pod, c) {
+	if m.isRegularInitContainer(pod, c) {
 		if m.initContainersReusableMemory[uid] == nil {
 			m.initContainersReusableMemory[uid] = map[string]map[string]uint64{}
 		}
@@ -456,7 +454,7 @@ func (m *MemoryManager) updateInitContainersMemoryBlocks(pod *v1.Pod, c *v1.Cont
 			if ic.Name == c.Name || size == 0 {
 				break
 			}
-			if isRestartableInitContainer(ic) {
+			if m.sidecarAware && isRestartableInitContainer(ic) {
 				continue
 			}
 			icBlocks := m.blocks(uid, ic.Name)
@@ -547,14 +545,4 @@ func (m *MemoryManager) releaseMemory(blocks []decode.MemoryBlock) {
 			size = 0
 		}
 	}
-}
-
-// sortedTypes lists a block list's types, for stable output.
-func sortedTypes(b []decode.MemoryBlock) string {
-	var names []string
-	for _, x := range b {
-		names = append(names, x.Type)
-	}
-	sort.Strings(names)
-	return strings.Join(names, ",")
 }

@@ -72,9 +72,21 @@ type Release struct {
 	// StrictReservation: strict-cpu-reservation is honoured (reserved CPUs out of the default
 	// set, at validateState and in a fresh state).
 	StrictReservation bool
-	// SidecarCPUsKept: a restartable init container's CPUs are not offered to the containers
-	// after it (they keep running).
-	SidecarCPUsKept bool
+	// SidecarAware: restartable init containers (sidecars) count as long-running in the pod's
+	// CPU and memory budget, and their CPUs are not reused by the containers after them.
+	SidecarAware bool
+	// SMTPhysicalCheck: full-pcpus-only also refuses when fewer free physical CPUs (outside the
+	// reserved cores) remain than requested; before, only "not a multiple" is checked.
+	SMTPhysicalCheck bool
+	// SMTErrorByCause: the SMT error's text follows its cause; before, the "not enough free
+	// physical CPUs" text shows only when some are available.
+	SMTErrorByCause bool
+	// SMTCheckBeforeReuse: the SMT checks run before a container already holding CPUs keeps
+	// them (1.37 keeps them first).
+	SMTCheckBeforeReuse bool
+	// MemoryAffinityViolationCheck: the memory manager refuses a hint that would mix NUMA
+	// groups ("preferred hint violates NUMA node allocation").
+	MemoryAffinityViolationCheck bool
 	// PodLevelEntries: with PodLevelResourceManagers, pod-level CPU entries count as known CPUs
 	// and pod-level memory blocks replace the containers' in the expected machine state.
 	PodLevelEntries bool
@@ -104,6 +116,7 @@ var (
 
 	topology126 = map[string]optionLevel{OptPreferClosestNUMANodes: alpha}
 	topology128 = map[string]optionLevel{OptPreferClosestNUMANodes: beta}
+	topology129 = topology128
 	topology131 = map[string]optionLevel{OptPreferClosestNUMANodes: beta, OptMaxAllowableNUMANodes: beta}
 	topology132 = map[string]optionLevel{OptPreferClosestNUMANodes: stable, OptMaxAllowableNUMANodes: beta}
 	topology135 = map[string]optionLevel{OptPreferClosestNUMANodes: stable, OptMaxAllowableNUMANodes: stable}
@@ -111,24 +124,32 @@ var (
 
 // releases, oldest first. 1.25 is the oldest release replayed.
 var releases = []Release{
-	{Since: "1.25", CPUOptions: options125},
-	{Since: "1.26", CPUOptions: options125, TopologyOptions: topology126},
-	{Since: "1.27", CPUOptions: options125, TopologyOptions: topology126, ReservedPhysicalCPUs: true},
-	{Since: "1.28", CPUOptions: options125, TopologyOptions: topology128, ReservedPhysicalCPUs: true},
-	{Since: "1.31", CPUOptions: options131, ExclusiveOptions: exclusive131, TopologyOptions: topology131,
-		ReservedPhysicalCPUs: true, SidecarCPUsKept: true},
-	{Since: "1.32", CPUOptions: options132, ExclusiveOptions: exclusive132, TopologyOptions: topology132, ReservedPhysicalCPUs: true,
-		SidecarCPUsKept: true, StrictReservation: true, GroupedMemoryCompare: true, BestEffortMemory: true},
-	{Since: "1.33", CPUOptions: options133, ExclusiveOptions: exclusive132, TopologyOptions: topology132, ReservedPhysicalCPUs: true,
-		SidecarCPUsKept: true, StrictReservation: true, GroupedMemoryCompare: true, BestEffortMemory: true},
-	{Since: "1.34", CPUOptions: options134, ExclusiveOptions: exclusive132, TopologyOptions: topology132, ReservedPhysicalCPUs: true,
-		SidecarCPUsKept: true, StrictReservation: true, GroupedMemoryCompare: true, BestEffortMemory: true},
-	{Since: "1.35", CPUOptions: options135, ExclusiveOptions: exclusive132, TopologyOptions: topology135, ReservedPhysicalCPUs: true,
-		SidecarCPUsKept: true, StrictReservation: true, GroupedMemoryCompare: true, BestEffortMemory: true},
-	{Since: "1.36", CPUOptions: options136, ExclusiveOptions: exclusive132, TopologyOptions: topology135, ReservedPhysicalCPUs: true,
-		SidecarCPUsKept: true, StrictReservation: true, GroupedMemoryCompare: true, BestEffortMemory: true, PodLevelEntries: true},
-	{Since: "1.37", CPUOptions: options136, ExclusiveOptions: exclusive132, TopologyOptions: topology135, ReservedPhysicalCPUs: true,
-		SidecarCPUsKept: true, StrictReservation: true, GroupedMemoryCompare: true, BestEffortMemory: true, PodLevelEntries: true},
+	{Since: "1.25", CPUOptions: options125, SMTCheckBeforeReuse: true},
+	{Since: "1.26", CPUOptions: options125, TopologyOptions: topology126, SMTCheckBeforeReuse: true},
+	{Since: "1.27", CPUOptions: options125, TopologyOptions: topology126, SMTCheckBeforeReuse: true, ReservedPhysicalCPUs: true, SMTPhysicalCheck: true},
+	{Since: "1.28", CPUOptions: options125, TopologyOptions: topology128, SMTCheckBeforeReuse: true, ReservedPhysicalCPUs: true, SMTPhysicalCheck: true},
+	{Since: "1.29", CPUOptions: options125, TopologyOptions: topology129, SMTCheckBeforeReuse: true, ReservedPhysicalCPUs: true, SMTPhysicalCheck: true,
+		SidecarAware: true},
+	{Since: "1.31", CPUOptions: options131, ExclusiveOptions: exclusive131, TopologyOptions: topology131, SMTCheckBeforeReuse: true,
+		ReservedPhysicalCPUs: true, SMTPhysicalCheck: true, SidecarAware: true},
+	{Since: "1.32", CPUOptions: options132, ExclusiveOptions: exclusive132, TopologyOptions: topology132, SMTCheckBeforeReuse: true,
+		ReservedPhysicalCPUs: true, SMTPhysicalCheck: true, SidecarAware: true, SMTErrorByCause: true, MemoryAffinityViolationCheck: true,
+		StrictReservation: true, GroupedMemoryCompare: true, BestEffortMemory: true},
+	{Since: "1.33", CPUOptions: options133, ExclusiveOptions: exclusive132, TopologyOptions: topology132, SMTCheckBeforeReuse: true,
+		ReservedPhysicalCPUs: true, SMTPhysicalCheck: true, SidecarAware: true, SMTErrorByCause: true, MemoryAffinityViolationCheck: true,
+		StrictReservation: true, GroupedMemoryCompare: true, BestEffortMemory: true, LowercaseTopologyOptionErrors: true},
+	{Since: "1.34", CPUOptions: options134, ExclusiveOptions: exclusive132, TopologyOptions: topology132, SMTCheckBeforeReuse: true,
+		ReservedPhysicalCPUs: true, SMTPhysicalCheck: true, SidecarAware: true, SMTErrorByCause: true, MemoryAffinityViolationCheck: true,
+		StrictReservation: true, GroupedMemoryCompare: true, BestEffortMemory: true, LowercaseTopologyOptionErrors: true},
+	{Since: "1.35", CPUOptions: options135, ExclusiveOptions: exclusive132, TopologyOptions: topology135, SMTCheckBeforeReuse: true,
+		ReservedPhysicalCPUs: true, SMTPhysicalCheck: true, SidecarAware: true, SMTErrorByCause: true, MemoryAffinityViolationCheck: true,
+		StrictReservation: true, GroupedMemoryCompare: true, BestEffortMemory: true, LowercaseTopologyOptionErrors: true},
+	{Since: "1.36", CPUOptions: options136, ExclusiveOptions: exclusive132, TopologyOptions: topology135, SMTCheckBeforeReuse: true,
+		ReservedPhysicalCPUs: true, SMTPhysicalCheck: true, SidecarAware: true, SMTErrorByCause: true, MemoryAffinityViolationCheck: true,
+		StrictReservation: true, GroupedMemoryCompare: true, BestEffortMemory: true, LowercaseTopologyOptionErrors: true, PodLevelEntries: true},
+	{Since: "1.37", CPUOptions: options136, ExclusiveOptions: exclusive132, TopologyOptions: topology135,
+		ReservedPhysicalCPUs: true, SMTPhysicalCheck: true, SidecarAware: true, SMTErrorByCause: true, MemoryAffinityViolationCheck: true,
+		StrictReservation: true, GroupedMemoryCompare: true, BestEffortMemory: true, LowercaseTopologyOptionErrors: true, PodLevelEntries: true},
 }
 
 // oldestRelease is the first release with rules.
