@@ -37,8 +37,8 @@ func (n *Node) markCheckpointOwnersActive() {
 			}
 		}
 	}
-	if n.Memory != nil {
-		for pod, ctrs := range n.Memory.assignments {
+	if n.Memory != nil && n.Memory.static() != nil {
+		for pod, ctrs := range n.Memory.static().assignments {
 			for ctr := range ctrs {
 				n.activate(pod, ctr)
 			}
@@ -109,8 +109,8 @@ func (n *Node) State() State {
 			}
 		}
 	}
-	if n.Memory != nil {
-		for pod, ctrs := range n.Memory.assignments {
+	if n.Memory != nil && n.Memory.static() != nil {
+		for pod, ctrs := range n.Memory.static().assignments {
 			s.MemoryAssignments[pod] = map[string][]decode.MemoryBlock{}
 			for ctr, b := range ctrs {
 				s.MemoryAssignments[pod][ctr] = cloneBlocks(b)
@@ -141,7 +141,7 @@ func (n *Node) CPUTopology() *CPUTopology { return n.env.topo }
 // FreeCPUs are the CPUs an exclusive allocation can take now (GetAvailableCPUs); empty unless
 // the static policy runs.
 func (n *Node) FreeCPUs() cpuset.CPUSet {
-	if n.CPU == nil || n.CPU.Policy != CPUPolicyStatic {
+	if n.CPU == nil {
 		return cpuset.New()
 	}
 	return n.CPU.AvailableCPUs()
@@ -151,10 +151,10 @@ func (n *Node) FreeCPUs() cpuset.CPUSet {
 // policy only).
 func (n *Node) FreeMemory() map[int]map[string]uint64 {
 	out := map[int]map[string]uint64{}
-	if n.Memory == nil || n.Memory.Policy != MemoryPolicyStatic {
+	if n.Memory == nil || n.Memory.static() == nil {
 		return out
 	}
-	for id, node := range n.Memory.machineState {
+	for id, node := range n.Memory.static().machineState {
 		out[id] = map[string]uint64{}
 		for name, t := range node.MemoryMap {
 			if t != nil {

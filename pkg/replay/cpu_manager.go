@@ -124,12 +124,47 @@ func (s *cpuState) delete(pod, ctr string) {
 	}
 }
 
-// CPUManager is cpumanager.manager with its policy.
+// CPUManager is cpumanager.manager: the state and the policy that changes it.
 type CPUManager struct {
 	Policy string
 	topo   *CPUTopology
 	state  *cpuState
-	// static policy
+	policy cpuPolicy
+}
+
+// cpuPolicy is cpumanager.Policy: none or static.
+type cpuPolicy interface {
+	// validateState is the policy's Start (a fresh state gets its default set here).
+	validateState(st *cpuState) error
+	GetTopologyHints(pod *v1.Pod, c *v1.Container) map[string][]TopologyHint
+	GetPodTopologyHints(pod *v1.Pod) map[string][]TopologyHint
+	Allocate(pod *v1.Pod, c *v1.Container) error
+	AllocatePod(pod *v1.Pod) error
+	removeContainer(pod, ctr string)
+	allocatableCPUs() cpuset.CPUSet
+	availableCPUs() cpuset.CPUSet
+	// exclusive is whether the policy pins containers (static) or leaves the cpuset alone.
+	pins() bool
+}
+
+// nonePolicy is policy_none.go: no hints, no allocation, no cpuset.
+type nonePolicy struct{}
+
+func (nonePolicy) validateState(*cpuState) error                                     { return nil }
+func (nonePolicy) GetTopologyHints(*v1.Pod, *v1.Container) map[string][]TopologyHint { return nil }
+func (nonePolicy) GetPodTopologyHints(*v1.Pod) map[string][]TopologyHint             { return nil }
+func (nonePolicy) Allocate(*v1.Pod, *v1.Container) error                             { return nil }
+func (nonePolicy) AllocatePod(*v1.Pod) error                                         { return nil }
+func (nonePolicy) removeContainer(string, string)                                    {}
+func (nonePolicy) allocatableCPUs() cpuset.CPUSet                                    { return cpuset.New() }
+func (nonePolicy) availableCPUs() cpuset.CPUSet                                      { return cpuset.New() }
+func (nonePolicy) pins() bool                                                        { return false }
+
+// staticPolicy is policy_static.go: exclusive CPUs for Guaranteed containers with integral
+// requests, picked by topology from the shared pool less the reserved CPUs.
+type staticPolicy struct {
+	topo                 *CPUTopology
+	state                *cpuState
 	opts                 StaticPolicyOptions
 	reserved             cpuset.CPUSet
 	reservedPhysicalCPUs cpuset.CPUSet
@@ -140,19 +175,21 @@ type CPUManager struct {
 	gates                podGates
 }
 
+func (p *staticPolicy) pins() bool { return true }
+
 // newCPUManager is cpumanager.NewManager: topology, policy, options, reserved CPUs.
 func newCPUManager(e *env, tm *TopologyManager) (*CPUManager, error) {
 	topo := e.topo
 	if topo.NumCPUs == 0 {
 		return nil, errors.New("could not detect number of cpus")
 	}
-	m := &CPUManager{Policy: e.cfg.CPUPolicy(), topo: topo, affinity: tm, cpusToReuse: map[string]cpuset.CPUSet{},
-		release: e.release, gates: e.podGates}
+	m := &CPUManager{Policy: e.cfg.CPUPolicy(), topo: topo}
 	switch m.Policy {
 	case CPUPolicyNone:
 		if opts := e.cfg.CPUManagerPolicyOptions; len(opts) > 0 {
 			return nil, fmt.Errorf("new none policy error: None policy: received unsupported options=%v", opts)
 		}
+		m.policy = nonePolicy{}
 		return m, nil
 	case CPUPolicyStatic:
 		q, ok := e.reservation["cpu"]
@@ -163,9 +200,11 @@ func newCPUManager(e *env, tm *TopologyManager) (*CPUManager, error) {
 			return nil, errors.New("[cpumanager] the static policy requires systemreserved.cpu + kubereserved.cpu to be greater than zero")
 		}
 		n := int(math.Ceil(float64(q.MilliValue()) / 1000))
-		if err := m.newStaticPolicy(e, n); err != nil {
+		p, err := newStaticPolicy(e, topo, tm, n)
+		if err != nil {
 			return nil, fmt.Errorf("new static policy error: %w", err)
 		}
+		m.policy = p
 		return m, nil
 	}
 	return nil, fmt.Errorf("unknown policy: \"%s\"", m.Policy)
@@ -173,32 +212,33 @@ func newCPUManager(e *env, tm *TopologyManager) (*CPUManager, error) {
 
 // newStaticPolicy is NewStaticPolicy: options, then the reserved CPUs (reservedSystemCPUs, or
 // the first n CPUs by topology).
-func (m *CPUManager) newStaticPolicy(e *env, n int) error {
-	opts, err := newStaticPolicyOptions(e, m.topo, m.affinity)
+func newStaticPolicy(e *env, topo *CPUTopology, tm *TopologyManager, n int) (*staticPolicy, error) {
+	opts, err := newStaticPolicyOptions(e, topo, tm)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	m.opts, m.cpuGroupSize = opts, m.topo.CPUsPerCore()
+	p := &staticPolicy{topo: topo, opts: opts, cpuGroupSize: topo.CPUsPerCore(), affinity: tm, cpusToReuse: map[string]cpuset.CPUSet{},
+		release: e.release, gates: e.podGates}
 	reserved := e.reservedSystemCPUs
 	if reserved.Size() == 0 {
-		reserved, _ = m.takeByTopology(m.topo.CPUs(), n)
+		reserved, _ = p.takeByTopology(topo.CPUs(), n)
 	}
 	if reserved.Size() != n {
-		return fmt.Errorf("[cpumanager] unable to reserve the required amount of CPUs (size of %s did not equal %d)", reserved, n)
+		return nil, fmt.Errorf("[cpumanager] unable to reserve the required amount of CPUs (size of %s did not equal %d)", reserved, n)
 	}
 	physical := cpuset.New()
 	for _, cpu := range reserved.UnsortedList() {
-		info, ok := m.topo.CPUDetails[cpu]
+		info, ok := topo.CPUDetails[cpu]
 		if !ok {
 			if e.release.ReservedPhysicalCPUs {
-				return fmt.Errorf("[cpumanager] unable to build the reserved physical CPUs from the reserved set: unknown CPU ID: %d", cpu)
+				return nil, fmt.Errorf("[cpumanager] unable to build the reserved physical CPUs from the reserved set: unknown CPU ID: %d", cpu)
 			}
 			continue
 		}
-		physical = physical.Union(m.topo.CPUDetails.CPUsInCores(info.CoreID))
+		physical = physical.Union(topo.CPUDetails.CPUsInCores(info.CoreID))
 	}
-	m.reserved, m.reservedPhysicalCPUs = reserved, physical
-	return nil
+	p.reserved, p.reservedPhysicalCPUs = reserved, physical
+	return p, nil
 }
 
 // start is the manager's Start: restore the checkpoint (state.NewCheckpointState), then the
@@ -209,10 +249,7 @@ func (m *CPUManager) start(e *env, rep *decode.Report) error {
 		return err
 	}
 	m.state = st
-	if m.Policy != CPUPolicyStatic {
-		return nil
-	}
-	return m.validateState(e)
+	return m.policy.validateState(st)
 }
 
 func (m *CPUManager) restore(e *env, rep *decode.Report) (*cpuState, error) {
@@ -258,11 +295,11 @@ func (m *CPUManager) restore(e *env, rep *decode.Report) (*cpuState, error) {
 }
 
 // validateState is the static policy's validateState.
-func (m *CPUManager) validateState(e *env) error {
-	st := m.state
-	all := m.topo.CPUs()
-	if m.opts.StrictCPUReservation {
-		all = all.Difference(m.reserved)
+func (p *staticPolicy) validateState(st *cpuState) error {
+	p.state = st
+	all := p.topo.CPUs()
+	if p.opts.StrictCPUReservation {
+		all = all.Difference(p.reserved)
 	}
 	def := st.defaultSet
 	if def.IsEmpty() {
@@ -272,12 +309,12 @@ func (m *CPUManager) validateState(e *env) error {
 		st.defaultSet = all // a fresh state
 		return nil
 	}
-	if m.opts.StrictCPUReservation {
-		if in := m.reserved.Intersection(def); !in.IsEmpty() {
+	if p.opts.StrictCPUReservation {
+		if in := p.reserved.Intersection(def); !in.IsEmpty() {
 			return fmt.Errorf("some of strictly reserved cpus: %q are present in defaultCpuSet: %q", in.String(), def.String())
 		}
-	} else if !m.reserved.Intersection(def).Equals(m.reserved) {
-		return fmt.Errorf("not all reserved cpus: %q are present in defaultCpuSet: %q", m.reserved.String(), def.String())
+	} else if !p.reserved.Intersection(def).Equals(p.reserved) {
+		return fmt.Errorf("not all reserved cpus: %q are present in defaultCpuSet: %q", p.reserved.String(), def.String())
 	}
 	for _, pod := range slices.Sorted(maps.Keys(st.assignments)) {
 		for _, ctr := range slices.Sorted(maps.Keys(st.assignments[pod])) {
@@ -302,22 +339,32 @@ func (m *CPUManager) validateState(e *env) error {
 }
 
 // AllocatableCPUs is GetAllocatableCPUs: every CPU but the reserved ones (static); empty for none.
-func (m *CPUManager) AllocatableCPUs() cpuset.CPUSet {
-	if m.Policy != CPUPolicyStatic {
-		return cpuset.New()
-	}
-	return m.topo.CPUs().Difference(m.reserved)
+func (m *CPUManager) AllocatableCPUs() cpuset.CPUSet { return m.policy.allocatableCPUs() }
+
+// AvailableCPUs is GetAvailableCPUs: what exclusive allocations can take now (static).
+func (m *CPUManager) AvailableCPUs() cpuset.CPUSet { return m.policy.availableCPUs() }
+
+func (p *staticPolicy) allocatableCPUs() cpuset.CPUSet { return p.topo.CPUs().Difference(p.reserved) }
+
+// availableCPUs is the default (shared) set less the reserved CPUs.
+func (p *staticPolicy) availableCPUs() cpuset.CPUSet {
+	return p.state.defaultSet.Difference(p.reserved)
 }
 
-// AvailableCPUs is GetAvailableCPUs: the default (shared) set less the reserved CPUs.
-func (m *CPUManager) AvailableCPUs() cpuset.CPUSet {
-	return m.state.defaultSet.Difference(m.reserved)
+// The manager hands the topology manager's calls to its policy.
+func (m *CPUManager) GetTopologyHints(pod *v1.Pod, c *v1.Container) map[string][]TopologyHint {
+	return m.policy.GetTopologyHints(pod, c)
 }
+func (m *CPUManager) GetPodTopologyHints(pod *v1.Pod) map[string][]TopologyHint {
+	return m.policy.GetPodTopologyHints(pod)
+}
+func (m *CPUManager) Allocate(pod *v1.Pod, c *v1.Container) error { return m.policy.Allocate(pod, c) }
+func (m *CPUManager) AllocatePod(pod *v1.Pod) error               { return m.policy.AllocatePod(pod) }
 
 // CPUAffinity is GetCPUAffinity: the container's own CPUs, else the shared pool; empty for
 // policy none (the kubelet sets no cpuset).
 func (m *CPUManager) CPUAffinity(podUID, container string) (set cpuset.CPUSet, exclusive bool) {
-	if m.Policy != CPUPolicyStatic {
+	if !m.policy.pins() {
 		return cpuset.New(), false
 	}
 	if s, ok := m.state.get(podUID, container); ok {
@@ -329,37 +376,35 @@ func (m *CPUManager) CPUAffinity(podUID, container string) (set cpuset.CPUSet, e
 // removeStaleState drops the CPUs of containers no active pod has (the kubelet's
 // removeStaleState before each hint and allocation).
 func (m *CPUManager) removeStaleState(active map[string]map[string]bool) {
-	if m.Policy != CPUPolicyStatic {
-		return
-	}
 	for _, pod := range slices.Sorted(maps.Keys(m.state.assignments)) {
 		for _, ctr := range slices.Sorted(maps.Keys(m.state.assignments[pod])) {
 			if !active[pod][ctr] {
-				m.removeContainer(pod, ctr)
+				m.policy.removeContainer(pod, ctr)
 			}
 		}
 	}
 }
 
-// removeContainer is the static policy's RemoveContainer.
-func (m *CPUManager) removeContainer(pod, ctr string) {
-	toRelease, ok := m.state.get(pod, ctr)
+// removeContainer is the static policy's RemoveContainer: the CPUs go back to the shared pool
+// unless a sibling still holds them (a pod-level set goes back with the pod's last container).
+func (p *staticPolicy) removeContainer(pod, ctr string) {
+	toRelease, ok := p.state.get(pod, ctr)
 	if !ok {
 		return
 	}
-	m.state.delete(pod, ctr)
-	if podSet, isPodLevel := m.state.podEntries[pod]; isPodLevel && m.gates.levelManagers {
-		if len(m.state.assignments[pod]) == 0 {
-			m.state.defaultSet = m.state.defaultSet.Union(podSet)
-			delete(m.state.podEntries, pod)
+	p.state.delete(pod, ctr)
+	if podSet, isPodLevel := p.state.podEntries[pod]; isPodLevel && p.gates.levelManagers {
+		if len(p.state.assignments[pod]) == 0 {
+			p.state.defaultSet = p.state.defaultSet.Union(podSet)
+			delete(p.state.podEntries, pod)
 		}
 		return
 	}
 	inUse := cpuset.New()
-	for _, s := range m.state.assignments[pod] {
+	for _, s := range p.state.assignments[pod] {
 		inUse = inUse.Union(s)
 	}
-	m.state.defaultSet = m.state.defaultSet.Union(toRelease.Difference(inUse))
+	p.state.defaultSet = p.state.defaultSet.Union(toRelease.Difference(inUse))
 }
 
 // ParseCPUSet parses a CPU list from a node's files or config as k8s.io/utils/cpuset does, but
@@ -369,5 +414,3 @@ func (m *CPUManager) removeContainer(pod, ctr string) {
 func ParseCPUSet(s string) (cpuset.CPUSet, error) { return machine.ParseCPUList(s) }
 
 const buildsEveryCPU = "the kubelet would build every one of them while restoring (it runs out of memory or hangs)"
-
-var _ = v1.ResourceCPU

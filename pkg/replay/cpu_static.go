@@ -29,12 +29,12 @@ func (e SMTAlignmentError) Error() string {
 func (e SMTAlignmentError) Type() string { return ReasonSMTAlignment }
 
 // guaranteedCPUs is the integral CPU request of a container of a Guaranteed pod, else 0.
-func (m *CPUManager) guaranteedCPUs(pod *v1.Pod, c *v1.Container) int {
-	if m.gates.podQOS(pod) != v1.PodQOSGuaranteed {
+func (p *staticPolicy) guaranteedCPUs(pod *v1.Pod, c *v1.Container) int {
+	if p.gates.podQOS(pod) != v1.PodQOSGuaranteed {
 		return 0
 	}
 	q := c.Resources.Requests[v1.ResourceCPU]
-	if m.gates.podLevel(pod) && !isContainerEquivalentQOSGuaranteed(c) {
+	if p.gates.podLevel(pod) && !isContainerEquivalentQOSGuaranteed(c) {
 		return 0
 	}
 	if q.Value()*1000 != q.MilliValue() {
@@ -45,9 +45,9 @@ func (m *CPUManager) guaranteedCPUs(pod *v1.Pod, c *v1.Container) int {
 
 // podGuaranteedCPUs is the pod's CPU budget: the larger of the biggest init container (with
 // the sidecars started before it) and the long-running containers together.
-func (m *CPUManager) podGuaranteedCPUs(pod *v1.Pod) int {
-	if m.gates.podLevel(pod) {
-		if m.gates.podQOS(pod) != v1.PodQOSGuaranteed {
+func (p *staticPolicy) podGuaranteedCPUs(pod *v1.Pod) int {
+	if p.gates.podLevel(pod) {
+		if p.gates.podQOS(pod) != v1.PodQOSGuaranteed {
 			return 0
 		}
 		if q, ok := pod.Spec.Resources.Requests[v1.ResourceCPU]; ok && q.Value()*1000 == q.MilliValue() {
@@ -61,8 +61,8 @@ func (m *CPUManager) podGuaranteedCPUs(pod *v1.Pod) int {
 		if _, ok := c.Resources.Requests[v1.ResourceCPU]; !ok {
 			continue
 		}
-		n := m.guaranteedCPUs(pod, c)
-		if m.release.SidecarAware && isRestartableInitContainer(c) {
+		n := p.guaranteedCPUs(pod, c)
+		if p.release.SidecarAware && isRestartableInitContainer(c) {
 			byRestartable += n
 		} else if byRestartable+n > byInit {
 			byInit = byRestartable + n
@@ -74,63 +74,57 @@ func (m *CPUManager) podGuaranteedCPUs(pod *v1.Pod) int {
 		if _, ok := c.Resources.Requests[v1.ResourceCPU]; !ok {
 			continue
 		}
-		byApp += m.guaranteedCPUs(pod, c)
+		byApp += p.guaranteedCPUs(pod, c)
 	}
 	return max(byInit, byApp+byRestartable)
 }
 
 // takeByTopology picks CPUs as the options say: distributed over NUMA nodes, or packed.
-func (m *CPUManager) takeByTopology(available cpuset.CPUSet, n int) (cpuset.CPUSet, error) {
+func (p *staticPolicy) takeByTopology(available cpuset.CPUSet, n int) (cpuset.CPUSet, error) {
 	strategy := CPUSortingStrategyPacked
-	if m.opts.DistributeCPUsAcrossCores {
+	if p.opts.DistributeCPUsAcrossCores {
 		strategy = CPUSortingStrategySpread
 	}
-	if m.opts.DistributeCPUsAcrossNUMA {
+	if p.opts.DistributeCPUsAcrossNUMA {
 		group := 1
-		if m.opts.FullPhysicalCPUsOnly {
-			group = m.cpuGroupSize
+		if p.opts.FullPhysicalCPUsOnly {
+			group = p.cpuGroupSize
 		}
-		return TakeByTopologyNUMADistributed(m.topo, available, n, group, strategy, m.opts.AlignBySocket)
+		return TakeByTopologyNUMADistributed(p.topo, available, n, group, strategy, p.opts.AlignBySocket)
 	}
-	return TakeByTopologyNUMAPacked(m.topo, available, n, strategy, m.opts.PreferAlignByUncoreCache)
+	return TakeByTopologyNUMAPacked(p.topo, available, n, strategy, p.opts.PreferAlignByUncoreCache)
 }
 
 // GetTopologyHints is the static policy's container hints (nil for policy none).
-func (m *CPUManager) GetTopologyHints(pod *v1.Pod, c *v1.Container) map[string][]TopologyHint {
-	if m.Policy != CPUPolicyStatic {
+func (p *staticPolicy) GetTopologyHints(pod *v1.Pod, c *v1.Container) map[string][]TopologyHint {
+	requested := p.guaranteedCPUs(pod, c)
+	if requested == 0 || p.gates.skips(pod) {
 		return nil
 	}
-	requested := m.guaranteedCPUs(pod, c)
-	if requested == 0 || m.gates.skips(pod) {
-		return nil
-	}
-	if allocated, ok := m.state.get(string(pod.UID), c.Name); ok {
+	if allocated, ok := p.state.get(string(pod.UID), c.Name); ok {
 		if allocated.Size() != requested {
 			return map[string][]TopologyHint{string(v1.ResourceCPU): {}}
 		}
-		return map[string][]TopologyHint{string(v1.ResourceCPU): m.generateCPUTopologyHints(allocated, cpuset.New(), requested)}
+		return map[string][]TopologyHint{string(v1.ResourceCPU): p.generateCPUTopologyHints(allocated, cpuset.New(), requested)}
 	}
-	return map[string][]TopologyHint{string(v1.ResourceCPU): m.generateCPUTopologyHints(m.AvailableCPUs(), m.cpusToReuse[string(pod.UID)], requested)}
+	return map[string][]TopologyHint{string(v1.ResourceCPU): p.generateCPUTopologyHints(p.availableCPUs(), p.cpusToReuse[string(pod.UID)], requested)}
 }
 
 // GetPodTopologyHints is the static policy's pod hints (pod scope).
-func (m *CPUManager) GetPodTopologyHints(pod *v1.Pod) map[string][]TopologyHint {
-	if m.Policy != CPUPolicyStatic {
+func (p *staticPolicy) GetPodTopologyHints(pod *v1.Pod) map[string][]TopologyHint {
+	requested := p.podGuaranteedCPUs(pod)
+	if requested == 0 || p.gates.skips(pod) {
 		return nil
 	}
-	requested := m.podGuaranteedCPUs(pod)
-	if requested == 0 || m.gates.skips(pod) {
-		return nil
-	}
-	if m.gates.podLevel(pod) {
-		if err := m.validatePodScopeResources(pod); err != nil {
+	if p.gates.podLevel(pod) {
+		if err := p.validatePodScopeResources(pod); err != nil {
 			return map[string][]TopologyHint{string(v1.ResourceCPU): {}}
 		}
 	}
 	assigned := cpuset.New()
 	for _, c := range podContainers(pod) {
-		byContainer := m.guaranteedCPUs(pod, &c)
-		if allocated, ok := m.state.get(string(pod.UID), c.Name); ok {
+		byContainer := p.guaranteedCPUs(pod, &c)
+		if allocated, ok := p.state.get(string(pod.UID), c.Name); ok {
 			if allocated.Size() != byContainer {
 				return map[string][]TopologyHint{string(v1.ResourceCPU): {}}
 			}
@@ -138,16 +132,16 @@ func (m *CPUManager) GetPodTopologyHints(pod *v1.Pod) map[string][]TopologyHint 
 		}
 	}
 	if assigned.Size() == requested {
-		return map[string][]TopologyHint{string(v1.ResourceCPU): m.generateCPUTopologyHints(assigned, cpuset.New(), requested)}
+		return map[string][]TopologyHint{string(v1.ResourceCPU): p.generateCPUTopologyHints(assigned, cpuset.New(), requested)}
 	}
-	reusable := m.cpusToReuse[string(pod.UID)].Union(assigned)
-	return map[string][]TopologyHint{string(v1.ResourceCPU): m.generateCPUTopologyHints(m.AvailableCPUs(), reusable, requested)}
+	reusable := p.cpusToReuse[string(pod.UID)].Union(assigned)
+	return map[string][]TopologyHint{string(v1.ResourceCPU): p.generateCPUTopologyHints(p.availableCPUs(), reusable, requested)}
 }
 
 // generateCPUTopologyHints lists every NUMA mask with enough CPUs; the narrowest that could
 // ever hold the request are preferred (align-by-socket: those within the fewest sockets).
-func (m *CPUManager) generateCPUTopologyHints(available, reusable cpuset.CPUSet, request int) []TopologyHint {
-	d := m.topo.CPUDetails
+func (p *staticPolicy) generateCPUTopologyHints(available, reusable cpuset.CPUSet, request int) []TopologyHint {
+	d := p.topo.CPUDetails
 	minAffinitySize := d.NUMANodes().Size()
 	hints := []TopologyHint{}
 	iterateBitMasks(d.NUMANodes().List(), func(mask BitMask) {
@@ -172,7 +166,7 @@ func (m *CPUManager) generateCPUTopologyHints(available, reusable cpuset.CPUSet,
 		hints = append(hints, TopologyHint{NUMANodeAffinity: mask})
 	})
 	for i := range hints {
-		if m.opts.AlignBySocket && m.isHintSocketAligned(hints[i], minAffinitySize) {
+		if p.opts.AlignBySocket && p.isHintSocketAligned(hints[i], minAffinitySize) {
 			hints[i].Preferred = true
 			continue
 		}
@@ -183,19 +177,19 @@ func (m *CPUManager) generateCPUTopologyHints(available, reusable cpuset.CPUSet,
 	return hints
 }
 
-func (m *CPUManager) isHintSocketAligned(h TopologyHint, minAffinitySize int) bool {
-	perSocket := m.topo.NumNUMANodes / m.topo.NumSockets
+func (p *staticPolicy) isHintSocketAligned(h TopologyHint, minAffinitySize int) bool {
+	perSocket := p.topo.NumNUMANodes / p.topo.NumSockets
 	if perSocket == 0 {
 		return false
 	}
 	minSockets := (minAffinitySize + perSocket - 1) / perSocket
-	return m.topo.CPUDetails.SocketsInNUMANodes(h.NUMANodeAffinity.GetBits()...).Size() == minSockets
+	return p.topo.CPUDetails.SocketsInNUMANodes(h.NUMANodeAffinity.GetBits()...).Size() == minSockets
 }
 
-func (m *CPUManager) getAlignedCPUs(affinity BitMask, allocatable cpuset.CPUSet) cpuset.CPUSet {
-	d := m.topo.CPUDetails
+func (p *staticPolicy) getAlignedCPUs(affinity BitMask, allocatable cpuset.CPUSet) cpuset.CPUSet {
+	d := p.topo.CPUDetails
 	aligned := cpuset.New()
-	if m.opts.AlignBySocket {
+	if p.opts.AlignBySocket {
 		for _, s := range d.SocketsInNUMANodes(affinity.GetBits()...).UnsortedList() {
 			aligned = aligned.Union(allocatable.Intersection(d.CPUsInSockets(s)))
 		}
@@ -208,110 +202,107 @@ func (m *CPUManager) getAlignedCPUs(affinity BitMask, allocatable cpuset.CPUSet)
 }
 
 // enforceSMTAlignment is full-pcpus-only: whole cores, and enough free ones.
-func (m *CPUManager) enforceSMTAlignment(numCPUs int) error {
-	if !m.opts.FullPhysicalCPUsOnly {
+func (p *staticPolicy) enforceSMTAlignment(numCPUs int) error {
+	if !p.opts.FullPhysicalCPUsOnly {
 		return nil
 	}
-	if m.cpuGroupSize == 0 || numCPUs%m.cpuGroupSize != 0 {
-		return SMTAlignmentError{RequestedCPUs: numCPUs, CpusPerCore: m.cpuGroupSize, byCause: m.release.SMTErrorByCause}
+	if p.cpuGroupSize == 0 || numCPUs%p.cpuGroupSize != 0 {
+		return SMTAlignmentError{RequestedCPUs: numCPUs, CpusPerCore: p.cpuGroupSize, byCause: p.release.SMTErrorByCause}
 	}
-	if !m.release.SMTPhysicalCheck {
+	if !p.release.SMTPhysicalCheck {
 		return nil
 	}
-	if free := m.state.defaultSet.Difference(m.reservedPhysicalCPUs).Size(); numCPUs > free {
-		return SMTAlignmentError{RequestedCPUs: numCPUs, CpusPerCore: m.cpuGroupSize, AvailablePhysicalCPUs: free, CausedByPhysicalCPUs: true,
-			byCause: m.release.SMTErrorByCause}
+	if free := p.state.defaultSet.Difference(p.reservedPhysicalCPUs).Size(); numCPUs > free {
+		return SMTAlignmentError{RequestedCPUs: numCPUs, CpusPerCore: p.cpuGroupSize, AvailablePhysicalCPUs: free, CausedByPhysicalCPUs: true,
+			byCause: p.release.SMTErrorByCause}
 	}
 	return nil
 }
 
 // allocateCPUs takes the CPUs of the hint's NUMA nodes first, then any others.
-func (m *CPUManager) allocateCPUs(numCPUs int, affinity BitMask, reusable cpuset.CPUSet) (cpuset.CPUSet, error) {
-	allocatable := m.AvailableCPUs().Union(reusable)
+func (p *staticPolicy) allocateCPUs(numCPUs int, affinity BitMask, reusable cpuset.CPUSet) (cpuset.CPUSet, error) {
+	allocatable := p.availableCPUs().Union(reusable)
 	result := cpuset.New()
 	if affinity != 0 {
-		aligned := m.getAlignedCPUs(affinity, allocatable)
-		taken, err := m.takeByTopology(aligned, min(numCPUs, aligned.Size()))
+		aligned := p.getAlignedCPUs(affinity, allocatable)
+		taken, err := p.takeByTopology(aligned, min(numCPUs, aligned.Size()))
 		if err != nil {
 			return cpuset.New(), err
 		}
 		result = result.Union(taken)
 	}
-	rest, err := m.takeByTopology(allocatable.Difference(result), numCPUs-result.Size())
+	rest, err := p.takeByTopology(allocatable.Difference(result), numCPUs-result.Size())
 	if err != nil {
 		return cpuset.New(), err
 	}
 	result = result.Union(rest)
-	m.state.defaultSet = m.state.defaultSet.Difference(result)
+	p.state.defaultSet = p.state.defaultSet.Difference(result)
 	return result, nil
 }
 
 // updateCPUsToReuse: an init container's CPUs are reused by the containers after it (not a
 // sidecar's: it keeps running).
-func (m *CPUManager) updateCPUsToReuse(pod *v1.Pod, c *v1.Container, set cpuset.CPUSet) {
+func (p *staticPolicy) updateCPUsToReuse(pod *v1.Pod, c *v1.Container, set cpuset.CPUSet) {
 	uid := string(pod.UID)
-	for other := range m.cpusToReuse {
+	for other := range p.cpusToReuse {
 		if other != uid {
-			delete(m.cpusToReuse, other)
+			delete(p.cpusToReuse, other)
 		}
 	}
-	if _, ok := m.cpusToReuse[uid]; !ok {
-		m.cpusToReuse[uid] = cpuset.New()
+	if _, ok := p.cpusToReuse[uid]; !ok {
+		p.cpusToReuse[uid] = cpuset.New()
 	}
 	for i := range pod.Spec.InitContainers {
 		ic := &pod.Spec.InitContainers[i]
 		if c.Name == ic.Name {
-			if m.release.SidecarAware && isRestartableInitContainer(ic) {
+			if p.release.SidecarAware && isRestartableInitContainer(ic) {
 				break
 			}
-			m.cpusToReuse[uid] = m.cpusToReuse[uid].Union(set)
+			p.cpusToReuse[uid] = p.cpusToReuse[uid].Union(set)
 			return
 		}
 	}
-	m.cpusToReuse[uid] = m.cpusToReuse[uid].Difference(set)
+	p.cpusToReuse[uid] = p.cpusToReuse[uid].Difference(set)
 }
 
 // Allocate is the static policy's Allocate for one container.
-func (m *CPUManager) Allocate(pod *v1.Pod, c *v1.Container) error {
-	if m.Policy != CPUPolicyStatic {
-		return nil
-	}
-	numCPUs := m.guaranteedCPUs(pod, c)
-	if numCPUs == 0 || m.gates.skips(pod) {
+func (p *staticPolicy) Allocate(pod *v1.Pod, c *v1.Container) error {
+	numCPUs := p.guaranteedCPUs(pod, c)
+	if numCPUs == 0 || p.gates.skips(pod) {
 		return nil
 	}
 	uid := string(pod.UID)
-	if m.release.SMTCheckBeforeReuse {
-		if err := m.enforceSMTAlignment(numCPUs); err != nil {
+	if p.release.SMTCheckBeforeReuse {
+		if err := p.enforceSMTAlignment(numCPUs); err != nil {
 			return err
 		}
 	}
-	if set, ok := m.state.get(uid, c.Name); ok {
-		m.updateCPUsToReuse(pod, c, set)
+	if set, ok := p.state.get(uid, c.Name); ok {
+		p.updateCPUsToReuse(pod, c, set)
 		return nil
 	}
-	if !m.release.SMTCheckBeforeReuse {
-		if err := m.enforceSMTAlignment(numCPUs); err != nil {
+	if !p.release.SMTCheckBeforeReuse {
+		if err := p.enforceSMTAlignment(numCPUs); err != nil {
 			return err
 		}
 	}
-	hint := m.affinity.GetAffinity(uid, c.Name)
-	set, err := m.allocateCPUs(numCPUs, hint.NUMANodeAffinity, m.cpusToReuse[uid])
+	hint := p.affinity.GetAffinity(uid, c.Name)
+	set, err := p.allocateCPUs(numCPUs, hint.NUMANodeAffinity, p.cpusToReuse[uid])
 	if err != nil {
 		return err
 	}
-	m.state.set(uid, c.Name, set)
-	m.updateCPUsToReuse(pod, c, set)
+	p.state.set(uid, c.Name, set)
+	p.updateCPUsToReuse(pod, c, set)
 	return nil
 }
 
 // validatePodScopeResources: a pod with pod-level CPUs must leave some for its shared containers.
-func (m *CPUManager) validatePodScopeResources(pod *v1.Pod) error {
-	total := m.podGuaranteedCPUs(pod)
+func (p *staticPolicy) validatePodScopeResources(pod *v1.Pod) error {
+	total := p.podGuaranteedCPUs(pod)
 	shared, exclusive := false, 0
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
-		n := m.guaranteedCPUs(pod, c)
+		n := p.guaranteedCPUs(pod, c)
 		switch {
 		case !isRestartableInitContainer(c):
 			if n == 0 && exclusive >= total {
@@ -324,7 +315,7 @@ func (m *CPUManager) validatePodScopeResources(pod *v1.Pod) error {
 		}
 	}
 	for i := range pod.Spec.Containers {
-		if n := m.guaranteedCPUs(pod, &pod.Spec.Containers[i]); n == 0 {
+		if n := p.guaranteedCPUs(pod, &pod.Spec.Containers[i]); n == 0 {
 			shared = true
 		} else {
 			exclusive += n
@@ -338,34 +329,31 @@ func (m *CPUManager) validatePodScopeResources(pod *v1.Pod) error {
 
 // AllocatePod is the static policy's AllocatePod (pod-level resources, pod scope): one CPU set
 // for the pod, carved into the exclusive containers' sets; the rest is the pod's shared pool.
-func (m *CPUManager) AllocatePod(pod *v1.Pod) error {
-	if m.Policy != CPUPolicyStatic {
-		return nil
-	}
+func (p *staticPolicy) AllocatePod(pod *v1.Pod) error {
 	uid := string(pod.UID)
-	total := m.podGuaranteedCPUs(pod)
+	total := p.podGuaranteedCPUs(pod)
 	if total == 0 {
 		return nil
 	}
-	if err := m.validatePodScopeResources(pod); err != nil {
+	if err := p.validatePodScopeResources(pod); err != nil {
 		return reasonError{ReasonEmptyPodSharedPool, err.Error()}
 	}
-	if err := m.enforceSMTAlignment(total); err != nil {
+	if err := p.enforceSMTAlignment(total); err != nil {
 		return err
 	}
 	containers := podContainers(pod)
-	hint := m.affinity.GetAffinity(uid, containers[0].Name)
-	podSet, err := m.allocateCPUs(total, hint.NUMANodeAffinity, cpuset.New())
+	hint := p.affinity.GetAffinity(uid, containers[0].Name)
+	podSet, err := p.allocateCPUs(total, hint.NUMANodeAffinity, cpuset.New())
 	if err != nil {
 		return err
 	}
-	m.state.podEntries[uid] = podSet
+	p.state.podEntries[uid] = podSet
 	exclusive := map[string]cpuset.CPUSet{}
 	sidecars := cpuset.New()
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
-		if n := m.guaranteedCPUs(pod, c); n > 0 {
-			set, err := m.takeByTopology(podSet.Difference(sidecars), n)
+		if n := p.guaranteedCPUs(pod, c); n > 0 {
+			set, err := p.takeByTopology(podSet.Difference(sidecars), n)
 			if err != nil {
 				return err
 			}
@@ -380,8 +368,8 @@ func (m *CPUManager) AllocatePod(pod *v1.Pod) error {
 	shared := podSet.Difference(sidecars)
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
-		if n := m.guaranteedCPUs(pod, c); n > 0 {
-			set, err := m.takeByTopology(shared, n)
+		if n := p.guaranteedCPUs(pod, c); n > 0 {
+			set, err := p.takeByTopology(shared, n)
 			if err != nil {
 				return err
 			}
@@ -391,9 +379,9 @@ func (m *CPUManager) AllocatePod(pod *v1.Pod) error {
 	}
 	for _, c := range containers {
 		if set, ok := exclusive[c.Name]; ok {
-			m.state.set(uid, c.Name, set)
+			p.state.set(uid, c.Name, set)
 		} else {
-			m.state.set(uid, c.Name, shared)
+			p.state.set(uid, c.Name, shared)
 		}
 	}
 	return nil

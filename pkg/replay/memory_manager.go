@@ -21,9 +21,60 @@ const (
 	MemoryPolicyBestEffort = "BestEffort"
 )
 
-// MemoryManager is memorymanager.manager with its policy.
+// MemoryManager is memorymanager.manager: its policy (None or Static) holds the state.
 type MemoryManager struct {
 	Policy string
+	policy memoryPolicy
+}
+
+// memoryPolicy is memorymanager.Policy: None or Static.
+type memoryPolicy interface {
+	GetTopologyHints(pod *v1.Pod, c *v1.Container) map[string][]TopologyHint
+	GetPodTopologyHints(pod *v1.Pod) map[string][]TopologyHint
+	Allocate(pod *v1.Pod, c *v1.Container) error
+	removeStaleState(active map[string]map[string]bool)
+	MemoryBlocks(podUID, container string) []decode.MemoryBlock
+}
+
+// memoryNonePolicy is policy_none.go: no hints, no allocation, no state.
+type memoryNonePolicy struct{}
+
+func (memoryNonePolicy) GetTopologyHints(*v1.Pod, *v1.Container) map[string][]TopologyHint {
+	return nil
+}
+func (memoryNonePolicy) GetPodTopologyHints(*v1.Pod) map[string][]TopologyHint { return nil }
+func (memoryNonePolicy) Allocate(*v1.Pod, *v1.Container) error                 { return nil }
+func (memoryNonePolicy) removeStaleState(map[string]map[string]bool)           {}
+func (memoryNonePolicy) MemoryBlocks(string, string) []decode.MemoryBlock      { return nil }
+
+// The manager hands the topology manager's calls to its policy.
+func (m *MemoryManager) GetTopologyHints(pod *v1.Pod, c *v1.Container) map[string][]TopologyHint {
+	return m.policy.GetTopologyHints(pod, c)
+}
+func (m *MemoryManager) GetPodTopologyHints(pod *v1.Pod) map[string][]TopologyHint {
+	return m.policy.GetPodTopologyHints(pod)
+}
+func (m *MemoryManager) Allocate(pod *v1.Pod, c *v1.Container) error {
+	return m.policy.Allocate(pod, c)
+}
+
+// MemoryBlocks is the container's memory assignment, nil when the manager pins nothing.
+func (m *MemoryManager) MemoryBlocks(podUID, container string) []decode.MemoryBlock {
+	return m.policy.MemoryBlocks(podUID, container)
+}
+
+func (m *MemoryManager) removeStaleState(active map[string]map[string]bool) {
+	m.policy.removeStaleState(active)
+}
+
+// static is the Static policy, nil under None.
+func (m *MemoryManager) static() *memoryStaticPolicy {
+	p, _ := m.policy.(*memoryStaticPolicy)
+	return p
+}
+
+// memoryStaticPolicy is policy_static.go: memory pinned to NUMA nodes for Guaranteed pods.
+type memoryStaticPolicy struct {
 	// systemReserved is NUMA node -> resource -> bytes (convertReserved).
 	systemReserved map[int]map[string]uint64
 	// machineState and assignments are the state, restored then changed by allocations.
@@ -44,7 +95,7 @@ func newMemoryManager(e *env, tm *TopologyManager) (*MemoryManager, error) {
 	name := e.cfg.MemoryPolicy()
 	switch {
 	case name == MemoryPolicyNone:
-		return &MemoryManager{Policy: name}, nil
+		return &MemoryManager{Policy: name, policy: memoryNonePolicy{}}, nil
 	case name == MemoryPolicyStatic:
 		reserved, err := systemReservedMemory(e)
 		if err != nil {
@@ -57,9 +108,9 @@ func newMemoryManager(e *env, tm *TopologyManager) (*MemoryManager, error) {
 		if total == 0 {
 			return nil, errors.New("[memorymanager] you should specify the system reserved memory")
 		}
-		return &MemoryManager{Policy: name, systemReserved: reserved, affinity: tm, gates: e.podGates,
+		return &MemoryManager{Policy: name, policy: &memoryStaticPolicy{systemReserved: reserved, affinity: tm, gates: e.podGates,
 			sidecarAware: e.release.SidecarAware, violationCheck: e.release.MemoryAffinityViolationCheck,
-			initContainersReusableMemory: map[string]map[string]map[string]uint64{}}, nil
+			initContainersReusableMemory: map[string]map[string]map[string]uint64{}}}, nil
 	case name == MemoryPolicyBestEffort && e.release.BestEffortMemory:
 		return nil, fmt.Errorf("policy %q is not available for platform %q", MemoryPolicyBestEffort, "linux")
 	}
@@ -146,10 +197,13 @@ func HugePagesName(pageSizeKiB uint64) string {
 // start is the memory manager's Start: restore the checkpoint, then validateState (which
 // gives a fresh state the machine's memory).
 func (m *MemoryManager) start(e *env, rep *decode.Report) error {
-	m.assignments, m.podEntries = map[string]map[string][]decode.MemoryBlock{}, map[string][]decode.MemoryBlock{}
+	static := m.static()
+	if static != nil {
+		static.assignments, static.podEntries = map[string]map[string][]decode.MemoryBlock{}, map[string][]decode.MemoryBlock{}
+	}
 	if rep == nil {
-		if m.Policy == MemoryPolicyStatic {
-			m.machineState = m.defaultMachineState(e)
+		if static != nil {
+			static.machineState = static.defaultMachineState(e)
 		}
 		return nil // no checkpoint: a fresh state
 	}
@@ -165,19 +219,19 @@ func (m *MemoryManager) start(e *env, rep *decode.Report) error {
 			fmt.Errorf("[memorymanager] configured policy %q differs from state checkpoint policy %q", m.Policy, ms.PolicyName),
 			path.Join(e.rootDir, string(decode.KindMemory)))
 	}
-	if m.Policy != MemoryPolicyStatic {
+	if static == nil {
 		return nil
 	}
-	if err := m.validateState(e, ms); err != nil {
+	if err := static.validateState(e, ms); err != nil {
 		return err
 	}
-	m.restore(e, ms)
+	static.restore(e, ms)
 	return nil
 }
 
 // restore keeps the checkpoint as the state the allocations start from (a deep copy: the
 // report is the caller's).
-func (m *MemoryManager) restore(e *env, ms *decode.MemoryState) {
+func (m *memoryStaticPolicy) restore(e *env, ms *decode.MemoryState) {
 	if len(ms.MachineState) == 0 {
 		m.machineState = m.defaultMachineState(e)
 	} else {
@@ -213,7 +267,7 @@ type machineState map[int]*decode.NUMANodeMemory
 
 // defaultMachineState is getDefaultMachineState: every node's memory and hugepages, less what
 // reservedMemory sets aside (uint64 arithmetic, as the kubelet's).
-func (m *MemoryManager) defaultMachineState(e *env) machineState {
+func (m *memoryStaticPolicy) defaultMachineState(e *env) machineState {
 	out := machineState{}
 	for _, id := range e.machine.NodeIDs() {
 		node, _ := e.machine.Node(id)
@@ -236,7 +290,7 @@ func (m *MemoryManager) defaultMachineState(e *env) machineState {
 
 // validateState is the static policy's validateState: replay every assignment onto a fresh
 // machine state and compare it with the stored one.
-func (m *MemoryManager) validateState(e *env, ms *decode.MemoryState) error {
+func (m *memoryStaticPolicy) validateState(e *env, ms *decode.MemoryState) error {
 	if len(ms.MachineState) == 0 {
 		if len(ms.Entries) != 0 {
 			return errors.New("[memorymanager] machine state can not be empty when it has memory assignments")

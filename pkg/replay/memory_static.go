@@ -21,21 +21,20 @@ func cloneBlocks(b []decode.MemoryBlock) []decode.MemoryBlock {
 	return out
 }
 
-func (m *MemoryManager) blocks(pod, ctr string) []decode.MemoryBlock { return m.assignments[pod][ctr] }
+func (p *memoryStaticPolicy) blocks(pod, ctr string) []decode.MemoryBlock {
+	return p.assignments[pod][ctr]
+}
 
-func (m *MemoryManager) setBlocks(pod, ctr string, b []decode.MemoryBlock) {
-	if m.assignments[pod] == nil {
-		m.assignments[pod] = map[string][]decode.MemoryBlock{}
+func (p *memoryStaticPolicy) setBlocks(pod, ctr string, b []decode.MemoryBlock) {
+	if p.assignments[pod] == nil {
+		p.assignments[pod] = map[string][]decode.MemoryBlock{}
 	}
-	m.assignments[pod][ctr] = b
+	p.assignments[pod][ctr] = b
 }
 
 // MemoryBlocks is the container's memory assignment, nil when the manager pins nothing.
-func (m *MemoryManager) MemoryBlocks(podUID, container string) []decode.MemoryBlock {
-	if m.Policy != MemoryPolicyStatic {
-		return nil
-	}
-	return m.blocks(podUID, container)
+func (p *memoryStaticPolicy) MemoryBlocks(podUID, container string) []decode.MemoryBlock {
+	return p.blocks(podUID, container)
 }
 
 // MemoryNUMANodes is GetMemoryNUMANodes: the NUMA nodes of the container's blocks, sorted.
@@ -53,9 +52,9 @@ func (m *MemoryManager) MemoryNUMANodes(podUID, container string) []int {
 }
 
 // containerRequests is getContainerRequestedResources: memory and hugepages, in bytes.
-func (m *MemoryManager) containerRequests(pod *v1.Pod, c *v1.Container) (map[string]uint64, error) {
+func (p *memoryStaticPolicy) containerRequests(pod *v1.Pod, c *v1.Container) (map[string]uint64, error) {
 	out := map[string]uint64{}
-	if m.gates.podLevel(pod) && !isContainerEquivalentQOSGuaranteed(c) {
+	if p.gates.podLevel(pod) && !isContainerEquivalentQOSGuaranteed(c) {
 		return out, nil
 	}
 	for name, q := range c.Resources.Requests {
@@ -73,8 +72,8 @@ func (m *MemoryManager) containerRequests(pod *v1.Pod, c *v1.Container) (map[str
 
 // podRequests is getPodRequestedResources: the larger of the biggest init container (with the
 // sidecars before it) and the long-running containers together, per resource.
-func (m *MemoryManager) podRequests(pod *v1.Pod) (map[string]uint64, error) {
-	if m.gates.podLevel(pod) {
+func (p *memoryStaticPolicy) podRequests(pod *v1.Pod) (map[string]uint64, error) {
+	if p.gates.podLevel(pod) {
 		out := map[string]uint64{}
 		for name, q := range pod.Spec.Resources.Requests {
 			if name != v1.ResourceMemory && !IsHugePages(string(name)) {
@@ -93,12 +92,12 @@ func (m *MemoryManager) podRequests(pod *v1.Pod) (map[string]uint64, error) {
 	byInit, byRestartable := map[string]uint64{}, map[string]uint64{}
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
-		reqs, err := m.containerRequests(pod, c)
+		reqs, err := p.containerRequests(pod, c)
 		if err != nil {
 			return nil, err
 		}
 		for name, q := range reqs {
-			if m.sidecarAware && isRestartableInitContainer(c) {
+			if p.sidecarAware && isRestartableInitContainer(c) {
 				byRestartable[name] += q
 			} else if byRestartable[name]+q > byInit[name] {
 				byInit[name] = byRestartable[name] + q
@@ -107,7 +106,7 @@ func (m *MemoryManager) podRequests(pod *v1.Pod) (map[string]uint64, error) {
 	}
 	byApp := map[string]uint64{}
 	for i := range pod.Spec.Containers {
-		reqs, err := m.containerRequests(pod, &pod.Spec.Containers[i])
+		reqs, err := p.containerRequests(pod, &pod.Spec.Containers[i])
 		if err != nil {
 			return nil, err
 		}
@@ -123,38 +122,38 @@ func (m *MemoryManager) podRequests(pod *v1.Pod) (map[string]uint64, error) {
 }
 
 // GetTopologyHints is the Static policy's container hints.
-func (m *MemoryManager) GetTopologyHints(pod *v1.Pod, c *v1.Container) map[string][]TopologyHint {
-	if m.Policy != MemoryPolicyStatic || m.gates.podQOS(pod) != v1.PodQOSGuaranteed {
+func (p *memoryStaticPolicy) GetTopologyHints(pod *v1.Pod, c *v1.Container) map[string][]TopologyHint {
+	if p.gates.podQOS(pod) != v1.PodQOSGuaranteed {
 		return nil
 	}
-	reqs, err := m.containerRequests(pod, c)
-	if err != nil || len(reqs) == 0 || m.gates.skips(pod) {
+	reqs, err := p.containerRequests(pod, c)
+	if err != nil || len(reqs) == 0 || p.gates.skips(pod) {
 		return nil
 	}
-	if blocks := m.blocks(string(pod.UID), c.Name); blocks != nil {
+	if blocks := p.blocks(string(pod.UID), c.Name); blocks != nil {
 		return regenerateHints(blocks, reqs)
 	}
-	return m.calculateHints(pod, reqs)
+	return p.calculateHints(pod, reqs)
 }
 
 // GetPodTopologyHints is the Static policy's pod hints (pod scope).
-func (m *MemoryManager) GetPodTopologyHints(pod *v1.Pod) map[string][]TopologyHint {
-	if m.Policy != MemoryPolicyStatic || m.gates.podQOS(pod) != v1.PodQOSGuaranteed {
+func (p *memoryStaticPolicy) GetPodTopologyHints(pod *v1.Pod) map[string][]TopologyHint {
+	if p.gates.podQOS(pod) != v1.PodQOSGuaranteed {
 		return nil
 	}
-	reqs, err := m.podRequests(pod)
-	if err != nil || m.gates.skips(pod) {
+	reqs, err := p.podRequests(pod)
+	if err != nil || p.gates.skips(pod) {
 		return nil
 	}
 	if len(reqs) == 0 {
 		return nil
 	}
 	for _, c := range podContainers(pod) {
-		if blocks := m.blocks(string(pod.UID), c.Name); blocks != nil {
+		if blocks := p.blocks(string(pod.UID), c.Name); blocks != nil {
 			return regenerateHints(blocks, reqs)
 		}
 	}
-	return m.calculateHints(pod, reqs)
+	return p.calculateHints(pod, reqs)
 }
 
 // regenerateHints: a container already holding its memory gets its own affinity back.
@@ -179,12 +178,12 @@ func regenerateHints(blocks []decode.MemoryBlock, reqs map[string]uint64) map[st
 	return hints
 }
 
-func (m *MemoryManager) nodeIDs() []int { return slices.Sorted(maps.Keys(m.machineState)) }
+func (p *memoryStaticPolicy) nodeIDs() []int { return slices.Sorted(maps.Keys(p.machineState)) }
 
 // table is the node's table for a resource; an empty one where the node lacks it (the
 // kubelet's nil dereference, which it never reaches for resources the machine has).
-func (m *MemoryManager) table(node int, name string) *decode.MemoryTable {
-	if n := m.machineState[node]; n != nil {
+func (p *memoryStaticPolicy) table(node int, name string) *decode.MemoryTable {
+	if n := p.machineState[node]; n != nil {
 		if t := n.MemoryMap[name]; t != nil {
 			return t
 		}
@@ -194,8 +193,8 @@ func (m *MemoryManager) table(node int, name string) *decode.MemoryTable {
 
 // calculateHints lists the NUMA masks whose memory can hold the request; a single node
 // already grouped with others, or a node in another group, is no candidate.
-func (m *MemoryManager) calculateHints(pod *v1.Pod, reqs map[string]uint64) map[string][]TopologyHint {
-	nodes := m.nodeIDs()
+func (p *memoryStaticPolicy) calculateHints(pod *v1.Pod, reqs map[string]uint64) map[string][]TopologyHint {
+	nodes := p.nodeIDs()
 	minAffinitySize := len(nodes)
 	hints := map[string][]TopologyHint{}
 	iterateBitMasks(nodes, func(mask BitMask) {
@@ -204,8 +203,8 @@ func (m *MemoryManager) calculateHints(pod *v1.Pod, reqs map[string]uint64) map[
 		free, allocatable := map[string]uint64{}, map[string]uint64{}
 		for _, id := range bits {
 			for name := range reqs {
-				free[name] += m.table(id, name).Free
-				allocatable[name] += m.table(id, name).Allocatable
+				free[name] += p.table(id, name).Free
+				allocatable[name] += p.table(id, name).Allocatable
 			}
 		}
 		for name, q := range reqs {
@@ -216,18 +215,18 @@ func (m *MemoryManager) calculateHints(pod *v1.Pod, reqs map[string]uint64) map[
 		if mask.Count() < minAffinitySize {
 			minAffinitySize = mask.Count()
 		}
-		if single && len(m.machineState[bits[0]].Cells) > 1 {
+		if single && len(p.machineState[bits[0]].Cells) > 1 {
 			return
 		}
 		for _, id := range bits {
-			if !single && m.machineState[id].NumberOfAssignments > 0 {
-				if len(m.machineState[id].Cells) == 1 || !sameCells(m.machineState[id].Cells, bits) {
+			if !single && p.machineState[id].NumberOfAssignments > 0 {
+				if len(p.machineState[id].Cells) == 1 || !sameCells(p.machineState[id].Cells, bits) {
 					return
 				}
 			}
 		}
 		for name, q := range reqs {
-			if free[name]+m.podReusableMemory(pod, mask, name) < q {
+			if free[name]+p.podReusableMemory(pod, mask, name) < q {
 				return
 			}
 		}
@@ -243,8 +242,8 @@ func (m *MemoryManager) calculateHints(pod *v1.Pod, reqs map[string]uint64) map[
 	return hints
 }
 
-func (m *MemoryManager) podReusableMemory(pod *v1.Pod, mask BitMask, name string) uint64 {
-	return m.initContainersReusableMemory[string(pod.UID)][mask.String()][name]
+func (p *memoryStaticPolicy) podReusableMemory(pod *v1.Pod, mask BitMask, name string) uint64 {
+	return p.initContainersReusableMemory[string(pod.UID)][mask.String()][name]
 }
 
 func findBestHint(hints []TopologyHint) TopologyHint {
@@ -262,11 +261,11 @@ func findBestHint(hints []TopologyHint) TopologyHint {
 	return best
 }
 
-func (m *MemoryManager) satisfies(mask BitMask, reqs map[string]uint64) bool {
+func (p *memoryStaticPolicy) satisfies(mask BitMask, reqs map[string]uint64) bool {
 	free := map[string]uint64{}
 	for _, id := range mask.GetBits() {
 		for name := range reqs {
-			free[name] += m.table(id, name).Free
+			free[name] += p.table(id, name).Free
 		}
 	}
 	for name, q := range reqs {
@@ -287,10 +286,10 @@ func isHintInGroup(hint, group []int) bool {
 	return true
 }
 
-func (m *MemoryManager) violatesNUMAAllocations(mask BitMask) bool {
+func (p *memoryStaticPolicy) violatesNUMAAllocations(mask BitMask) bool {
 	bits := mask.GetBits()
 	for _, id := range bits {
-		n := m.machineState[id]
+		n := p.machineState[id]
 		if n == nil || n.NumberOfAssignments == 0 || len(bits) == 1 {
 			continue
 		}
@@ -302,11 +301,11 @@ func (m *MemoryManager) violatesNUMAAllocations(mask BitMask) bool {
 }
 
 // Allocate is the Static policy's Allocate for one container.
-func (m *MemoryManager) Allocate(pod *v1.Pod, c *v1.Container) error {
-	if m.Policy != MemoryPolicyStatic || m.gates.podQOS(pod) != v1.PodQOSGuaranteed || m.gates.skips(pod) {
+func (p *memoryStaticPolicy) Allocate(pod *v1.Pod, c *v1.Container) error {
+	if p.gates.podQOS(pod) != v1.PodQOSGuaranteed || p.gates.skips(pod) {
 		return nil
 	}
-	reqs, err := m.containerRequests(pod, c)
+	reqs, err := p.containerRequests(pod, c)
 	if err != nil {
 		return err
 	}
@@ -314,14 +313,14 @@ func (m *MemoryManager) Allocate(pod *v1.Pod, c *v1.Container) error {
 		return nil
 	}
 	uid := string(pod.UID)
-	if blocks := m.blocks(uid, c.Name); blocks != nil {
-		m.updatePodReusableMemory(pod, c, blocks)
+	if blocks := p.blocks(uid, c.Name); blocks != nil {
+		p.updatePodReusableMemory(pod, c, blocks)
 		return nil
 	}
-	hint := m.affinity.GetAffinity(uid, c.Name)
+	hint := p.affinity.GetAffinity(uid, c.Name)
 	best := hint
 	if hint.NUMANodeAffinity == 0 {
-		hints := m.calculateHints(pod, reqs)
+		hints := p.calculateHints(pod, reqs)
 		if len(hints) < 1 {
 			return errors.New("[memorymanager] failed to get the default NUMA affinity, no NUMA nodes with enough memory is available")
 		}
@@ -331,9 +330,9 @@ func (m *MemoryManager) Allocate(pod *v1.Pod, c *v1.Container) error {
 		}
 		best = def
 	}
-	if !m.satisfies(best.NUMANodeAffinity, reqs) {
+	if !p.satisfies(best.NUMANodeAffinity, reqs) {
 		var filtered []TopologyHint
-		for _, h := range m.calculateHints(pod, reqs)[string(v1.ResourceMemory)] {
+		for _, h := range p.calculateHints(pod, reqs)[string(v1.ResourceMemory)] {
 			if isHintInGroup(best.NUMANodeAffinity.GetBits(), h.NUMANodeAffinity.GetBits()) {
 				filtered = append(filtered, h)
 			}
@@ -347,7 +346,7 @@ func (m *MemoryManager) Allocate(pod *v1.Pod, c *v1.Container) error {
 		}
 		best = extended
 	}
-	if m.violationCheck && m.violatesNUMAAllocations(best.NUMANodeAffinity) {
+	if p.violationCheck && p.violatesNUMAAllocations(best.NUMANodeAffinity) {
 		return errors.New("[memorymanager] preferred hint violates NUMA node allocation")
 	}
 	bits := best.NUMANodeAffinity.GetBits()
@@ -356,28 +355,28 @@ func (m *MemoryManager) Allocate(pod *v1.Pod, c *v1.Container) error {
 	for _, name := range slices.Sorted(maps.Keys(reqs)) {
 		size := reqs[name]
 		blocks = append(blocks, decode.MemoryBlock{NUMAAffinity: bits, Size: size, Type: name})
-		if reusable := m.podReusableMemory(pod, best.NUMANodeAffinity, name); reusable >= size {
+		if reusable := p.podReusableMemory(pod, best.NUMANodeAffinity, name); reusable >= size {
 			size = 0
 		} else {
 			size -= reusable
 		}
-		m.updateMachineState(bits, name, size)
+		p.updateMachineState(bits, name, size)
 	}
-	m.updatePodReusableMemory(pod, c, blocks)
-	m.setBlocks(uid, c.Name, blocks)
-	m.updateInitContainersMemoryBlocks(pod, c, blocks)
+	p.updatePodReusableMemory(pod, c, blocks)
+	p.setBlocks(uid, c.Name, blocks)
+	p.updateInitContainersMemoryBlocks(pod, c, blocks)
 	return nil
 }
 
-func (m *MemoryManager) updateMachineState(bits []int, name string, size uint64) {
+func (p *memoryStaticPolicy) updateMachineState(bits []int, name string, size uint64) {
 	for _, id := range bits {
-		n := m.machineState[id]
+		n := p.machineState[id]
 		n.NumberOfAssignments++
 		n.Cells = bits
 		if size == 0 {
 			continue
 		}
-		t := m.table(id, name)
+		t := p.table(id, name)
 		if t.Free == 0 {
 			continue
 		}
@@ -393,10 +392,10 @@ func (m *MemoryManager) updateMachineState(bits []int, name string, size uint64)
 	}
 }
 
-func (m *MemoryManager) isRegularInitContainer(pod *v1.Pod, c *v1.Container) bool {
+func (p *memoryStaticPolicy) isRegularInitContainer(pod *v1.Pod, c *v1.Container) bool {
 	for i := range pod.Spec.InitContainers {
 		if pod.Spec.InitContainers[i].Name == c.Name {
-			return !m.sidecarAware || !isRestartableInitContainer(&pod.Spec.InitContainers[i])
+			return !p.sidecarAware || !isRestartableInitContainer(&pod.Spec.InitContainers[i])
 		}
 	}
 	return false
@@ -407,45 +406,45 @@ func maskString(ids []int) string {
 	return mask.String()
 }
 
-func (m *MemoryManager) updatePodReusableMemory(pod *v1.Pod, c *v1.Container, blocks []decode.MemoryBlock) {
+func (p *memoryStaticPolicy) updatePodReusableMemory(pod *v1.Pod, c *v1.Container, blocks []decode.MemoryBlock) {
 	uid := string(pod.UID)
-	for other := range m.initContainersReusableMemory {
+	for other := range p.initContainersReusableMemory {
 		if other != uid {
-			delete(m.initContainersReusableMemory, other)
+			delete(p.initContainersReusableMemory, other)
 		}
 	}
-	if m.isRegularInitContainer(pod, c) {
-		if m.initContainersReusableMemory[uid] == nil {
-			m.initContainersReusableMemory[uid] = map[string]map[string]uint64{}
+	if p.isRegularInitContainer(pod, c) {
+		if p.initContainersReusableMemory[uid] == nil {
+			p.initContainersReusableMemory[uid] = map[string]map[string]uint64{}
 		}
 		for _, b := range blocks {
 			key := maskString(b.NUMAAffinity)
-			if m.initContainersReusableMemory[uid][key] == nil {
-				m.initContainersReusableMemory[uid][key] = map[string]uint64{}
+			if p.initContainersReusableMemory[uid][key] == nil {
+				p.initContainersReusableMemory[uid][key] = map[string]uint64{}
 			}
-			if b.Size > m.initContainersReusableMemory[uid][key][b.Type] {
-				m.initContainersReusableMemory[uid][key][b.Type] = b.Size
+			if b.Size > p.initContainersReusableMemory[uid][key][b.Type] {
+				p.initContainersReusableMemory[uid][key][b.Type] = b.Size
 			}
 		}
 		return
 	}
 	for _, b := range blocks {
 		key := maskString(b.NUMAAffinity)
-		reusable := m.initContainersReusableMemory[uid][key][b.Type]
+		reusable := p.initContainersReusableMemory[uid][key][b.Type]
 		if reusable == 0 {
 			continue
 		}
 		if b.Size >= reusable {
-			m.initContainersReusableMemory[uid][key][b.Type] = 0
+			p.initContainersReusableMemory[uid][key][b.Type] = 0
 		} else {
-			m.initContainersReusableMemory[uid][key][b.Type] -= b.Size
+			p.initContainersReusableMemory[uid][key][b.Type] -= b.Size
 		}
 	}
 }
 
 // updateInitContainersMemoryBlocks shrinks the blocks of the init containers before this one
 // by what this one reuses.
-func (m *MemoryManager) updateInitContainersMemoryBlocks(pod *v1.Pod, c *v1.Container, blocks []decode.MemoryBlock) {
+func (p *memoryStaticPolicy) updateInitContainersMemoryBlocks(pod *v1.Pod, c *v1.Container, blocks []decode.MemoryBlock) {
 	uid := string(pod.UID)
 	for _, cb := range blocks {
 		size := cb.Size
@@ -454,10 +453,10 @@ func (m *MemoryManager) updateInitContainersMemoryBlocks(pod *v1.Pod, c *v1.Cont
 			if ic.Name == c.Name || size == 0 {
 				break
 			}
-			if m.sidecarAware && isRestartableInitContainer(ic) {
+			if p.sidecarAware && isRestartableInitContainer(ic) {
 				continue
 			}
-			icBlocks := m.blocks(uid, ic.Name)
+			icBlocks := p.blocks(uid, ic.Name)
 			if len(icBlocks) == 0 {
 				continue
 			}
@@ -474,52 +473,49 @@ func (m *MemoryManager) updateInitContainersMemoryBlocks(pod *v1.Pod, c *v1.Cont
 					b.Size = 0
 				}
 			}
-			m.setBlocks(uid, ic.Name, icBlocks)
+			p.setBlocks(uid, ic.Name, icBlocks)
 		}
 	}
 }
 
 // removeStaleState frees the memory of containers no active pod has.
-func (m *MemoryManager) removeStaleState(active map[string]map[string]bool) {
-	if m.Policy != MemoryPolicyStatic {
-		return
-	}
-	for _, pod := range slices.Sorted(maps.Keys(m.assignments)) {
-		for _, ctr := range slices.Sorted(maps.Keys(m.assignments[pod])) {
+func (p *memoryStaticPolicy) removeStaleState(active map[string]map[string]bool) {
+	for _, pod := range slices.Sorted(maps.Keys(p.assignments)) {
+		for _, ctr := range slices.Sorted(maps.Keys(p.assignments[pod])) {
 			if !active[pod][ctr] {
-				m.removeContainer(pod, ctr)
+				p.removeContainer(pod, ctr)
 			}
 		}
 	}
 }
 
 // removeContainer is the Static policy's RemoveContainer.
-func (m *MemoryManager) removeContainer(pod, ctr string) {
-	if podBlocks, ok := m.podEntries[pod]; ok && m.gates.levelManagers {
-		delete(m.assignments[pod], ctr)
-		if len(m.assignments[pod]) == 0 {
-			delete(m.assignments, pod)
-			m.releaseMemory(podBlocks)
-			delete(m.podEntries, pod)
+func (p *memoryStaticPolicy) removeContainer(pod, ctr string) {
+	if podBlocks, ok := p.podEntries[pod]; ok && p.gates.levelManagers {
+		delete(p.assignments[pod], ctr)
+		if len(p.assignments[pod]) == 0 {
+			delete(p.assignments, pod)
+			p.releaseMemory(podBlocks)
+			delete(p.podEntries, pod)
 		}
 		return
 	}
-	blocks := m.blocks(pod, ctr)
+	blocks := p.blocks(pod, ctr)
 	if blocks == nil {
 		return
 	}
-	delete(m.assignments[pod], ctr)
-	if len(m.assignments[pod]) == 0 {
-		delete(m.assignments, pod)
+	delete(p.assignments[pod], ctr)
+	if len(p.assignments[pod]) == 0 {
+		delete(p.assignments, pod)
 	}
-	m.releaseMemory(blocks)
+	p.releaseMemory(blocks)
 }
 
-func (m *MemoryManager) releaseMemory(blocks []decode.MemoryBlock) {
+func (p *memoryStaticPolicy) releaseMemory(blocks []decode.MemoryBlock) {
 	for _, b := range blocks {
 		size := b.Size
 		for _, id := range b.NUMAAffinity {
-			n := m.machineState[id]
+			n := p.machineState[id]
 			if n == nil {
 				continue
 			}
@@ -530,7 +526,7 @@ func (m *MemoryManager) releaseMemory(blocks []decode.MemoryBlock) {
 			if size == 0 {
 				continue
 			}
-			t := m.table(id, b.Type)
+			t := p.table(id, b.Type)
 			if t.Reserved == 0 {
 				continue
 			}

@@ -200,11 +200,53 @@ func (n *numaInfo) closest(m1, m2 BitMask) BitMask {
 	return m2
 }
 
-// topologyPolicy is one of best-effort, restricted and single-numa-node (none has no merge).
-type topologyPolicy struct {
-	name string
+// topologyPolicy is topologymanager.Policy: best-effort, restricted or single-numa-node
+// (none has no merge: its scope allocates without hints).
+type topologyPolicy interface {
+	Name() string
+	// Merge is the best hint of the providers' hints, and whether the policy admits it.
+	Merge(providersHints []map[string][]TopologyHint) (TopologyHint, bool)
+}
+
+// bestEffortPolicy admits whatever the merge gives.
+type bestEffortPolicy struct {
 	numa *numaInfo
 	opts TopologyPolicyOptions
+}
+
+func (p *bestEffortPolicy) Name() string { return TopologyPolicyBestEffort }
+
+func (p *bestEffortPolicy) Merge(providersHints []map[string][]TopologyHint) (TopologyHint, bool) {
+	filtered := filterProvidersHints(providersHints)
+	return newHintMerger(p.numa, filtered, p.Name(), p.opts).merge(), true
+}
+
+// restrictedPolicy admits a preferred merge only.
+type restrictedPolicy struct{ bestEffortPolicy }
+
+func (p *restrictedPolicy) Name() string { return TopologyPolicyRestricted }
+
+func (p *restrictedPolicy) Merge(providersHints []map[string][]TopologyHint) (TopologyHint, bool) {
+	filtered := filterProvidersHints(providersHints)
+	best := newHintMerger(p.numa, filtered, p.Name(), p.opts).merge()
+	return best, best.Preferred
+}
+
+// singleNumaNodePolicy admits a preferred single NUMA node only.
+type singleNumaNodePolicy struct {
+	numa *numaInfo
+	opts TopologyPolicyOptions
+}
+
+func (p *singleNumaNodePolicy) Name() string { return TopologyPolicySingleNumaNode }
+
+func (p *singleNumaNodePolicy) Merge(providersHints []map[string][]TopologyHint) (TopologyHint, bool) {
+	filtered := filterSingleNumaHints(filterProvidersHints(providersHints))
+	best := newHintMerger(p.numa, filtered, p.Name(), p.opts).merge()
+	if best.NUMANodeAffinity == p.numa.defaultAffinityMask() {
+		best = TopologyHint{0, best.Preferred}
+	}
+	return best, best.Preferred
 }
 
 // filterProvidersHints flattens the providers' hints, one list per resource: a provider or
@@ -278,9 +320,17 @@ func maxOfMinAffinityCounts(hints [][]TopologyHint) int {
 
 // hintMerger is topologymanager.HintMerger.
 type hintMerger struct {
-	policy                        *topologyPolicy
+	numa                          *numaInfo
 	hints                         [][]TopologyHint
 	bestNonPreferredAffinityCount int
+	// closest: prefer-closest-numa-nodes decides between equally wide masks (not under
+	// single-numa-node).
+	closest bool
+}
+
+func newHintMerger(numa *numaInfo, hints [][]TopologyHint, policyName string, opts TopologyPolicyOptions) hintMerger {
+	return hintMerger{numa: numa, hints: hints, bestNonPreferredAffinityCount: maxOfMinAffinityCounts(hints),
+		closest: policyName != TopologyPolicySingleNumaNode && opts.PreferClosestNUMA}
 }
 
 func (m hintMerger) compareMasks(current, candidate *TopologyHint) *TopologyHint {
@@ -288,10 +338,10 @@ func (m hintMerger) compareMasks(current, candidate *TopologyHint) *TopologyHint
 		return current
 	}
 	var best BitMask
-	if m.policy.name != TopologyPolicySingleNumaNode && m.policy.opts.PreferClosestNUMA {
-		best = m.policy.numa.closest(current.NUMANodeAffinity, candidate.NUMANodeAffinity)
+	if m.closest {
+		best = m.numa.closest(current.NUMANodeAffinity, candidate.NUMANodeAffinity)
 	} else {
-		best = m.policy.numa.narrowest(current.NUMANodeAffinity, candidate.NUMANodeAffinity)
+		best = m.numa.narrowest(current.NUMANodeAffinity, candidate.NUMANodeAffinity)
 	}
 	if best == current.NUMANodeAffinity {
 		return current
@@ -337,7 +387,7 @@ func (m hintMerger) compare(current, candidate *TopologyHint) *TopologyHint {
 }
 
 func (m hintMerger) merge() TopologyHint {
-	def := m.policy.numa.defaultAffinityMask()
+	def := m.numa.defaultAffinityMask()
 	var best *TopologyHint
 	var iterate func(i int, accum []TopologyHint)
 	iterate = func(i int, accum []TopologyHint) {
@@ -355,19 +405,6 @@ func (m hintMerger) merge() TopologyHint {
 		return TopologyHint{def, false}
 	}
 	return *best
-}
-
-// Merge is the policy's Merge: the best hint, and whether the policy admits it.
-func (p *topologyPolicy) Merge(providersHints []map[string][]TopologyHint) (TopologyHint, bool) {
-	filtered := filterProvidersHints(providersHints)
-	if p.name == TopologyPolicySingleNumaNode {
-		filtered = filterSingleNumaHints(filtered)
-	}
-	best := hintMerger{policy: p, hints: filtered, bestNonPreferredAffinityCount: maxOfMinAffinityCounts(filtered)}.merge()
-	if p.name == TopologyPolicySingleNumaNode && best.NUMANodeAffinity == p.numa.defaultAffinityMask() {
-		best = TopologyHint{0, best.Preferred}
-	}
-	return best, p.name == TopologyPolicyBestEffort || best.Preferred
 }
 
 func filterSingleNumaHints(all [][]TopologyHint) [][]TopologyHint {
@@ -388,7 +425,7 @@ func filterSingleNumaHints(all [][]TopologyHint) [][]TopologyHint {
 // the CPU and memory managers read, and the pod admit handler.
 type TopologyManager struct {
 	Policy, Scope string
-	policy        *topologyPolicy // nil for policy none
+	policy        topologyPolicy // nil for policy none
 	providers     []HintProvider
 	hints         map[string]map[string]TopologyHint
 }
@@ -410,8 +447,14 @@ func newTopologyManager(e *env) (*TopologyManager, error) {
 	if len(numa.nodes) > opts.MaxAllowableNUMANodes {
 		return nil, fmt.Errorf("unsupported on machines with more than %v NUMA Nodes", opts.MaxAllowableNUMANodes)
 	}
+	var policy topologyPolicy
 	switch name {
-	case TopologyPolicyBestEffort, TopologyPolicyRestricted, TopologyPolicySingleNumaNode:
+	case TopologyPolicyBestEffort:
+		policy = &bestEffortPolicy{numa: numa, opts: opts}
+	case TopologyPolicyRestricted:
+		policy = &restrictedPolicy{bestEffortPolicy{numa: numa, opts: opts}}
+	case TopologyPolicySingleNumaNode:
+		policy = &singleNumaNodePolicy{numa: numa, opts: opts}
 	default:
 		return nil, fmt.Errorf("unknown policy: \"%s\"", name)
 	}
@@ -420,8 +463,7 @@ func newTopologyManager(e *env) (*TopologyManager, error) {
 	default:
 		return nil, fmt.Errorf("unknown scope: \"%s\"", scope)
 	}
-	return &TopologyManager{Policy: name, Scope: scope, policy: &topologyPolicy{name: name, numa: numa, opts: opts},
-		hints: map[string]map[string]TopologyHint{}}, nil
+	return &TopologyManager{Policy: name, Scope: scope, policy: policy, hints: map[string]map[string]TopologyHint{}}, nil
 }
 
 // GetAffinity is the store's answer for a container; the zero hint when none was stored.
