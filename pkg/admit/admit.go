@@ -16,7 +16,6 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/utils/cpuset"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/machine"
@@ -92,6 +91,8 @@ type Admission struct {
 	Unreplayed []string `json:"unreplayed,omitempty"`
 	// Before is the node as the pod found it, and what it asked: the numbers behind a refusal.
 	Before *Context `json:"before,omitempty"`
+	// Why names the policy or option that refused the pod, with those numbers, for people.
+	Why []string `json:"why,omitempty"`
 	// StateAfter is the managers' state after this admission (before any cleanup).
 	StateAfter replay.State `json:"-"`
 }
@@ -150,6 +151,7 @@ func Predict(in Input) (Result, error) {
 			}
 			bound = append(bound, pod)
 		}
+		a.Why = why(&a)
 		a.StateAfter = node.State()
 		res.Admissions = append(res.Admissions, a)
 	}
@@ -261,5 +263,3 @@ func describe(n *replay.Node, pod *v1.Pod) *Context {
 	}
 	return c
 }
-
-var _ = cpuset.New
