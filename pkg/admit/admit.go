@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/utils/cpuset"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/machine"
@@ -132,8 +133,9 @@ func Predict(in Input) (Result, error) {
 		bound = append(bound, in.Node.Pods...)
 	}
 	for _, pod := range in.Pods {
-		before := describe(node, pod)
-		a := Admission{Pod: pod.Name, Namespace: pod.Namespace, UID: string(pod.UID), Containers: []Container{}, Unreplayed: unreplayed(pod), Before: before}
+		// The numbers behind a refusal are the node as the pod found it; kept cheap until needed.
+		freeCPUs, freeMemory := node.FreeCPUs(), node.FreeMemory()
+		a := Admission{Pod: pod.Name, Namespace: pod.Namespace, UID: string(pod.UID), Containers: []Container{}, Unreplayed: unreplayed(pod)}
 		pa := node.Admit(pod)
 		a.Admitted, a.Reason, a.Message = pa.Admit, pa.Reason, pa.Message
 		if !pa.Admit {
@@ -151,7 +153,10 @@ func Predict(in Input) (Result, error) {
 			}
 			bound = append(bound, pod)
 		}
-		a.Why = why(&a)
+		if !a.Admitted {
+			a.Before = describe(node, pod, freeCPUs, freeMemory)
+			a.Why = why(&a)
+		}
 		a.StateAfter = node.State()
 		res.Admissions = append(res.Admissions, a)
 	}
@@ -222,7 +227,7 @@ type Policy struct {
 	TopologyOptions []string `json:"topologyOptions,omitempty"`
 }
 
-func describe(n *replay.Node, pod *v1.Pod) *Context {
+func describe(n *replay.Node, pod *v1.Pod, free cpuset.CPUSet, freeMemory map[int]map[string]uint64) *Context {
 	c := &Context{FreeCPUsByNUMA: map[int]string{}, FreeCPUsBySock: map[int]string{}, Asked: map[string]string{}}
 	cfg := n.Config()
 	c.Policy = Policy{CPU: cfg.CPUPolicy(), Memory: cfg.MemoryPolicy(), Topology: cfg.TopologyPolicy(), TopologyScope: cfg.TopologyScope()}
@@ -234,7 +239,6 @@ func describe(n *replay.Node, pod *v1.Pod) *Context {
 	}
 	sort.Strings(c.Policy.CPUOptions)
 	sort.Strings(c.Policy.TopologyOptions)
-	free := n.FreeCPUs()
 	c.FreeCPUs = free.String()
 	topo := n.CPUTopology()
 	for _, id := range topo.CPUDetails.NUMANodes().List() {
@@ -249,7 +253,7 @@ func describe(n *replay.Node, pod *v1.Pod) *Context {
 		}
 	}
 	c.FreeMemory = map[int]NodeFree{}
-	for id, types := range n.FreeMemory() {
+	for id, types := range freeMemory {
 		c.FreeMemory[id] = types
 	}
 	for _, ctr := range append(append([]v1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {

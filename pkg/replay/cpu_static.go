@@ -142,23 +142,34 @@ func (p *staticPolicy) GetPodTopologyHints(pod *v1.Pod) map[string][]TopologyHin
 // ever hold the request are preferred (align-by-socket: those within the fewest sockets).
 func (p *staticPolicy) generateCPUTopologyHints(available, reusable cpuset.CPUSet, request int) []TopologyHint {
 	d := p.topo.CPUDetails
-	minAffinitySize := d.NUMANodes().Size()
+	// Counted once per NUMA node (the kubelet recounts them for every mask; same sums).
+	perNUMA, availablePerNUMA, reusableNUMA := map[int]int{}, map[int]int{}, map[int]int{}
+	for _, info := range d {
+		perNUMA[info.NUMANodeID]++
+	}
+	// An unknown CPU counts as on node 0, as the kubelet's zero value does.
+	for _, c := range available.UnsortedList() {
+		availablePerNUMA[d[c].NUMANodeID]++
+	}
+	for _, c := range reusable.UnsortedList() {
+		reusableNUMA[d[c].NUMANodeID]++
+	}
+	minAffinitySize := len(perNUMA)
 	hints := []TopologyHint{}
 	iterateBitMasks(d.NUMANodes().List(), func(mask BitMask) {
-		if d.CPUsInNUMANodes(mask.GetBits()...).Size() >= request && mask.Count() < minAffinitySize {
+		inMask, matching := 0, 0
+		for _, id := range mask.GetBits() {
+			inMask += perNUMA[id]
+			matching += availablePerNUMA[id]
+		}
+		if inMask >= request && mask.Count() < minAffinitySize {
 			minAffinitySize = mask.Count()
 		}
-		matching := 0
-		for _, c := range reusable.List() {
-			if !mask.IsSet(d[c].NUMANodeID) {
+		for id, n := range reusableNUMA {
+			if !mask.IsSet(id) {
 				return
 			}
-			matching++
-		}
-		for _, c := range available.List() {
-			if mask.IsSet(d[c].NUMANodeID) {
-				matching++
-			}
+			matching += n
 		}
 		if matching < request {
 			return
