@@ -133,7 +133,7 @@ func Start(in StartInput) (*Node, Prediction, error) {
 	}
 	p.UnjudgedGates = unjudged
 	e.podGates = podGates{levelResources: e.gate(GatePodLevelResources), levelManagers: rel.PodLevelEntries && e.gate(GatePodLevelResourceManagers),
-		fixQOS: e.gate(GatePodLevelResourcesFixQOS)}
+		fixQOS: e.gate(GatePodLevelResourcesFixQOS), managersRelease: rel.PodLevelEntries, skipRelease: rel.SkipsPodLevelPods}
 	if err := e.resolveConfig(); err != nil {
 		return nil, Prediction{Error: err.Error(), Phase: PhaseConfig, UnjudgedGates: unjudged}, nil
 	}

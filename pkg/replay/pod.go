@@ -9,13 +9,22 @@ import (
 // podGates are the feature gates that decide how the managers read a pod's resources.
 type podGates struct {
 	levelResources bool // PodLevelResources: pod.spec.resources exist
-	levelManagers  bool // PodLevelResourceManagers: the managers allocate them
+	levelManagers  bool // PodLevelResourceManagers (releases with pod-level entries): the managers allocate them
 	fixQOS         bool // PodLevelResourcesFixKubeletQOSClass
+	// managersRelease: the release has pod-level entries; skipRelease: it skips such pods.
+	managersRelease, skipRelease bool
 }
 
-// skips: the managers leave a pod with pod-level resources alone unless both gates are on.
+// skips: the managers leave a pod with pod-level resources alone (releases.go
+// SkipsPodLevelPods, PodLevelEntries).
 func (g podGates) skips(pod *v1.Pod) bool {
-	return !(g.levelResources && g.levelManagers) && isPodLevelResourcesSet(pod)
+	switch {
+	case g.managersRelease:
+		return !(g.levelResources && g.levelManagers) && isPodLevelResourcesSet(pod)
+	case g.skipRelease:
+		return g.levelResources && isPodLevelResourcesSet(pod)
+	}
+	return false
 }
 
 // podLevel: the managers allocate this pod's pod-level resources.

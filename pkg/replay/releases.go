@@ -87,6 +87,10 @@ type Release struct {
 	// MemoryAffinityViolationCheck: the memory manager refuses a hint that would mix NUMA
 	// groups ("preferred hint violates NUMA node allocation").
 	MemoryAffinityViolationCheck bool
+	// SkipsPodLevelPods: the CPU and memory managers leave alone a pod with pod-level
+	// resources while PodLevelResources is on (1.34, 1.35); from PodLevelEntries on, unless
+	// PodLevelResourceManagers is on too.
+	SkipsPodLevelPods bool
 	// PodLevelEntries: with PodLevelResourceManagers, pod-level CPU entries count as known CPUs
 	// and pod-level memory blocks replace the containers' in the expected machine state.
 	PodLevelEntries bool
@@ -138,10 +142,10 @@ var releases = []Release{
 	{Since: "1.33", CPUOptions: options133, ExclusiveOptions: exclusive132, TopologyOptions: topology132, SMTCheckBeforeReuse: true,
 		ReservedPhysicalCPUs: true, SMTPhysicalCheck: true, SidecarAware: true, SMTErrorByCause: true, MemoryAffinityViolationCheck: true,
 		StrictReservation: true, GroupedMemoryCompare: true, BestEffortMemory: true, LowercaseTopologyOptionErrors: true},
-	{Since: "1.34", CPUOptions: options134, ExclusiveOptions: exclusive132, TopologyOptions: topology132, SMTCheckBeforeReuse: true,
+	{Since: "1.34", SkipsPodLevelPods: true, CPUOptions: options134, ExclusiveOptions: exclusive132, TopologyOptions: topology132, SMTCheckBeforeReuse: true,
 		ReservedPhysicalCPUs: true, SMTPhysicalCheck: true, SidecarAware: true, SMTErrorByCause: true, MemoryAffinityViolationCheck: true,
 		StrictReservation: true, GroupedMemoryCompare: true, BestEffortMemory: true, LowercaseTopologyOptionErrors: true},
-	{Since: "1.35", CPUOptions: options135, ExclusiveOptions: exclusive132, TopologyOptions: topology135, SMTCheckBeforeReuse: true,
+	{Since: "1.35", SkipsPodLevelPods: true, CPUOptions: options135, ExclusiveOptions: exclusive132, TopologyOptions: topology135, SMTCheckBeforeReuse: true,
 		ReservedPhysicalCPUs: true, SMTPhysicalCheck: true, SidecarAware: true, SMTErrorByCause: true, MemoryAffinityViolationCheck: true,
 		StrictReservation: true, GroupedMemoryCompare: true, BestEffortMemory: true, LowercaseTopologyOptionErrors: true},
 	{Since: "1.36", CPUOptions: options136, ExclusiveOptions: exclusive132, TopologyOptions: topology135, SMTCheckBeforeReuse: true,
