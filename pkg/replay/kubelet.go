@@ -87,6 +87,9 @@ type env struct {
 	rootDir            string
 }
 
+// MaxNUMANodes bounds the machines replayed (no server has more; the bitmask tops out at 64).
+const MaxNUMANodes = 16
+
 // Node is a kubelet whose resource managers started: the state admissions stack on.
 type Node struct {
 	env      *env
@@ -111,6 +114,11 @@ func PredictStart(in StartInput) (Prediction, error) {
 func Start(in StartInput) (*Node, Prediction, error) {
 	if in.Machine == nil || in.Config == nil || in.Kubelet.Version == nil {
 		return nil, Prediction{}, fmt.Errorf("a start prediction needs the machine, the kubelet config and the kubelet version")
+	}
+	// The managers enumerate every subset of NUMA nodes for their hints (2^n masks): a
+	// machine with more nodes than any real one would hang the kubelet and this replay alike.
+	if n := len(in.Machine.NodeIDs()); n > MaxNUMANodes {
+		return nil, Prediction{}, fmt.Errorf("machine with %d NUMA nodes: the resource managers enumerate 2^%d NUMA masks; replayed up to %d nodes", n, n, MaxNUMANodes)
 	}
 	rel, ok := releaseFor(in.Kubelet.Version)
 	if !ok {
