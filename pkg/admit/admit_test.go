@@ -1,6 +1,7 @@
 package admit
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -126,4 +127,41 @@ func TestNodeResourcesPredicate(t *testing.T) {
 	if strings.Join(res.Replayed, ",") != "cpu,memory" || strings.Join(res.NotReplayed, ",") != "devices,dra" {
 		t.Errorf("providers %v / %v", res.Replayed, res.NotReplayed)
 	}
+}
+
+// Pod-level resources (PodLevelResourceManagers, pod scope): one CPU set and one memory
+// allocation for the pod; the Guaranteed-equivalent container gets exclusive CPUs from it, the
+// other one the rest (the pod's shared pool).
+func TestPodLevelResources(t *testing.T) {
+	in := node8(t, `{"cpuManagerPolicy":"static","reservedSystemCPUs":"0,4","memoryManagerPolicy":"Static",
+		"reservedMemory":[{"numaNode":0,"limits":{"memory":"100Mi"}}],"topologyManagerPolicy":"best-effort","topologyManagerScope":"pod",
+		"featureGates":{"PodLevelResourceManagers":true}}`)
+	p := guaranteed("plr", "2", "1Gi")
+	p.Spec.Containers = append(p.Spec.Containers, v1.Container{Name: "side"})
+	podRes := v1.ResourceList{v1.ResourceCPU: resource.MustParse("4"), v1.ResourceMemory: resource.MustParse("2Gi")}
+	p.Spec.Resources = &v1.ResourceRequirements{Requests: podRes, Limits: podRes}
+	in.Pods = []*v1.Pod{p}
+	res, err := Predict(in)
+	if err != nil || !res.KubeletStart.Starts {
+		t.Fatal(err, res.KubeletStart)
+	}
+	a := res.Admissions[0]
+	if !a.Admitted || a.PodCPUs != "2-3,6-7" {
+		t.Fatalf("got admitted=%v %s %q pod CPUs %q", a.Admitted, a.Reason, a.Message, a.PodCPUs)
+	}
+	got := map[string]string{}
+	for _, c := range a.Containers {
+		got[c.Name] = c.CPUs + " " + blocksText(c.MemoryBlocks)
+	}
+	if got["app"] != "2,6 memory=1073741824@[1]" || got["side"] != "3,7 memory=1073741824@[1]" {
+		t.Errorf("containers %v", got)
+	}
+}
+
+func blocksText(b []decode.MemoryBlock) string {
+	var parts []string
+	for _, x := range b {
+		parts = append(parts, fmt.Sprintf("%s=%d@%v", x.Type, x.Size, x.NUMAAffinity))
+	}
+	return strings.Join(parts, ",")
 }

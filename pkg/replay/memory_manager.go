@@ -34,6 +34,7 @@ type memoryPolicy interface {
 	Allocate(pod *v1.Pod, c *v1.Container) error
 	removeStaleState(active map[string]map[string]bool)
 	MemoryBlocks(podUID, container string) []decode.MemoryBlock
+	AllocatePod(pod *v1.Pod) error
 }
 
 // memoryNonePolicy is policy_none.go: no hints, no allocation, no state.
@@ -46,6 +47,7 @@ func (memoryNonePolicy) GetPodTopologyHints(*v1.Pod) map[string][]TopologyHint {
 func (memoryNonePolicy) Allocate(*v1.Pod, *v1.Container) error                 { return nil }
 func (memoryNonePolicy) removeStaleState(map[string]map[string]bool)           {}
 func (memoryNonePolicy) MemoryBlocks(string, string) []decode.MemoryBlock      { return nil }
+func (memoryNonePolicy) AllocatePod(*v1.Pod) error                             { return nil }
 
 // The manager hands the topology manager's calls to its policy.
 func (m *MemoryManager) GetTopologyHints(pod *v1.Pod, c *v1.Container) map[string][]TopologyHint {
@@ -57,6 +59,7 @@ func (m *MemoryManager) GetPodTopologyHints(pod *v1.Pod) map[string][]TopologyHi
 func (m *MemoryManager) Allocate(pod *v1.Pod, c *v1.Container) error {
 	return m.policy.Allocate(pod, c)
 }
+func (m *MemoryManager) AllocatePod(pod *v1.Pod) error { return m.policy.AllocatePod(pod) }
 
 // MemoryBlocks is the container's memory assignment, nil when the manager pins nothing.
 func (m *MemoryManager) MemoryBlocks(podUID, container string) []decode.MemoryBlock {

@@ -5,6 +5,7 @@ package replay
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 
@@ -317,37 +318,9 @@ func (p *memoryStaticPolicy) Allocate(pod *v1.Pod, c *v1.Container) error {
 		p.updatePodReusableMemory(pod, c, blocks)
 		return nil
 	}
-	hint := p.affinity.GetAffinity(uid, c.Name)
-	best := hint
-	if hint.NUMANodeAffinity == 0 {
-		hints := p.calculateHints(pod, reqs)
-		if len(hints) < 1 {
-			return errors.New("[memorymanager] failed to get the default NUMA affinity, no NUMA nodes with enough memory is available")
-		}
-		def := findBestHint(hints[string(v1.ResourceMemory)])
-		if !def.Preferred && best.Preferred {
-			return errors.New("[memorymanager] failed to find the default preferred hint")
-		}
-		best = def
-	}
-	if !p.satisfies(best.NUMANodeAffinity, reqs) {
-		var filtered []TopologyHint
-		for _, h := range p.calculateHints(pod, reqs)[string(v1.ResourceMemory)] {
-			if isHintInGroup(best.NUMANodeAffinity.GetBits(), h.NUMANodeAffinity.GetBits()) {
-				filtered = append(filtered, h)
-			}
-		}
-		if len(filtered) < 1 {
-			return errors.New("[memorymanager] failed to find NUMA nodes to extend the current topology hint")
-		}
-		extended := findBestHint(filtered)
-		if !extended.Preferred && best.Preferred {
-			return errors.New("[memorymanager] failed to find the extended preferred hint")
-		}
-		best = extended
-	}
-	if p.violationCheck && p.violatesNUMAAllocations(best.NUMANodeAffinity) {
-		return errors.New("[memorymanager] preferred hint violates NUMA node allocation")
+	best, err := p.chooseHint(pod, p.affinity.GetAffinity(uid, c.Name), reqs)
+	if err != nil {
+		return err
 	}
 	bits := best.NUMANodeAffinity.GetBits()
 	var blocks []decode.MemoryBlock
@@ -365,6 +338,191 @@ func (p *memoryStaticPolicy) Allocate(pod *v1.Pod, c *v1.Container) error {
 	p.updatePodReusableMemory(pod, c, blocks)
 	p.setBlocks(uid, c.Name, blocks)
 	p.updateInitContainersMemoryBlocks(pod, c, blocks)
+	return nil
+}
+
+// chooseHint is the affinity an allocation uses: the topology manager's, else the default
+// hint; extended to more NUMA nodes when those lack the memory; refused when it would mix NUMA
+// groups (releases with that check).
+func (p *memoryStaticPolicy) chooseHint(pod *v1.Pod, hint TopologyHint, reqs map[string]uint64) (TopologyHint, error) {
+	best := hint
+	if hint.NUMANodeAffinity == 0 {
+		hints := p.calculateHints(pod, reqs)
+		if len(hints) < 1 {
+			return best, errors.New("[memorymanager] failed to get the default NUMA affinity, no NUMA nodes with enough memory is available")
+		}
+		def := findBestHint(hints[string(v1.ResourceMemory)])
+		if !def.Preferred && best.Preferred {
+			return best, errors.New("[memorymanager] failed to find the default preferred hint")
+		}
+		best = def
+	}
+	if !p.satisfies(best.NUMANodeAffinity, reqs) {
+		var filtered []TopologyHint
+		for _, h := range p.calculateHints(pod, reqs)[string(v1.ResourceMemory)] {
+			if isHintInGroup(best.NUMANodeAffinity.GetBits(), h.NUMANodeAffinity.GetBits()) {
+				filtered = append(filtered, h)
+			}
+		}
+		if len(filtered) < 1 {
+			return best, errors.New("[memorymanager] failed to find NUMA nodes to extend the current topology hint")
+		}
+		extended := findBestHint(filtered)
+		if !extended.Preferred && best.Preferred {
+			return best, errors.New("[memorymanager] failed to find the extended preferred hint")
+		}
+		best = extended
+	}
+	if p.violationCheck && p.violatesNUMAAllocations(best.NUMANodeAffinity) {
+		return best, errors.New("[memorymanager] preferred hint violates NUMA node allocation")
+	}
+	return best, nil
+}
+
+// validatePodScopeResources: a pod with pod-level memory must leave some for its shared
+// containers.
+func (p *memoryStaticPolicy) validatePodScopeResources(pod *v1.Pod) error {
+	total, err := p.podRequests(pod)
+	if err != nil {
+		return err
+	}
+	shared, exclusive := false, map[string]uint64{}
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		reqs, err := p.containerRequests(pod, c)
+		if err != nil {
+			return err
+		}
+		switch {
+		case !isRestartableInitContainer(c):
+			if len(reqs) == 0 {
+				for _, name := range slices.Sorted(maps.Keys(total)) {
+					if exclusive[name] >= total[name] {
+						return fmt.Errorf("pod rejected, pod has shared init containers but no %s available for them", name)
+					}
+				}
+			}
+		case len(reqs) == 0:
+			shared = true
+		default:
+			for name, q := range reqs {
+				exclusive[name] += q
+			}
+		}
+	}
+	for i := range pod.Spec.Containers {
+		reqs, err := p.containerRequests(pod, &pod.Spec.Containers[i])
+		if err != nil {
+			return err
+		}
+		if len(reqs) == 0 {
+			shared = true
+		}
+		for name, q := range reqs {
+			exclusive[name] += q
+		}
+	}
+	if shared {
+		for _, name := range slices.Sorted(maps.Keys(total)) {
+			if exclusive[name] >= total[name] {
+				return fmt.Errorf("pod rejected, sum of exclusive container %s requests equals pod budget, leaving no memory for shared containers", name)
+			}
+		}
+	}
+	return nil
+}
+
+// AllocatePod is the Static policy's AllocatePod (pod-level resources, pod scope): the pod's
+// memory at once; exclusive containers get their own blocks, the others the pod's shared pool.
+func (p *memoryStaticPolicy) AllocatePod(pod *v1.Pod) error {
+	if p.gates.podQOS(pod) != v1.PodQOSGuaranteed {
+		return nil
+	}
+	uid := string(pod.UID)
+	total, err := p.podRequests(pod)
+	if err != nil {
+		return nil // the kubelet logs it and allocates nothing
+	}
+	if err := p.validatePodScopeResources(pod); err != nil {
+		return reasonError{ReasonEmptyPodSharedPool, err.Error()}
+	}
+	containers := podContainers(pod)
+	best, err := p.chooseHint(pod, p.affinity.GetAffinity(uid, containers[0].Name), total)
+	if err != nil {
+		return err
+	}
+	bits := best.NUMANodeAffinity.GetBits()
+	blocksOf := func(reqs map[string]uint64) []decode.MemoryBlock {
+		out := []decode.MemoryBlock{}
+		for _, name := range slices.Sorted(maps.Keys(reqs)) {
+			if reqs[name] > 0 {
+				out = append(out, decode.MemoryBlock{NUMAAffinity: bits, Size: reqs[name], Type: name})
+			}
+		}
+		return out
+	}
+	exclusive := map[string][]decode.MemoryBlock{}
+	sidecars := map[string]uint64{}
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		reqs, err := p.containerRequests(pod, c)
+		if err != nil {
+			return err
+		}
+		if len(reqs) == 0 {
+			if isRestartableInitContainer(c) {
+				continue
+			}
+			runnable := map[string]uint64{}
+			for name, t := range total {
+				runnable[name] = t - sidecars[name]
+			}
+			exclusive[c.Name] = blocksOf(runnable)
+			continue
+		}
+		exclusive[c.Name] = blocksOf(reqs)
+		if isRestartableInitContainer(c) {
+			for name, q := range reqs {
+				sidecars[name] += q
+			}
+		}
+	}
+	pool := map[string]uint64{}
+	for name, t := range total {
+		pool[name] = t - sidecars[name]
+	}
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		reqs, err := p.containerRequests(pod, c)
+		if err != nil {
+			return err
+		}
+		if len(reqs) == 0 {
+			continue
+		}
+		exclusive[c.Name] = blocksOf(reqs)
+		for name, q := range reqs {
+			if q > 0 {
+				pool[name] -= q
+			}
+		}
+	}
+	podBlocks := []decode.MemoryBlock{}
+	for _, name := range slices.Sorted(maps.Keys(total)) {
+		podBlocks = append(podBlocks, decode.MemoryBlock{NUMAAffinity: bits, Size: total[name], Type: name})
+	}
+	p.podEntries[uid] = podBlocks
+	for _, name := range slices.Sorted(maps.Keys(total)) {
+		p.updateMachineState(bits, name, total[name])
+	}
+	shared := blocksOf(pool)
+	for _, c := range containers {
+		if b, ok := exclusive[c.Name]; ok {
+			p.setBlocks(uid, c.Name, b)
+		} else {
+			p.setBlocks(uid, c.Name, shared)
+		}
+	}
 	return nil
 }
 
