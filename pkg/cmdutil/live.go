@@ -8,6 +8,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/render"
 )
 
@@ -86,8 +87,10 @@ type ReadOptions struct {
 	Live   LiveOptions
 	Nodes  []string
 	// ReadMachine and ReadKubeletConfig also read each live node's machine and kubelet config
-	// (doctor, collect); see nodestate.Config.
+	// (collect); see nodestate.Config.
 	ReadMachine, ReadKubeletConfig bool
+	// Engines are the library's engines to run beyond decode (doctor).
+	Engines nodestate.Engines
 }
 
 // NewReadOptions returns ReadOptions reading live nodes through flags.

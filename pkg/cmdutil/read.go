@@ -31,6 +31,7 @@ func (o *ReadOptions) Config() (nodestate.Config, error) {
 		KubeletRootDir: src.KubeletRootDir,
 		Kubelet:        src.Kubelet,
 		KubeletWhy:     "--kubelet-version",
+		Engines:        o.Engines,
 	}
 	if src.Offline() {
 		return cfg, nil

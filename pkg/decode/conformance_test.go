@@ -186,7 +186,7 @@ func TestConformanceWriterVerdict(t *testing.T) {
 				t.Errorf("error\n got %q\nwant %q", rep.Error, *e.ExpectedError)
 			}
 			if e.ExpectedVerdict == Valid {
-				got := kubeletView(t, Kind(e.Component), rep.Decoded)
+				got := kubeletView(t, Kind(e.Component), rep.Decoded.Any())
 				var want any
 				if err := json.Unmarshal(e.ExpectedDecoded, &want); err != nil {
 					t.Fatal(err)

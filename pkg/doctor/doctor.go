@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/kubectl-nodestate/kubectl-nodestate/internal/text"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/machine"
 )
@@ -129,7 +130,7 @@ func Diagnose(in Input) Result {
 		res.KubeletStart.Kubelet = in.Kubelet.String()
 	}
 	if len(missing) > 0 {
-		res.Skipped = append(res.Skipped, "start prediction: needs "+joinWords(missing))
+		res.Skipped = append(res.Skipped, "start prediction: needs "+text.JoinAnd(missing))
 	} else {
 		sin := StartInput{CPU: cpuRep, Memory: memRep, Machine: in.Machine, Config: in.Config, Kubelet: *in.Kubelet, RootDir: in.RootDir}
 		p, err := PredictStart(sin)
@@ -183,20 +184,6 @@ func fileOf(files []*decode.Report, kind decode.Kind) *decode.Report {
 		}
 	}
 	return nil
-}
-
-func joinWords(ws []string) string {
-	switch len(ws) {
-	case 0:
-		return ""
-	case 1:
-		return ws[0]
-	}
-	out := ws[0]
-	for _, w := range ws[1 : len(ws)-1] {
-		out += ", " + w
-	}
-	return out + " and " + ws[len(ws)-1]
 }
 
 // startFinding is the prediction as a finding, on the file or config it is about.

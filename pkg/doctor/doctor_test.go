@@ -51,15 +51,15 @@ func TestDiagnoseFindings(t *testing.T) {
 		live          map[string]bool
 		check, substr string
 	}{
-		{"cpu-s2c8t2n2-two-pods-same-cpus__w1.37.1", "v1.37.1", nil, "cpu-overlap", "also assigned to"},
-		{"cpu-s2c8t2n2-assignment-overlaps-default__w1.37.1", "v1.37.1", nil, "cpu-overlap", "shared pool"},
-		{"cpu-s2c8t2n2-cpu-offlined-default__w1.37.1", "v1.37.1", nil, "cpu-outside-machine", "CPUs 31 "},
-		{"cpu-s2c8t2n2-vm-grew__w1.37.1", "v1.37.1", nil, "cpu-missing-from-state", "online CPUs"},
-		{"mem-n1-drift-node0-plus-4KiB__w1.37.1", "v1.37.1", nil, "memory-machine-drift", "(+4096)"},
-		{"mem-n1-healthy-assigned__w1.37.1", "v1.37.1", map[string]bool{}, "stale-pod", "gone from the API"},
-		{"cpu-s2c8t2n2-policy-static-to-none__w1.37.1", "v1.37.1", nil, "kubelet-start", `configured policy "none" differs`},
+		{"cpu-s2c8t2n2-two-pods-same-cpus__w1.37.1", decode.HomeKubelet, nil, "cpu-overlap", "also assigned to"},
+		{"cpu-s2c8t2n2-assignment-overlaps-default__w1.37.1", decode.HomeKubelet, nil, "cpu-overlap", "shared pool"},
+		{"cpu-s2c8t2n2-cpu-offlined-default__w1.37.1", decode.HomeKubelet, nil, "cpu-outside-machine", "CPUs 31 "},
+		{"cpu-s2c8t2n2-vm-grew__w1.37.1", decode.HomeKubelet, nil, "cpu-missing-from-state", "online CPUs"},
+		{"mem-n1-drift-node0-plus-4KiB__w1.37.1", decode.HomeKubelet, nil, "memory-machine-drift", "(+4096)"},
+		{"mem-n1-healthy-assigned__w1.37.1", decode.HomeKubelet, map[string]bool{}, "stale-pod", "gone from the API"},
+		{"cpu-s2c8t2n2-policy-static-to-none__w1.37.1", decode.HomeKubelet, nil, "kubelet-start", `configured policy "none" differs`},
 		// What the kubelet only logs: which field of the machine state differs.
-		{"mem-n1-assignment-count-stale__w1.37.1", "v1.37.1", nil, "kubelet-start", "numberOfAssignments 2 stored, 1 from the assignments"},
+		{"mem-n1-assignment-count-stale__w1.37.1", decode.HomeKubelet, nil, "kubelet-start", "numberOfAssignments 2 stored, 1 from the assignments"},
 		{"mem-n1-assignment-dropped__w1.25.16", "v1.25.16", nil, "kubelet-start", "memory reserved: 2147483648 stored, 0 expected"},
 	} {
 		r := diagnoseCase(t, tc.name, tc.version, tc.live)
@@ -69,7 +69,7 @@ func TestDiagnoseFindings(t *testing.T) {
 		}
 	}
 	// A container gone from a live pod.
-	r := diagnoseCaseWith(t, "cpu-s2c8t2n2-healthy-assigned__w1.37.1", "v1.37.1", func(in *Input) {
+	r := diagnoseCaseWith(t, "cpu-s2c8t2n2-healthy-assigned__w1.37.1", decode.HomeKubelet, func(in *Input) {
 		in.LivePods = map[string]bool{"pod-a": true}
 		in.LiveContainers = map[string]map[string]bool{"pod-a": {"sidecar": true}}
 	})
@@ -79,7 +79,7 @@ func TestDiagnoseFindings(t *testing.T) {
 	// A healthy node: no finding at all, and it starts.
 	for _, name := range []string{"cpu-s2c8t2n2-healthy-assigned__w1.37.1", "mem-n1-healthy-assigned__w1.37.1", "cpu-s1c4t2-init-reuse__w1.37.1",
 		"cpu-s1c4t2-opt-strict-reservation-default-without-reserved__w1.37.1"} {
-		r := diagnoseCase(t, name, "v1.37.1", map[string]bool{"pod-a": true, "pod-m": true, "pod-i": true})
+		r := diagnoseCase(t, name, decode.HomeKubelet, map[string]bool{"pod-a": true, "pod-m": true, "pod-i": true})
 		if !r.KubeletStart.Starts || len(r.Findings) != 0 {
 			t.Errorf("%s: healthy, got %+v", name, r)
 		}

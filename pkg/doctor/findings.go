@@ -330,7 +330,7 @@ func deviceFindings(in Input) []Finding {
 	if rep == nil {
 		return nil
 	}
-	ds, ok := rep.Decoded.(*decode.DeviceState)
+	ds, ok := rep.Decoded.Devices, rep.Decoded.Devices != nil
 	if !ok || ds == nil {
 		return nil
 	}
@@ -381,7 +381,7 @@ func draFindings(in Input) []Finding {
 	if rep == nil || in.LivePods == nil {
 		return nil
 	}
-	st, ok := rep.Decoded.(*decode.DRAState)
+	st, ok := rep.Decoded.DRA, rep.Decoded.DRA != nil
 	if !ok || st == nil {
 		return nil
 	}

@@ -135,8 +135,7 @@ func rootDir(in StartInput) string {
 // loses lists what deleting a checkpoint drops: the exclusive CPUs and NUMA memory of pods.
 func loses(rep *decode.Report) []string {
 	var out []string
-	switch s := rep.Decoded.(type) {
-	case *decode.CPUState:
+	if s := rep.Decoded.CPU; s != nil {
 		for _, pod := range slices.Sorted(maps.Keys(s.Entries)) {
 			for _, ctr := range slices.Sorted(maps.Keys(s.Entries[pod])) {
 				if set := s.Entries[pod][ctr]; set != "" {
@@ -147,7 +146,8 @@ func loses(rep *decode.Report) []string {
 		for _, pod := range slices.Sorted(maps.Keys(s.PodEntries)) {
 			out = append(out, fmt.Sprintf("pod %s: exclusive CPUs %s", pod, s.PodEntries[pod]))
 		}
-	case *decode.MemoryState:
+	}
+	if s := rep.Decoded.Memory; s != nil {
 		for _, pod := range slices.Sorted(maps.Keys(s.Entries)) {
 			for _, ctr := range slices.Sorted(maps.Keys(s.Entries[pod])) {
 				for _, b := range s.Entries[pod][ctr] {
@@ -298,16 +298,14 @@ func decodedCPU(r *decode.Report) (*decode.CPUState, bool) {
 	if r == nil {
 		return nil, false
 	}
-	s, ok := r.Decoded.(*decode.CPUState)
-	return s, ok
+	return r.Decoded.CPU, r.Decoded.CPU != nil
 }
 
 func decodedMemory(r *decode.Report) (*decode.MemoryState, bool) {
 	if r == nil {
 		return nil, false
 	}
-	s, ok := r.Decoded.(*decode.MemoryState)
-	return s, ok
+	return r.Decoded.Memory, r.Decoded.Memory != nil
 }
 
 // reservedCount is numReservedCPUs under the current config, 0 when it cannot be computed.

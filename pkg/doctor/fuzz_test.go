@@ -18,7 +18,7 @@ func FuzzDiagnose(f *testing.F) {
 		f.Add(cpu, mem, uint8(0))
 		f.Add(cpu, mem, uint8(3))
 	}
-	versions := []string{"v1.25.16", "v1.27.0", "v1.31.14", "v1.34.10", "v1.36.0", "v1.37.1"}
+	versions := []string{"v1.25.16", "v1.27.0", "v1.31.14", "v1.34.10", "v1.36.0", decode.HomeKubelet}
 	base := map[string]StartInput{}
 	for _, v := range versions {
 		base[v] = startCase(f, filepath.Join(startVectorsDir, "cases", "mem-n2hp-healthy-assigned__w1.37.1"), nil, v)

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/internal/text"
 )
 
 // Reason classifies a fetch failure, for the command layer's per-node row and exit code.
@@ -91,7 +93,7 @@ func ExplainError(err error, namespace string) error {
 	case errors.Is(err, context.Canceled):
 		return &Error{Reason: ReasonCanceled, Short: "canceled", Message: "canceled", Err: err}
 	case errors.Is(err, context.DeadlineExceeded):
-		return &Error{Reason: ReasonTimeout, Short: "timeout", Message: "timed out: " + oneLine(err.Error()), Err: err}
+		return &Error{Reason: ReasonTimeout, Short: "timeout", Message: "timed out: " + text.OneLine(err.Error()), Err: err}
 	case apierrors.IsForbidden(err) && strings.Contains(err.Error(), "violates PodSecurity"):
 		return podSecurityError(err, namespace)
 	case apierrors.IsForbidden(err):
@@ -102,7 +104,7 @@ func ExplainError(err error, namespace string) error {
 	case apierrors.IsNotFound(err):
 		return notFoundError(err, namespace)
 	}
-	return &Error{Reason: ReasonAPI, Short: "API error", Message: oneLine(err.Error()), Err: err}
+	return &Error{Reason: ReasonAPI, Short: "API error", Message: text.OneLine(err.Error()), Err: err}
 }
 
 // `violates PodSecurity "baseline:latest": hostPath volumes (volume "kubelet")`
@@ -163,12 +165,7 @@ func notFoundError(err error, namespace string) *Error {
 		return &Error{Reason: ReasonNamespaceNotFound, Short: "namespace not found",
 			Message: fmt.Sprintf("namespace %q does not exist; pick another with --namespace", namespace), Err: err}
 	}
-	return &Error{Reason: ReasonAPI, Short: "not found", Message: oneLine(err.Error()), Err: err}
-}
-
-// oneLine keeps a message from a kubelet or API server on one line of output.
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
+	return &Error{Reason: ReasonAPI, Short: "not found", Message: text.OneLine(err.Error()), Err: err}
 }
 
 // withNode sets the node on err if it is an *Error without one; other errors are explained

@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/streaming/pkg/httpstream"
 
-	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/machine"
+	"github.com/kubectl-nodestate/kubectl-nodestate/internal/text"
 )
 
 // ExecFunc runs command in a container without stdin or a TTY and streams its output. It is
@@ -95,12 +95,6 @@ const collectScript = `command -v tar >/dev/null || { echo "` + noTarMarker + `"
 
 const noTarMarker = "kubectl-nodestate: no tar in the image"
 
-// collectMachineScript is collectScript after the machine's sysfs dump (machine.SysfsScript),
-// which goes to stderr with its own errors dropped: stdout stays one clean tar, and the machine
-// costs no second exec (one exec is one API request and one runtime exec on the node). Sysfs
-// paths are absolute (the host's in any container); the files stay relative.
-const collectMachineScript = `{ ` + machine.SysfsScript + `; } >&2 2>/dev/null; ` + collectScript
-
 // CollectCommand is the exec command that streams a tar of paths (relative to the working
 // directory). Each path gets a "./" prefix so none can be read as an option by test or tar.
 func CollectCommand(paths []string) []string {
@@ -111,23 +105,25 @@ func CollectCommand(paths []string) []string {
 	return cmd
 }
 
-// CollectMachineCommand is CollectCommand that also prints the machine's sysfs dump on stderr.
-func CollectMachineCommand(paths []string) []string {
+// CollectDumpCommand is CollectCommand after the dump, which goes to stderr with its own errors
+// dropped: stdout stays one clean tar, and the dump costs no second exec. Sysfs paths are
+// absolute (the host's in any container); the files stay relative.
+func CollectDumpCommand(paths []string, d StderrDump) []string {
 	cmd := CollectCommand(paths)
-	cmd[2] = collectMachineScript
+	cmd[2] = `{ ` + d.Script + `; } >&2 2>/dev/null; ` + collectScript
 	return cmd
 }
 
-// splitSysfs takes the sysfs dump out of the exec's stderr: the dump (from its header to its
-// end marker, or to the end of stderr if cut), and the rest, which is tar's.
-func splitSysfs(stderr string) (dump []byte, rest string) {
-	start := strings.Index(stderr, machine.SysfsHeader)
+// splitDump takes the dump out of the exec's stderr: the dump (from its header to its end
+// marker, or to the end of stderr if cut), and the rest, which is tar's.
+func splitDump(stderr string, d StderrDump) (dump []byte, rest string) {
+	start := strings.Index(stderr, d.Header)
 	if start < 0 {
 		return nil, stderr
 	}
 	end := len(stderr)
-	if i := strings.Index(stderr[start:], "\n"+machine.SysfsEnd); i >= 0 {
-		end = start + i + 1 + len(machine.SysfsEnd)
+	if i := strings.Index(stderr[start:], "\n"+d.End); i >= 0 {
+		end = start + i + 1 + len(d.End)
 	}
 	return []byte(stderr[start:end]), stderr[:start] + stderr[end:]
 }
@@ -151,9 +147,9 @@ func (f *Fetcher) collect(parent context.Context, pod *corev1.Pod, opts Options)
 	pr, pw := io.Pipe()
 	stderr := &cappedBuffer{max: maxStderr}
 	command := CollectCommand(f.Paths)
-	if f.Machine {
-		stderr.max += machine.MaxSysfsBytes
-		command = CollectMachineCommand(f.Paths)
+	if f.Sysfs != nil {
+		stderr.max += f.Sysfs.Max
+		command = CollectDumpCommand(f.Paths, *f.Sysfs)
 	}
 	execDone := make(chan error, 1)
 	go func() {
@@ -185,7 +181,11 @@ func (f *Fetcher) collect(parent context.Context, pod *corev1.Pod, opts Options)
 		return nil, &Error{Reason: ReasonTimeout, Short: "timeout",
 			Message: fmt.Sprintf("reading the files took longer than the exec timeout (%s)", opts.ExecTimeout), Err: execErr}
 	}
-	dump, rest := splitSysfs(stderr.String())
+	var dump []byte
+	rest := stderr.String()
+	if f.Sysfs != nil {
+		dump, rest = splitDump(rest, *f.Sysfs)
+	}
 	switch {
 	case execErr != nil:
 		return nil, execError(pod, execErr, rest)
@@ -228,8 +228,8 @@ func execError(pod *corev1.Pod, err error, stderr string) error {
 	if errors.As(explained, &fe) && fe.Reason != ReasonAPI {
 		return explained
 	}
-	msg := "exec into debug pod " + pod.Namespace + "/" + pod.Name + " failed: " + oneLine(err.Error())
-	if s := oneLine(stderr); s != "" {
+	msg := "exec into debug pod " + pod.Namespace + "/" + pod.Name + " failed: " + text.OneLine(err.Error())
+	if s := text.OneLine(stderr); s != "" {
 		msg += " (stderr: " + s + ")"
 	}
 	if strings.Contains(err.Error(), "executable file not found") {

@@ -138,7 +138,7 @@ func TestCollectCommandNoTar(t *testing.T) {
 // The machine variant, with real shells on this machine's sysfs: stdout is still exactly the
 // tar, the dump sits on stderr between its markers and parses, and tar's own complaint (an
 // unreadable file) stays apart from it.
-func TestCollectMachineCommand(t *testing.T) {
+func TestCollectDumpCommand(t *testing.T) {
 	if _, err := os.Stat("/sys/devices/system/cpu/online"); err != nil {
 		t.Skip("no sysfs here")
 	}
@@ -149,7 +149,7 @@ func TestCollectMachineCommand(t *testing.T) {
 	paths := []string{"cpu_manager_state", "memory_manager_state"}
 	for name, command := range shells(t) {
 		t.Run(name, func(t *testing.T) {
-			cmd := command(CollectMachineCommand(paths))
+			cmd := command(CollectDumpCommand(paths, sysfsDump))
 			cmd.Dir = dir
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -163,7 +163,7 @@ func TestCollectMachineCommand(t *testing.T) {
 			if string(files["cpu_manager_state"]) != `{"policyName":"none"}` || len(missing) != 1 {
 				t.Errorf("files %q, missing %q", files, missing)
 			}
-			dump, rest := splitSysfs("tar: before\n" + stderr.String() + "tar: after\n")
+			dump, rest := splitDump("tar: before\n"+stderr.String()+"tar: after\n", sysfsDump)
 			if diff := cmp.Diff([]string{"tar: before", "tar: after"}, stderrLines(rest)); diff != "" {
 				t.Errorf("stderr without the dump (-want +got):\n%s", diff)
 			}
@@ -178,16 +178,19 @@ func TestCollectMachineCommand(t *testing.T) {
 	}
 }
 
-func TestSplitSysfs(t *testing.T) {
+// sysfsDump is the dump nodestate passes: package machine's.
+var sysfsDump = StderrDump{Script: machine.SysfsScript, Header: machine.SysfsHeader, End: machine.SysfsEnd, Max: machine.MaxSysfsBytes}
+
+func TestSplitDump(t *testing.T) {
 	for _, tc := range []struct{ in, dump, rest string }{
 		{"tar: x\n", "", "tar: x\n"},
 		{machine.SysfsHeader + "\ncpu/online:0\n" + machine.SysfsEnd + "\ntar: x\n", machine.SysfsHeader + "\ncpu/online:0\n" + machine.SysfsEnd, "\ntar: x\n"},
 		// Cut by the stderr cap: all of it is the dump, which FromSysfs then calls cut short.
 		{"a\n" + machine.SysfsHeader + "\ncpu/onl", machine.SysfsHeader + "\ncpu/onl", "a\n"},
 	} {
-		dump, rest := splitSysfs(tc.in)
+		dump, rest := splitDump(tc.in, sysfsDump)
 		if string(dump) != tc.dump || rest != tc.rest {
-			t.Errorf("splitSysfs(%q) = %q, %q; want %q, %q", tc.in, dump, rest, tc.dump, tc.rest)
+			t.Errorf("splitDump(%q) = %q, %q; want %q, %q", tc.in, dump, rest, tc.dump, tc.rest)
 		}
 	}
 }

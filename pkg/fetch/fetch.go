@@ -26,11 +26,19 @@ type Fetcher struct {
 	Config  *rest.Config // for exec; unused when Exec is set
 	Options Options
 	Paths   []string // relative to Options.KubeletRootDir, e.g. "cpu_manager_state"
-	// Machine also reads the node's sysfs topology (in the same exec) into Snapshot.Sysfs.
-	Machine bool
+	// Sysfs also runs this dump in the same exec, into Snapshot.Sysfs (nil: files only).
+	Sysfs *StderrDump
 
 	// Exec replaces the remote exec, for tests. Nil means RemoteExec(Client, Config).
 	Exec ExecFunc
+}
+
+// A StderrDump is a script the debug pod runs before the files' tar, in the same exec (one exec
+// is one API request and one runtime exec on the node). It prints on stderr between Header and
+// End, at most Max bytes. nodestate passes package machine's sysfs dump: fetch knows no machine.
+type StderrDump struct {
+	Script, Header, End string
+	Max                 int
 }
 
 // Snapshot is the checkpoint files read from one place: a live node (Fetch) or files copied
@@ -45,7 +53,7 @@ type Snapshot struct {
 	Oversized          []string          // requested paths skipped for exceeding the per-file cap
 	TempFiles          []string          // leftover ".<digits>" files of interrupted kubelet writes
 	Pods               *PodIndex         // the node's pods, to name pod UIDs and container IDs
-	Sysfs              []byte            // the machine's sysfs dump (machine.FromSysfs), if asked for
+	Sysfs              []byte            // the Sysfs dump, if asked for
 	Warnings           []string          // non-fatal: tar's stderr, a failed pod index or deletion
 }
 

@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/internal/text"
 )
 
 // checkNode refuses nodes a debug pod cannot read, before creating anything on them.
@@ -35,7 +37,7 @@ func notReady(node, state, reason, message string) *Error {
 		detail += " (" + reason + ")"
 	}
 	if message != "" {
-		detail += ": " + oneLine(message)
+		detail += ": " + text.OneLine(message)
 	}
 	return &Error{Node: node, Reason: ReasonNodeNotReady, Short: "NotReady",
 		Message: "node is not Ready, its kubelet cannot run the debug pod: " + detail +

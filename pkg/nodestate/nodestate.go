@@ -19,7 +19,6 @@ import (
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch/local"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/machine"
-	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/render"
 )
 
 // Config says what to read and how to judge it. Set one source: FromDir or FromFile (files
@@ -61,11 +60,20 @@ type Config struct {
 
 	// Kubelet judges every file as this kubelet would; nil judges a node's files by the version
 	// collect recorded with copies (node.json), else a live node's own version, else the newest
-	// release that writes the files together (see Judge).
+	// release that writes the files together (see JudgeFiles).
 	Kubelet *decode.Kubelet
 	// KubeletWhy says, for the header line, why Kubelet judges ("the kubelet version asked for"
 	// when empty).
 	KubeletWhy string
+
+	// Engines are the engines run beyond decode.
+	Engines
+}
+
+// Engines configures the engines beyond decode: each runs in the node's worker, on the judged
+// files, when its config is set, and answers in the NodeResult field of its name.
+type Engines struct {
+	Doctor *DoctorConfig
 }
 
 // Offline reports whether the files come from copies on disk.
@@ -81,12 +89,12 @@ type NodeResult struct {
 	Snapshot *fetch.Snapshot
 	// Rows are the judged files in the kubelet's file order, then oversized and temp files; a
 	// node that could not be read has the one row saying why.
-	Rows []render.FileRow
+	Rows []FileRow
 	// Judged is the one kubelet that judged the files, why, and the files apart from the others
 	// (findings); zero when Err is set.
 	Judged Judgement
 	// Names resolves the pod UIDs and container IDs of the files (nil offline).
-	Names render.PodNames
+	Names PodNames
 	// Err is why the node could not be read at all (a *fetch.Error for live nodes).
 	Err error
 
@@ -99,6 +107,9 @@ type NodeResult struct {
 	KubeletConfigFrom string
 	// KubeletConfigNote says why configz was not used, or why there is no config at all.
 	KubeletConfigNote string
+
+	// Doctor is the start prediction (Config.Doctor); nil when not asked or Err is set.
+	Doctor *DoctorResult
 }
 
 // Warnings are the non-fatal problems of the read.
@@ -118,8 +129,8 @@ func (n *NodeResult) Skipped() bool {
 // reported, and every debug pod created was deleted before Run returned.
 var ErrInterrupted = errors.New("interrupted; every debug pod created was deleted")
 
-// Reader runs a Config. New resolves the node list; Run reads.
-type Reader struct {
+// Runner runs a Config. New resolves the node list; Run reads.
+type Runner struct {
 	cfg   Config
 	nodes []string
 	// infos are the nodes to read; listed ones carry what reading needs, so a node is not
@@ -132,11 +143,16 @@ type Reader struct {
 }
 
 // New checks the config and, for live nodes, lists them when AllNodes is set.
-func New(ctx context.Context, cfg Config) (*Reader, error) {
+func New(ctx context.Context, cfg Config) (*Runner, error) {
 	if cfg.KubeletRootDir == "" {
 		cfg.KubeletRootDir = decode.DefaultRootDir
 	}
-	r := &Reader{cfg: cfg}
+	if d := cfg.Doctor; d != nil {
+		// Live nodes bring their own machine and config, unless the ones to be are given.
+		cfg.Machine = cfg.Machine || d.Machine == nil
+		cfg.KubeletConfig = cfg.KubeletConfig || d.KubeletConfig == nil
+	}
+	r := &Runner{cfg: cfg}
 	switch {
 	case cfg.FromDir != "" && cfg.FromFile != "":
 		return nil, errors.New("read a directory or a file, not both")
@@ -174,20 +190,20 @@ func New(ctx context.Context, cfg Config) (*Reader, error) {
 }
 
 // Nodes is the live node list being read (nil offline).
-func (r *Reader) Nodes() []string { return r.nodes }
+func (r *Runner) Nodes() []string { return r.nodes }
 
 // Run reads every source and calls each with its result as soon as it is judged: live nodes
 // in the order they complete, at most Concurrency at a time. Calls to each never overlap. An
 // error from each stops the reporting (nodes already started still finish and clean up) and
 // is returned. Copies that cannot be read at all are an error of Run; a live node that cannot
 // be read is a result with Err. After ctx is cancelled Run returns ErrInterrupted.
-func (r *Reader) Run(ctx context.Context, each func(*NodeResult) error) error {
+func (r *Runner) Run(ctx context.Context, each func(*NodeResult) error) error {
 	if r.cfg.Offline() {
 		snap, err := r.loadOffline()
 		if err != nil {
 			return err
 		}
-		return each(r.judge(snap))
+		return each(r.runEngines(r.decodeSnapshot(snap)))
 	}
 	// Reading extras and judging happen in each node's worker, concurrently; only each is
 	// called one node at a time.
@@ -199,16 +215,16 @@ func (r *Reader) Run(ctx context.Context, each func(*NodeResult) error) error {
 		}
 		res := &NodeResult{Node: fr.Node, Where: "node " + fr.Node, Err: fr.Err}
 		if fr.Err != nil {
-			res.Rows = []render.FileRow{render.NodeFailedRow(fr.Node, res.Skipped(), failureReason(fr.Err), fr.Err.Error())}
+			res.Rows = []FileRow{NodeFailedRow(fr.Node, res.Skipped(), failureReason(fr.Err), fr.Err.Error())}
 			return res
 		}
 		// Extras first: they take config.yaml out of the checkpoint files.
 		extras := &NodeResult{Node: fr.Node, Snapshot: fr.Files}
 		r.addExtras(ctx, extras)
-		res = r.judge(fr.Files)
+		res = r.decodeSnapshot(fr.Files)
 		res.Machine, res.MachineErr = extras.Machine, extras.MachineErr
 		res.KubeletConfig, res.KubeletConfigFrom, res.KubeletConfigNote = extras.KubeletConfig, extras.KubeletConfigFrom, extras.KubeletConfigNote
-		return res
+		return r.runEngines(res)
 	}
 	fetch.FetchNodesThen(ctx, r.fetcher, r.infos, r.cfg.Concurrency, work, func(res *NodeResult) {
 		if eachErr != nil || res == nil {
@@ -237,7 +253,7 @@ func failureReason(err error) string {
 }
 
 // loadOffline reads FromDir or FromFile.
-func (r *Reader) loadOffline() (*fetch.Snapshot, error) {
+func (r *Runner) loadOffline() (*fetch.Snapshot, error) {
 	if r.cfg.FromDir != "" {
 		snap, err := local.Read(r.cfg.FromDir, append(decode.Paths(), NodeInfoFile), local.DefaultLimits)
 		if err != nil {
@@ -267,15 +283,15 @@ func (r *Reader) loadOffline() (*fetch.Snapshot, error) {
 }
 
 // fileKind is the kind of FromFile: Kind, else the file's name on the node.
-func (r *Reader) fileKind() (decode.Kind, bool) {
+func (r *Runner) fileKind() (decode.Kind, bool) {
 	if r.cfg.Kind != "" {
 		return r.cfg.Kind, true
 	}
 	return decode.ParseKind(path.Base(r.cfg.FromFile))
 }
 
-// judge decodes a snapshot into a result.
-func (r *Reader) judge(s *fetch.Snapshot) *NodeResult {
+// decodeSnapshot decodes and judges a snapshot into a result.
+func (r *Runner) decodeSnapshot(s *fetch.Snapshot) *NodeResult {
 	res := &NodeResult{Node: s.Node, Where: s.Source, Snapshot: s}
 	if s.Node != "" {
 		res.Where = "node " + s.Node
@@ -283,19 +299,20 @@ func (r *Reader) judge(s *fetch.Snapshot) *NodeResult {
 	if s.Pods != nil {
 		res.Names = podNames{s.Pods}
 	}
-	kindOf := func(p string) decode.Kind {
-		k, _ := decode.ParseKind(p)
-		return k
-	}
-	if r.cfg.FromFile != "" {
-		kindOf = func(string) decode.Kind { k, _ := r.fileKind(); return k }
-	}
-	res.Rows, res.Judged = Judge(s, kindOf, r.cfg.Kubelet, r.cfg.KubeletRootDir)
+	res.Rows, res.Judged = JudgeFiles(s, r.kindOf, r.cfg.Kubelet, r.cfg.KubeletRootDir)
 	if r.cfg.Kubelet != nil {
 		res.Judged.Why = r.cfg.KubeletWhy
 		if res.Judged.Why == "" {
 			res.Judged.Why = "the kubelet version asked for"
 		}
+	}
+	return res
+}
+
+// runEngines runs the engines configured beyond decode on a judged node.
+func (r *Runner) runEngines(res *NodeResult) *NodeResult {
+	if r.cfg.Doctor != nil && res.Err == nil {
+		res.Doctor = r.diagnose(res)
 	}
 	return res
 }

@@ -8,6 +8,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubectl-nodestate/kubectl-nodestate/internal/text"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/doctor"
 )
 
@@ -32,7 +33,7 @@ func Doctor(w io.Writer, o Options, results []DoctorResult) error {
 	t := newTable(w, o, headers...).fixedWidths(8, 22, 28, 24, 80)
 	for _, r := range results {
 		if r.Error != "" {
-			t.add(r.Node, "error", "read", "", "", oneLine(r.Error), "")
+			t.add(r.Node, "error", "read", "", "", text.OneLine(r.Error), "")
 			continue
 		}
 		t.add(r.Node, startRow(r.KubeletStart)...)
@@ -40,7 +41,7 @@ func Doctor(w io.Writer, o Options, results []DoctorResult) error {
 			if f.Check == "kubelet-start" {
 				continue // the start row says it
 			}
-			t.add(r.Node, string(f.Severity), f.Check, f.File, f.Entry, oneLine(f.Message), oneLine(f.Fix))
+			t.add(r.Node, string(f.Severity), f.Check, f.File, f.Entry, text.OneLine(f.Message), text.OneLine(f.Fix))
 		}
 	}
 	t.render()
@@ -69,7 +70,7 @@ func startRow(s doctor.KubeletStart) []string {
 	if s.Memory != nil && s.Phase == doctor.PhaseMemoryStart && len(s.Memory.Details) > 0 {
 		msg += " (" + strings.Join(s.Memory.Details, "; ") + ")"
 	}
-	return []string{"error", "kubelet-start", file, s.Phase, oneLine(msg), oneLine(fix)}
+	return []string{"error", "kubelet-start", file, s.Phase, text.OneLine(msg), text.OneLine(fix)}
 }
 
 func printOne(w io.Writer, f Format, r DoctorResult) error {

@@ -88,9 +88,9 @@ func TestFeatureGatesAtStart(t *testing.T) {
 		version, cfg, phase, err string
 	}{
 		{"v1.34.10", `{"featureGates":{"PodLevelResourceManagers":true}}`, PhaseFeatureGates, "unrecognized feature gate: PodLevelResourceManagers"},
-		{"v1.37.1", `{"featureGates":{"PodLevelResourceManagers":true}}`, PhaseOK, ""},
+		{decode.HomeKubelet, `{"featureGates":{"PodLevelResourceManagers":true}}`, PhaseOK, ""},
 		{"v1.33.0", `{"featureGates":{"MemoryManager":false}}`, PhaseFeatureGates, "cannot set feature gate MemoryManager to false, feature is locked to true"},
-		{"v1.37.1", `{"featureGates":{"MemoryManager":false}}`, PhaseFeatureGates, "unrecognized feature gate: MemoryManager"},
+		{decode.HomeKubelet, `{"featureGates":{"MemoryManager":false}}`, PhaseFeatureGates, "unrecognized feature gate: MemoryManager"},
 		// 1.25: the CPU manager's gate off makes it the kubelet's fake, which checks nothing.
 		{"v1.25.16", `{"cpuManagerPolicy":"bogus","featureGates":{"CPUManager":false}}`, PhaseOK, ""},
 		{"v1.25.16", `{"cpuManagerPolicy":"bogus"}`, PhaseCPUNew, `unknown policy: "bogus"`},
@@ -98,11 +98,11 @@ func TestFeatureGatesAtStart(t *testing.T) {
 			`new static policy error: bad value for option "full-pcpus-only": strconv.ParseBool: parsing "yes": invalid syntax`},
 		{"v1.31.14", `{"cpuManagerPolicy":"static","kubeReserved":{"cpu":"1"},"featureGates":{"CPUManagerPolicyAlphaOptions":true},"cpuManagerPolicyOptions":{"full-pcpus-only":"true","distribute-cpus-across-cores":"true"}}`, PhaseCPUNew,
 			"new static policy error: static policy options full-pcpus-only and distribute-cpus-across-cores can not be used at the same time"},
-		{"v1.37.1", `{"cpuManagerPolicy":"none","cpuManagerPolicyOptions":{"full-pcpus-only":"true"}}`, PhaseCPUNew,
+		{decode.HomeKubelet, `{"cpuManagerPolicy":"none","cpuManagerPolicyOptions":{"full-pcpus-only":"true"}}`, PhaseCPUNew,
 			"new none policy error: None policy: received unsupported options=map[full-pcpus-only:true]"},
-		{"v1.37.1", `{"memoryManagerPolicy":"BestEffort"}`, PhaseMemoryNew, `policy "BestEffort" is not available for platform "linux"`},
+		{decode.HomeKubelet, `{"memoryManagerPolicy":"BestEffort"}`, PhaseMemoryNew, `policy "BestEffort" is not available for platform "linux"`},
 		{"v1.31.14", `{"memoryManagerPolicy":"BestEffort"}`, PhaseMemoryNew, `unknown policy: "BestEffort"`},
-		{"v1.37.1", `{"evictionHard":{"memory.available":"5%"},"memoryManagerPolicy":"Static","reservedMemory":[{"numaNode":0,"limits":{"memory":"409Mi"}}]}`, PhaseMemoryNew,
+		{decode.HomeKubelet, `{"evictionHard":{"memory.available":"5%"},"memoryManagerPolicy":"Static","reservedMemory":[{"numaNode":0,"limits":{"memory":"409Mi"}}]}`, PhaseMemoryNew,
 			`the total amount "409Mi" of type "memory" is not equal to the value "429496736" determined by Node Allocatable feature`}, // 5% as float32: 0.050000001
 	} {
 		p, err := PredictStart(smallNode(t, tc.version, tc.cfg))

@@ -260,9 +260,9 @@ func (m *CPUManager) restore(e *env, rep *decode.Report) (*cpuState, error) {
 	if rep.Verdict != decode.Valid {
 		return nil, errors.New(rep.Error)
 	}
-	cs, ok := rep.Decoded.(*decode.CPUState)
+	cs, ok := rep.Decoded.CPU, rep.Decoded.CPU != nil
 	if !ok {
-		return nil, fmt.Errorf("%s decoded to %T, not a CPU manager state", rep.File, rep.Decoded)
+		return nil, fmt.Errorf("%s decoded to %T, not a CPU manager state", rep.File, rep.Decoded.Any())
 	}
 	wrap := func(err error) error {
 		return fmt.Errorf("could not restore state from checkpoint: %v, please drain this node and delete the CPU manager checkpoint file %q before restarting Kubelet",

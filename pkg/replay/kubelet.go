@@ -124,15 +124,10 @@ func Start(in StartInput) (*Node, Prediction, error) {
 	if !ok {
 		return nil, Prediction{}, fmt.Errorf("kubelet %s predates %s, the oldest release replayed", in.Kubelet, releases[0].Since)
 	}
-	e := &env{release: rel, version: in.Kubelet.Version, gates: map[string]bool{}, machine: in.Machine, topo: Discover(in.Machine), cfg: in.Config, rootDir: in.RootDir}
+	e := &env{release: rel, version: in.Kubelet.Version, gates: in.Kubelet.WithConfigGates(in.Config.FeatureGates).Gates,
+		machine: in.Machine, topo: Discover(in.Machine), cfg: in.Config, rootDir: in.RootDir}
 	if e.rootDir == "" {
 		e.rootDir = decode.DefaultRootDir
-	}
-	for k, v := range in.Config.FeatureGates {
-		e.gates[k] = v
-	}
-	for k, v := range in.Kubelet.Gates {
-		e.gates[k] = v
 	}
 	var p Prediction
 	unjudged, err := setGates(e.gates, e.version)

@@ -213,9 +213,9 @@ func (m *MemoryManager) start(e *env, rep *decode.Report) error {
 	if rep.Verdict != decode.Valid {
 		return errors.New(rep.Error)
 	}
-	ms, ok := rep.Decoded.(*decode.MemoryState)
+	ms, ok := rep.Decoded.Memory, rep.Decoded.Memory != nil
 	if !ok {
-		return fmt.Errorf("%s decoded to %T, not a memory manager state", rep.File, rep.Decoded)
+		return fmt.Errorf("%s decoded to %T, not a memory manager state", rep.File, rep.Decoded.Any())
 	}
 	if ms.PolicyName != m.Policy {
 		return fmt.Errorf("could not restore state from checkpoint: %v, please drain this node and delete the memory manager checkpoint file %q before restarting Kubelet",

@@ -5,6 +5,8 @@ import (
 	"sort"
 
 	"k8s.io/apimachinery/pkg/util/version"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 )
 
 // The resource managers change with the kubelet release. Each row below is one release range,
@@ -25,37 +27,21 @@ func (l optionLevel) String() string {
 	return map[optionLevel]string{alpha: "alpha", beta: "beta", stable: "GA"}[l]
 }
 
-// Feature gates the managers read.
+// Feature gates the managers read (their rows by release: decode.Gates).
 const (
-	GateCPUAlphaOptions          = "CPUManagerPolicyAlphaOptions"
-	GateCPUBetaOptions           = "CPUManagerPolicyBetaOptions"
-	GatePodLevelResourceManagers = "PodLevelResourceManagers"
-	GatePodLevelResources        = "PodLevelResources"
-	GatePodLevelResourcesFixQOS  = "PodLevelResourcesFixKubeletQOSClass"
-	GateTopologyAlphaOptions     = "TopologyManagerPolicyAlphaOptions"
-	GateTopologyBetaOptions      = "TopologyManagerPolicyBetaOptions"
-	GateTopologyOptions          = "TopologyManagerPolicyOptions"
+	GateCPUAlphaOptions          = decode.GateCPUManagerPolicyAlphaOptions
+	GateCPUBetaOptions           = decode.GateCPUManagerPolicyBetaOptions
+	GatePodLevelResourceManagers = decode.GatePodLevelResourceManagers
+	GatePodLevelResources        = decode.GatePodLevelResources
+	GatePodLevelResourcesFixQOS  = decode.GatePodLevelResourcesFixKubeletQOSClass
+	GateTopologyAlphaOptions     = decode.GateTopologyManagerPolicyAlphaOptions
+	GateTopologyBetaOptions      = decode.GateTopologyManagerPolicyBetaOptions
+	GateTopologyOptions          = decode.GateTopologyManagerPolicyOptions
 )
-
-// gateDefaults are the gates' values where gates.go has no span for the release: the GA gates
-// removed since (their feature is always on) and gates not tracked by release.
-var gateDefaults = map[string]bool{
-	"CPUManager":                 true,
-	"MemoryManager":              true,
-	"CPUManagerPolicyOptions":    true,
-	GateCPUAlphaOptions:          false,
-	GateCPUBetaOptions:           true,
-	GatePodLevelResourceManagers: false,
-	GatePodLevelResources:        false,
-	GatePodLevelResourcesFixQOS:  false,
-	GateTopologyAlphaOptions:     false,
-	GateTopologyBetaOptions:      false,
-	GateTopologyOptions:          true,
-}
 
 // Release is what one range of kubelet releases does.
 type Release struct {
-	Since string
+	Since *version.Version
 	// CPUOptions: every option the static CPU policy knows, and its level.
 	CPUOptions map[string]optionLevel
 	// ExclusiveOptions are pairs NewStaticPolicyOptions refuses together, in its order.
@@ -128,46 +114,41 @@ var (
 
 // releases, oldest first. 1.25 is the oldest release replayed.
 var releases = []Release{
-	{Since: "1.25", CPUOptions: options125, SMTCheckBeforeReuse: true},
-	{Since: "1.26", CPUOptions: options125, TopologyOptions: topology126, SMTCheckBeforeReuse: true},
-	{Since: "1.27", CPUOptions: options125, TopologyOptions: topology126, SMTCheckBeforeReuse: true, ReservedPhysicalCPUs: true, SMTPhysicalCheck: true},
-	{Since: "1.28", CPUOptions: options125, TopologyOptions: topology128, SMTCheckBeforeReuse: true, ReservedPhysicalCPUs: true, SMTPhysicalCheck: true},
-	{Since: "1.29", CPUOptions: options125, TopologyOptions: topology129, SMTCheckBeforeReuse: true, ReservedPhysicalCPUs: true, SMTPhysicalCheck: true,
+	{Since: decode.Release("1.25"), CPUOptions: options125, SMTCheckBeforeReuse: true},
+	{Since: decode.Release("1.26"), CPUOptions: options125, TopologyOptions: topology126, SMTCheckBeforeReuse: true},
+	{Since: decode.Release("1.27"), CPUOptions: options125, TopologyOptions: topology126, SMTCheckBeforeReuse: true, ReservedPhysicalCPUs: true, SMTPhysicalCheck: true},
+	{Since: decode.Release("1.28"), CPUOptions: options125, TopologyOptions: topology128, SMTCheckBeforeReuse: true, ReservedPhysicalCPUs: true, SMTPhysicalCheck: true},
+	{Since: decode.Release("1.29"), CPUOptions: options125, TopologyOptions: topology129, SMTCheckBeforeReuse: true, ReservedPhysicalCPUs: true, SMTPhysicalCheck: true,
 		SidecarAware: true},
-	{Since: "1.31", CPUOptions: options131, ExclusiveOptions: exclusive131, TopologyOptions: topology131, SMTCheckBeforeReuse: true,
+	{Since: decode.Release("1.31"), CPUOptions: options131, ExclusiveOptions: exclusive131, TopologyOptions: topology131, SMTCheckBeforeReuse: true,
 		ReservedPhysicalCPUs: true, SMTPhysicalCheck: true, SidecarAware: true},
-	{Since: "1.32", CPUOptions: options132, ExclusiveOptions: exclusive132, TopologyOptions: topology132, SMTCheckBeforeReuse: true,
+	{Since: decode.Release("1.32"), CPUOptions: options132, ExclusiveOptions: exclusive132, TopologyOptions: topology132, SMTCheckBeforeReuse: true,
 		ReservedPhysicalCPUs: true, SMTPhysicalCheck: true, SidecarAware: true, SMTErrorByCause: true, MemoryAffinityViolationCheck: true,
 		StrictReservation: true, GroupedMemoryCompare: true, BestEffortMemory: true},
-	{Since: "1.33", CPUOptions: options133, ExclusiveOptions: exclusive132, TopologyOptions: topology132, SMTCheckBeforeReuse: true,
+	{Since: decode.Release("1.33"), CPUOptions: options133, ExclusiveOptions: exclusive132, TopologyOptions: topology132, SMTCheckBeforeReuse: true,
 		ReservedPhysicalCPUs: true, SMTPhysicalCheck: true, SidecarAware: true, SMTErrorByCause: true, MemoryAffinityViolationCheck: true,
 		StrictReservation: true, GroupedMemoryCompare: true, BestEffortMemory: true, LowercaseTopologyOptionErrors: true},
-	{Since: "1.34", SkipsPodLevelPods: true, CPUOptions: options134, ExclusiveOptions: exclusive132, TopologyOptions: topology132, SMTCheckBeforeReuse: true,
+	{Since: decode.Release("1.34"), SkipsPodLevelPods: true, CPUOptions: options134, ExclusiveOptions: exclusive132, TopologyOptions: topology132, SMTCheckBeforeReuse: true,
 		ReservedPhysicalCPUs: true, SMTPhysicalCheck: true, SidecarAware: true, SMTErrorByCause: true, MemoryAffinityViolationCheck: true,
 		StrictReservation: true, GroupedMemoryCompare: true, BestEffortMemory: true, LowercaseTopologyOptionErrors: true},
-	{Since: "1.35", SkipsPodLevelPods: true, CPUOptions: options135, ExclusiveOptions: exclusive132, TopologyOptions: topology135, SMTCheckBeforeReuse: true,
+	{Since: decode.Release("1.35"), SkipsPodLevelPods: true, CPUOptions: options135, ExclusiveOptions: exclusive132, TopologyOptions: topology135, SMTCheckBeforeReuse: true,
 		ReservedPhysicalCPUs: true, SMTPhysicalCheck: true, SidecarAware: true, SMTErrorByCause: true, MemoryAffinityViolationCheck: true,
 		StrictReservation: true, GroupedMemoryCompare: true, BestEffortMemory: true, LowercaseTopologyOptionErrors: true},
-	{Since: "1.36", CPUOptions: options136, ExclusiveOptions: exclusive132, TopologyOptions: topology135, SMTCheckBeforeReuse: true,
+	{Since: decode.Release("1.36"), CPUOptions: options136, ExclusiveOptions: exclusive132, TopologyOptions: topology135, SMTCheckBeforeReuse: true,
 		ReservedPhysicalCPUs: true, SMTPhysicalCheck: true, SidecarAware: true, SMTErrorByCause: true, MemoryAffinityViolationCheck: true,
 		StrictReservation: true, GroupedMemoryCompare: true, BestEffortMemory: true, LowercaseTopologyOptionErrors: true, PodLevelEntries: true},
-	{Since: "1.37", CPUOptions: options136, ExclusiveOptions: exclusive132, TopologyOptions: topology135,
+	{Since: decode.Release("1.37"), CPUOptions: options136, ExclusiveOptions: exclusive132, TopologyOptions: topology135,
 		ReservedPhysicalCPUs: true, SMTPhysicalCheck: true, SidecarAware: true, SMTErrorByCause: true, MemoryAffinityViolationCheck: true,
 		StrictReservation: true, GroupedMemoryCompare: true, BestEffortMemory: true, LowercaseTopologyOptionErrors: true, PodLevelEntries: true},
 }
 
-// oldestRelease is the first release with rules.
-var oldestRelease = version.MustParseGeneric(releases[0].Since)
-
 // releaseFor returns the rules of v (the newest row for releases after the last), and false
 // when v predates every row.
 func releaseFor(v *version.Version) (*Release, bool) {
-	if v.LessThan(oldestRelease) {
+	if v.LessThan(releases[0].Since) {
 		return nil, false
 	}
-	i := sort.Search(len(releases), func(i int) bool {
-		return v.LessThan(version.MustParseGeneric(releases[i].Since))
-	})
+	i := sort.Search(len(releases), func(i int) bool { return v.LessThan(releases[i].Since) })
 	return &releases[i-1], true
 }
 

@@ -232,7 +232,7 @@ func TestBenchScale(t *testing.T) {
 				labels[sizeLabel(s)] = "true"
 			}
 		}
-		return NodeOptions{KubeletVersion: "v1.37.1", KubeletDir: dir, Labels: labels}
+		return NodeOptions{KubeletVersion: decode.HomeKubelet, KubeletDir: dir, Labels: labels}
 	})
 	t.Logf("%d nodes created and Ready in %s", n, time.Since(start).Round(time.Millisecond))
 

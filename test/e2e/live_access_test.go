@@ -15,11 +15,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 )
 
 func TestLivePodSecurity(t *testing.T) {
 	node := "live-psa"
-	CreateNode(t, node, "v1.37.1", nil, KubeletDir(t, repoDirFiles(t, "examples/kubelet-root")))
+	CreateNode(t, node, decode.HomeKubelet, nil, KubeletDir(t, repoDirFiles(t, "examples/kubelet-root")))
 	expectNoLeftovers(t)
 
 	for _, level := range []string{"baseline", "restricted"} {
@@ -123,7 +125,7 @@ func applyClusterRole(t *testing.T, role *rbacv1.ClusterRole, users ...string) {
 
 func TestLiveRBAC(t *testing.T) {
 	node := "live-rbac"
-	CreateNode(t, node, "v1.37.1", nil, KubeletDir(t, repoDirFiles(t, "examples/kubelet-root")))
+	CreateNode(t, node, decode.HomeKubelet, nil, KubeletDir(t, repoDirFiles(t, "examples/kubelet-root")))
 	ns := NewNamespace(t, nil)
 	sel := TestSelector(t) // of the test, not of a subtest
 	expectNoLeftovers(t)

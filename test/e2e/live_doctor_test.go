@@ -14,6 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/cpuset"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 )
 
 // TestLiveDoctor plants, on nodes of one test, the ways a kubelet refuses to start or holds
@@ -47,7 +49,7 @@ func TestLiveDoctor(t *testing.T) {
 	nodes := map[string]string{} // node -> kubelet dir
 	for _, n := range []string{"doc-healthy-a", "doc-healthy-b", "doc-drift", "doc-offlined", "doc-stale", "doc-dra"} {
 		nodes[n] = KubeletDir(t, map[string]string{"config.yaml": staticConfig})
-		CreateNode(t, n, "v1.37.1", nil, nodes[n])
+		CreateNode(t, n, decode.HomeKubelet, nil, nodes[n])
 	}
 	expectNoLeftovers(t)
 
@@ -122,7 +124,7 @@ func TestLiveDoctor(t *testing.T) {
 			t.Fatalf("%d nodes in the output, want %d: %v", len(got), len(nodes), got)
 		}
 		for node, res := range got {
-			if res.Error != "" || len(res.Skipped) > 0 || res.KubeletStart.Kubelet != "v1.37.1" {
+			if res.Error != "" || len(res.Skipped) > 0 || res.KubeletStart.Kubelet != decode.HomeKubelet {
 				t.Errorf("%s: error %q, skipped %q, kubelet %q", node, res.Error, res.Skipped, res.KubeletStart.Kubelet)
 			}
 			var errs []finding
@@ -227,7 +229,7 @@ func TestLiveDoctor(t *testing.T) {
 			}
 			off := Run(t, 0, Env(t), PluginBin(t), "doctor", "--from-dir", filepath.Join(dir, node), "-o", "json")
 			got := parse(t, off)[""]
-			if got.KubeletStart.Kubelet != "v1.37.1" || got.KubeletStart.Starts != (node == "doc-healthy-a") {
+			if got.KubeletStart.Kubelet != decode.HomeKubelet || got.KubeletStart.Starts != (node == "doc-healthy-a") {
 				t.Errorf("offline doctor of %s's bundle: %+v\n%s", node, got.KubeletStart, off)
 			}
 		}

@@ -81,9 +81,9 @@ type nodeSummary struct {
 	Node string `json:"node"`
 	// KubeletVersion is the node's status.nodeInfo.kubeletVersion, also written to
 	// DIR/<node>/node.json so that --from-dir DIR/<node> judges by it.
-	KubeletVersion string           `json:"kubeletVersion,omitempty"`
-	Error          string           `json:"error,omitempty"`
-	Files          []render.FileRow `json:"files,omitempty"`
+	KubeletVersion string              `json:"kubeletVersion,omitempty"`
+	Error          string              `json:"error,omitempty"`
+	Files          []nodestate.FileRow `json:"files,omitempty"`
 }
 
 // Run copies, verifies and summarises.
@@ -92,7 +92,7 @@ func (o *Options) Run(ctx context.Context) error {
 		return err
 	}
 	var summary []nodeSummary
-	var all []render.FileRow
+	var all []nodestate.FileRow
 	worst := cmdutil.ExitOK
 	err := o.Read(ctx, o.ErrOut, func(n *nodestate.NodeResult) error {
 		if n.Err != nil {
@@ -104,14 +104,14 @@ func (o *Options) Run(ctx context.Context) error {
 		if err := fetch.WriteFiles(nodeDir, n.Snapshot.Files); err != nil {
 			return err
 		}
-		rows := make([]render.FileRow, len(n.Rows))
+		rows := make([]nodestate.FileRow, len(n.Rows))
 		for i, r := range n.Rows {
 			if v := r.Verdict(); v != decode.Valid && v != decode.NotRead {
 				worst = max(worst, cmdutil.ExitNotValid)
 			}
 			if r.Report != nil {
 				rep := *r.Report
-				rep.Decoded = nil // the raw files are next to it
+				rep.Decoded = decode.Model{} // the raw files are next to it
 				r.Report = &rep
 			}
 			rows[i] = r

@@ -5,18 +5,12 @@ package doctor
 import (
 	"context"
 	"fmt"
-	"path"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmdutil"
-	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
-	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/doctor"
-	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch/local"
-	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/machine"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/render"
 )
@@ -39,13 +33,6 @@ var example = cmdutil.Examples(`
 	# After a resize or with a CPU offlined: the machine as it will be
 	kubectl nodestate doctor --from-dir ./worker-1 --machine ./machine-after.json --kubelet-version v1.37.1 -o json`)
 
-// Bundle files that default --machine and --kubelet-config (collect writes them). The
-// bundle's node.json defaults the kubelet version: the library reads it, as for verify.
-var (
-	bundleMachine = nodestate.MachineFile
-	bundleConfigs = []string{nodestate.ConfigYAMLFile, nodestate.ConfigzFile}
-)
-
 // Options is the doctor command's state.
 type Options struct {
 	cmdutil.ReadOptions
@@ -53,9 +40,7 @@ type Options struct {
 	MachineFile string
 	ConfigFile  string
 
-	machine *machine.Machine
-	config  *doctor.KubeletConfig
-	notes   []string
+	notes []string
 }
 
 // NewCmdDoctor returns the doctor command.
@@ -102,50 +87,9 @@ func (o *Options) Complete(args []string) error {
 	if err := o.ReadOptions.Complete(args); err != nil {
 		return err
 	}
-	// Live nodes bring their own machine and config, unless the flags give the ones to be.
-	o.ReadMachine, o.ReadKubeletConfig = o.MachineFile == "", o.ConfigFile == ""
-	bundle := map[string][]byte{}
-	if o.Source.FromDir != "" && (o.MachineFile == "" || o.ConfigFile == "") {
-		want := append([]string{bundleMachine}, bundleConfigs...)
-		if snap, err := local.Read(o.Source.FromDir, want, local.DefaultLimits); err == nil {
-			bundle = snap.Files
-		}
-	}
-	raw, from, err := input(o.MachineFile, o.Source.FromDir, bundle, bundleMachine)
-	if err != nil {
-		return err
-	}
-	if raw != nil {
-		if o.machine, err = machine.Parse(raw); err != nil {
-			return fmt.Errorf("%s: %w", from, err)
-		}
-		o.notes = append(o.notes, "machine: "+from+": "+o.machine.Summary())
-	}
-	raw, from, err = input(o.ConfigFile, o.Source.FromDir, bundle, bundleConfigs...)
-	if err != nil {
-		return err
-	}
-	if raw != nil {
-		if o.config, err = doctor.ParseKubeletConfig(raw); err != nil {
-			return fmt.Errorf("%s: %w", from, err)
-		}
-		o.notes = append(o.notes, "kubelet config: "+from)
-	}
-	return nil
-}
-
-// input is the flag's file, else the first bundle file present.
-func input(flag, dir string, bundle map[string][]byte, names ...string) ([]byte, string, error) {
-	if flag != "" {
-		b, err := local.ReadFile(flag, local.DefaultLimits)
-		return b, flag, err
-	}
-	for _, n := range names {
-		if b, ok := bundle[n]; ok {
-			return b, filepath.Join(dir, n), nil
-		}
-	}
-	return nil, "", nil
+	var err error
+	o.Engines.Doctor, o.notes, err = nodestate.LoadDoctorConfig(o.MachineFile, o.ConfigFile, o.Source.FromDir)
+	return err
 }
 
 // Validate checks the flags together.
@@ -181,8 +125,13 @@ func (o *Options) Run(ctx context.Context) error {
 		case j.Basis == nodestate.BasisFiles && j.Kubelet != nil:
 			fmt.Fprintf(o.ErrOut, "using kubelet %s for the files only: %s\n", j.Kubelet, j.Why)
 		}
-		res, code := o.diagnose(n)
-		worst = max(worst, code)
+		for _, note := range n.Doctor.Notes {
+			fmt.Fprintf(o.ErrOut, "%s: %s\n", n.Where, note)
+		}
+		res := n.Doctor.Result
+		if res.HasErrors() {
+			worst = max(worst, cmdutil.ExitNotValid)
+		}
 		for _, sk := range res.Skipped {
 			fmt.Fprintf(o.ErrOut, "%s: skipped %s\n", n.Where, sk)
 		}
@@ -199,115 +148,4 @@ func (o *Options) Run(ctx context.Context) error {
 		return err
 	}
 	return cmdutil.Exit(worst)
-}
-
-// diagnose judges the node's files for the target kubelet and runs doctor on them.
-func (o *Options) diagnose(n *nodestate.NodeResult) (doctor.Result, int) {
-	s := n.Snapshot
-	// The kubelet the library judged the files by: --kubelet-version, else the version collect
-	// recorded, else the live node's. A release only guessed from the files' formats predicts
-	// no start: the start depends on the version, which the files do not say.
-	kubelet := n.Judged.Kubelet
-	if n.Judged.Basis == nodestate.BasisFiles {
-		kubelet = nil
-	}
-	judgedBy := kubelet
-	config := o.config
-	if config == nil && n.KubeletConfig != nil {
-		config = o.nodeConfig(n)
-	}
-	// The config's feature gates are the kubelet's too (the command line wins): they change
-	// how it reads some files.
-	if kubelet != nil && config != nil && len(config.FeatureGates) > 0 {
-		gates := map[string]bool{}
-		for k, v := range config.FeatureGates {
-			gates[k] = v
-		}
-		for k, v := range kubelet.Gates {
-			gates[k] = v
-		}
-		k := *kubelet
-		k.Gates = gates
-		kubelet = &k
-	}
-	rows := n.Rows
-	if kubelet != judgedBy {
-		rows, _ = nodestate.Judge(s, o.kindOf, kubelet, o.Source.KubeletRootDir)
-	}
-	in := doctor.Input{Machine: o.machine, Config: config, Kubelet: kubelet, RootDir: o.Source.KubeletRootDir}
-	o.liveInputs(n, &in)
-	for _, r := range rows {
-		if r.Report != nil {
-			in.Files = append(in.Files, r.Report)
-		}
-	}
-	if len(in.Files) == 0 {
-		fmt.Fprintf(o.ErrOut, "%s: no checkpoint files found: the kubelet would start with fresh state\n", n.Where)
-	}
-	res := doctor.Diagnose(in)
-	code := cmdutil.ExitOK
-	if res.HasErrors() {
-		code = cmdutil.ExitNotValid
-	}
-	return res, code
-}
-
-// nodeConfig parses the kubelet config read from a live node, saying where it came from.
-func (o *Options) nodeConfig(n *nodestate.NodeResult) *doctor.KubeletConfig {
-	from := "configz"
-	if n.KubeletConfigFrom == nodestate.FromConfigYAML {
-		from = path.Join(o.Source.KubeletRootDir, nodestate.KubeletConfigFile)
-	}
-	c, err := doctor.ParseKubeletConfig(n.KubeletConfig)
-	if err != nil {
-		fmt.Fprintf(o.ErrOut, "%s: kubelet config from %s: %v\n", n.Where, from, err)
-		return nil
-	}
-	note := ""
-	if n.KubeletConfigNote != "" {
-		note = " (" + n.KubeletConfigNote + ")"
-	}
-	fmt.Fprintf(o.ErrOut, "%s: using kubelet config from %s%s\n", n.Where, from, note)
-	return c
-}
-
-// liveInputs fills in what a live node brings: its machine (unless --machine gives one), and
-// its pods, for the stale-entry checks. The plugin's own debug pods count as live: the files
-// still list the one that just read them, and it is no finding.
-func (o *Options) liveInputs(n *nodestate.NodeResult, in *doctor.Input) {
-	if n.Node == "" {
-		return
-	}
-	if in.Machine == nil {
-		switch {
-		case n.Machine != nil:
-			in.Machine = n.Machine
-		case n.MachineErr != nil:
-			fmt.Fprintf(o.ErrOut, "%s: machine not read: %v\n", n.Where, n.MachineErr)
-		}
-	}
-	if in.Config == nil && n.KubeletConfig == nil && o.ReadKubeletConfig {
-		fmt.Fprintf(o.ErrOut, "%s: kubelet config not read: %s\n", n.Where, n.KubeletConfigNote)
-	}
-	ix := n.Snapshot.Pods
-	if ix == nil {
-		return
-	}
-	in.LivePods = map[string]bool{}
-	for uid := range ix.Pods {
-		in.LivePods[uid] = true
-	}
-	for uid := range ix.Debug {
-		in.LivePods[uid] = true
-	}
-	in.LiveContainers = ix.ContainerNames
-}
-
-// kindOf is a file's kind: --kind for --from-file, else its path's.
-func (o *Options) kindOf(p string) decode.Kind {
-	if o.Source.FromFile != "" && o.Source.Kind != "" {
-		return decode.Kind(o.Source.Kind)
-	}
-	k, _ := decode.ParseKind(p)
-	return k
 }

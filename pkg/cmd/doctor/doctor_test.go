@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/internal/cmdtest"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 )
 
 var (
@@ -121,10 +122,10 @@ func TestContract(t *testing.T) {
 // TestTableGolden: the default table for a few nodes, compared with testdata/*.golden.
 func TestTableGolden(t *testing.T) {
 	for _, tc := range []struct{ golden, caseName, version string }{
-		{"reserved-onto-assigned", "cpu-s2c8t2n2-kubereserved-up-onto-assigned__w1.37.1", "v1.37.1"},
+		{"reserved-onto-assigned", "cpu-s2c8t2n2-kubereserved-up-onto-assigned__w1.37.1", decode.HomeKubelet},
 		{"memory-drift", "mem-n1-drift-node0-minus-1MiB-assigned__w1.37.1", "v1.34.10"},
 		{"two-pods-same-cpus", "cpu-s2c8t2n2-two-pods-same-cpus__w1.25.16", "v1.31.14"},
-		{"healthy", "cpu-s2c8t2n2-healthy-assigned__w1.37.1", "v1.37.1"},
+		{"healthy", "cpu-s2c8t2n2-healthy-assigned__w1.37.1", decode.HomeKubelet},
 	} {
 		dir := filepath.Join(vectors, "cases", tc.caseName)
 		out, errOut, code := cmdtest.Run(t, "doctor", "--from-dir", dir, "--kubelet-config", kubeletConfig(t, dir), "--kubelet-version", tc.version)
@@ -203,8 +204,8 @@ func TestRecordedKubeletVersion(t *testing.T) {
 		t.Errorf("%v: %s", err, out)
 	}
 	// --kubelet-version still asks about another release, and no record is claimed.
-	out, errOut, _ = cmdtest.Run(t, "doctor", "--from-dir", tmp, "--kubelet-version", "v1.37.1", "-o", "json")
-	if strings.Contains(errOut, "recorded by collect") || !strings.Contains(out, `"kubelet": "v1.37.1"`) {
+	out, errOut, _ = cmdtest.Run(t, "doctor", "--from-dir", tmp, "--kubelet-version", decode.HomeKubelet, "-o", "json")
+	if strings.Contains(errOut, "recorded by collect") || !strings.Contains(out, `"kubelet": "`+decode.HomeKubelet+`"`) {
 		t.Errorf("stderr %q\n%s", errOut, out)
 	}
 }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/internal/cmdtest"
 	"github.com/kubectl-nodestate/kubectl-nodestate/internal/tabletest"
-	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/render"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
 )
 
 const repo = "../../.."
@@ -184,7 +184,7 @@ func TestShowOversizedFileWarns(t *testing.T) {
 	if code != 1 {
 		t.Errorf("exit %d, want 1", code)
 	}
-	want := "warning: " + dir + ": cpu_manager_state is unreadable (" + render.CauseOversized + "); nothing to show\n"
+	want := "warning: " + dir + ": cpu_manager_state is unreadable (" + nodestate.CauseOversized + "); nothing to show\n"
 	if errOut != want {
 		t.Errorf("stderr:\n got %q\nwant %q", errOut, want)
 	}

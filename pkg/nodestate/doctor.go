@@ -1,0 +1,185 @@
+package nodestate
+
+import (
+	"fmt"
+	"path"
+	"path/filepath"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/doctor"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch/local"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/machine"
+)
+
+// DoctorConfig asks Run to predict, in each node's worker, whether the node's kubelet starts
+// with its files (package doctor); the answer is NodeResult.Doctor. Machine and KubeletConfig
+// are the ones about to be used; nil takes each node's own: a live node's sysfs and configz (or
+// config.yaml), read in the same exec as its files. The target kubelet is Config.Kubelet, else
+// the node's recorded or own version.
+type DoctorConfig struct {
+	Machine       *machine.Machine
+	KubeletConfig *doctor.KubeletConfig
+}
+
+// DoctorResult is one node's prediction, and in order what it took from the node and what it
+// lacked ("using kubelet config from configz", "machine not read: ...").
+type DoctorResult struct {
+	doctor.Result
+	Notes []string
+}
+
+// Bundle files that default the doctor's machine and kubelet config (collect writes them).
+var (
+	bundleMachine = MachineFile
+	bundleConfigs = []string{ConfigYAMLFile, ConfigzFile}
+)
+
+// LoadDoctorConfig reads the machine and kubelet config files given (machineFile, configFile),
+// else a collect bundle's own in fromDir. Notes say which were used ("machine: FILE: 8 CPUs ...").
+func LoadDoctorConfig(machineFile, configFile, fromDir string) (*DoctorConfig, []string, error) {
+	dc := &DoctorConfig{}
+	var notes []string
+	bundle := map[string][]byte{}
+	if fromDir != "" && (machineFile == "" || configFile == "") {
+		want := append([]string{bundleMachine}, bundleConfigs...)
+		if snap, err := local.Read(fromDir, want, local.DefaultLimits); err == nil {
+			bundle = snap.Files
+		}
+	}
+	raw, from, err := inputFile(machineFile, fromDir, bundle, bundleMachine)
+	if err != nil {
+		return nil, nil, err
+	}
+	if raw != nil {
+		if dc.Machine, err = machine.Parse(raw); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", from, err)
+		}
+		notes = append(notes, "machine: "+from+": "+dc.Machine.Summary())
+	}
+	raw, from, err = inputFile(configFile, fromDir, bundle, bundleConfigs...)
+	if err != nil {
+		return nil, nil, err
+	}
+	if raw != nil {
+		if dc.KubeletConfig, err = doctor.ParseKubeletConfig(raw); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", from, err)
+		}
+		notes = append(notes, "kubelet config: "+from)
+	}
+	return dc, notes, nil
+}
+
+// inputFile is the flag's file, else the first bundle file present.
+func inputFile(flag, dir string, bundle map[string][]byte, names ...string) ([]byte, string, error) {
+	if flag != "" {
+		b, err := local.ReadFile(flag, local.DefaultLimits)
+		return b, flag, err
+	}
+	for _, n := range names {
+		if b, ok := bundle[n]; ok {
+			return b, filepath.Join(dir, n), nil
+		}
+	}
+	return nil, "", nil
+}
+
+// diagnose judges the node's files for the target kubelet and runs doctor on them.
+func (r *Runner) diagnose(n *NodeResult) *DoctorResult {
+	out := &DoctorResult{}
+	note := func(format string, a ...any) { out.Notes = append(out.Notes, fmt.Sprintf(format, a...)) }
+	// The kubelet the files were judged by: --kubelet-version, else the version collect
+	// recorded, else the live node's. A release only guessed from the files' formats predicts
+	// no start: the start depends on the version, which the files do not say.
+	kubelet := n.Judged.Kubelet
+	if n.Judged.Basis == BasisFiles {
+		kubelet = nil
+	}
+	judgedBy := kubelet
+	config := r.cfg.Doctor.KubeletConfig
+	if config == nil && n.KubeletConfig != nil {
+		config = r.nodeConfig(n, note)
+	}
+	// The config's feature gates are the kubelet's too (the command line wins): they change
+	// how it reads some files.
+	if kubelet != nil && config != nil && len(config.FeatureGates) > 0 {
+		k := kubelet.WithConfigGates(config.FeatureGates)
+		kubelet = &k
+	}
+	rows := n.Rows
+	if kubelet != judgedBy {
+		rows, _ = JudgeFiles(n.Snapshot, r.kindOf, kubelet, r.cfg.KubeletRootDir)
+	}
+	in := doctor.Input{Machine: r.cfg.Doctor.Machine, Config: config, Kubelet: kubelet, RootDir: r.cfg.KubeletRootDir}
+	r.liveInputs(n, &in, note)
+	for _, row := range rows {
+		if row.Report != nil {
+			in.Files = append(in.Files, row.Report)
+		}
+	}
+	if len(in.Files) == 0 {
+		note("no checkpoint files found: the kubelet would start with fresh state")
+	}
+	out.Result = doctor.Diagnose(in)
+	return out
+}
+
+// nodeConfig parses the kubelet config read from a live node, saying where it came from.
+func (r *Runner) nodeConfig(n *NodeResult, note func(string, ...any)) *doctor.KubeletConfig {
+	from := "configz"
+	if n.KubeletConfigFrom == FromConfigYAML {
+		from = path.Join(r.cfg.KubeletRootDir, KubeletConfigFile)
+	}
+	c, err := doctor.ParseKubeletConfig(n.KubeletConfig)
+	if err != nil {
+		note("kubelet config from %s: %v", from, err)
+		return nil
+	}
+	why := ""
+	if n.KubeletConfigNote != "" {
+		why = " (" + n.KubeletConfigNote + ")"
+	}
+	note("using kubelet config from %s%s", from, why)
+	return c
+}
+
+// liveInputs fills in what a live node brings: its machine (unless the config gives one), and
+// its pods, for the stale-entry checks. The plugin's own debug pods count as live: the files
+// still list the one that just read them, and it is no finding.
+func (r *Runner) liveInputs(n *NodeResult, in *doctor.Input, note func(string, ...any)) {
+	if n.Node == "" {
+		return
+	}
+	if in.Machine == nil {
+		switch {
+		case n.Machine != nil:
+			in.Machine = n.Machine
+		case n.MachineErr != nil:
+			note("machine not read: %v", n.MachineErr)
+		}
+	}
+	if in.Config == nil && n.KubeletConfig == nil && r.cfg.KubeletConfig {
+		note("kubelet config not read: %s", n.KubeletConfigNote)
+	}
+	ix := n.Snapshot.Pods
+	if ix == nil {
+		return
+	}
+	in.LivePods = map[string]bool{}
+	for uid := range ix.Pods {
+		in.LivePods[uid] = true
+	}
+	for uid := range ix.Debug {
+		in.LivePods[uid] = true
+	}
+	in.LiveContainers = ix.ContainerNames
+}
+
+// kindOf is a file's kind: Config.Kind (or the file's name) for FromFile, else its path's.
+func (r *Runner) kindOf(p string) decode.Kind {
+	if r.cfg.FromFile != "" {
+		k, _ := r.fileKind()
+		return k
+	}
+	k, _ := decode.ParseKind(p)
+	return k
+}
