@@ -23,7 +23,7 @@ import (
 func guaranteedPod(name, node, cpu, memory string) *corev1.Pod {
 	res := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory)}
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name)},
-		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "app", Resources: corev1.ResourceRequirements{Requests: res, Limits: res}}}},
+		Spec:   corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "app", Resources: corev1.ResourceRequirements{Requests: res, Limits: res}}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
 }
 
