@@ -39,8 +39,13 @@ func newCPUAccumulator(topo *CPUTopology, available cpuset.CPUSet, numCPUs int, 
 
 // sort orders ids by how many available CPUs each holds, then by id.
 func (a *cpuAccumulator) sort(ids []int, cpusIn func(ids ...int) cpuset.CPUSet) []int {
+	// Each id's size counted once (the kubelet recounts in every comparison; same order).
+	size := make(map[int]int, len(ids))
+	for _, id := range ids {
+		size[id] = cpusIn(id).Size()
+	}
 	sort.Slice(ids, func(i, j int) bool {
-		si, sj := cpusIn(ids[i]).Size(), cpusIn(ids[j]).Size()
+		si, sj := size[ids[i]], size[ids[j]]
 		if si != sj {
 			return si < sj
 		}
