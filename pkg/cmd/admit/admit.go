@@ -50,8 +50,7 @@ const maxPods = 1000
 type Options struct {
 	cmdutil.ReadOptions
 	genericiooptions.IOStreams
-	MachineFile string
-	ConfigFile  string
+	cmdutil.MachineConfigOptions
 	PodFiles    []string
 
 	// podName is NAME of a pod/NAME argument; podRef is that pod as read, with the status the
@@ -89,13 +88,10 @@ func NewCmdAdmit(flags *genericclioptions.ConfigFlags, streams genericiooptions.
 		ValidArgsFunction: cmdutil.CompleteNodeNames(flags),
 		RunE:              cmdutil.RunE(o),
 	}
-	o.AddFlags(cmd)
+	o.ReadOptions.AddFlags(cmd)
 	cmd.Flags().StringArrayVarP(&o.PodFiles, "filename", "f", nil, "A pod manifest (YAML or JSON, several documents allowed); repeat for more pods, admitted in order")
-	cmd.Flags().StringVar(&o.MachineFile, "machine", "", "The machine (machine.json: online CPUs, NUMA memory, hugepages); default: the node's sysfs, or the bundle's machine.json")
-	cmd.Flags().StringVar(&o.ConfigFile, "kubelet-config", "", "The KubeletConfiguration (YAML or JSON, or configz's answer); default: the node's, or the bundle's kubelet-config.yaml")
+	o.MachineConfigOptions.AddFlags(cmd)
 	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
-	_ = cmd.MarkFlagFilename("machine", "json")
-	_ = cmd.MarkFlagFilename("kubelet-config", "yaml", "yml", "json")
 	return cmd
 }
 

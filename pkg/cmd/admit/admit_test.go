@@ -65,13 +65,13 @@ func TestAdmitJSONContract(t *testing.T) {
 	}
 	// The real kubelet v1.37.1 refused this pod on this state with these words.
 	var wide struct {
-		Admitted        bool   `json:"admitted"`
-		Reason, Message string `json:"reason"`
+		Admitted bool   `json:"admitted"`
+		Reason   string `json:"reason"`
+		Message  string `json:"message"`
 	}
 	raw, _ = json.Marshal(got.Admissions[1])
-	_ = json.Unmarshal(raw, &wide)
-	if wide.Admitted || !strings.Contains(string(raw), `"message":"Resources cannot be allocated with Topology locality"`) ||
-		!strings.Contains(string(raw), `"reason":"TopologyAffinityError"`) {
+	if err := json.Unmarshal(raw, &wide); err != nil || wide.Admitted || wide.Reason != "TopologyAffinityError" ||
+		wide.Message != "Resources cannot be allocated with Topology locality" {
 		t.Errorf("wide: %s", raw)
 	}
 }
