@@ -51,7 +51,7 @@ type Options struct {
 	cmdutil.ReadOptions
 	genericiooptions.IOStreams
 	cmdutil.MachineConfigOptions
-	PodFiles    []string
+	PodFiles []string
 
 	// podName is NAME of a pod/NAME argument; podRef is that pod as read, with the status the
 	// kubelet gave it.
