@@ -141,7 +141,7 @@ func (o *Options) Complete(args []string) error {
 			p.UID = types.UID(fmt.Sprintf("nodestate-admit-%d", i))
 		}
 	}
-	o.Engines.Admit = &nodestate.AdmitConfig{Machine: cfg.Machine, KubeletConfig: cfg.KubeletConfig, Pods: pods, Largest: ref != ""}
+	o.Engines.Admit = &nodestate.AdmitConfig{Machine: cfg.Machine, KubeletConfig: cfg.KubeletConfig, Pods: pods, Largest: ref != "" && !o.Live.AllNodes}
 	return nil
 }
 
