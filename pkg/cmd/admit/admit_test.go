@@ -78,8 +78,15 @@ func TestAdmitJSONContract(t *testing.T) {
 
 func TestAdmitExitCodes(t *testing.T) {
 	cmdtest.Isolate(t)
-	if _, stderr, code := cmdtest.Run(t, offline("-f", filepath.Join(example, "pod-db.yaml"))...); code != 0 {
-		t.Errorf("admitted pod: exit %d: %s", code, stderr)
+	if out, stderr, code := cmdtest.Run(t, offline("-f", filepath.Join(example, "pod-db.yaml"))...); code != 0 ||
+		!strings.Contains(strings.Join(strings.Fields(out), " "), "default/db yes app 2-4,18-20 0") {
+		t.Errorf("admitted pod: exit %d:\n%s%s", code, out, stderr)
+	}
+	// A refusal says which option forbade it, with the free CPUs.
+	out, _, code := cmdtest.Run(t, offline("-f", filepath.Join(example, "pod-odd.yaml"))...)
+	if code != 1 || !strings.Contains(out, "SMT Alignment Error: requested 3 cpus not multiple cpus per core = 2") ||
+		!strings.Contains(out, "default/odd-3: cpuManagerPolicyOptions full-pcpus-only") || !strings.Contains(out, "free whole cores: 14") {
+		t.Errorf("refused pod: exit %d:\n%s", code, out)
 	}
 	if _, _, code := cmdtest.Run(t, offline()...); code != 3 {
 		t.Errorf("no pod: exit %d, want 3", code)
@@ -92,7 +99,7 @@ func TestAdmitExitCodes(t *testing.T) {
 		t.Errorf("a Service: exit %d: %s", code, stderr)
 	}
 	// A kubelet that would not start admits nothing: "starts": false, exit 1.
-	out, _, code := cmdtest.Run(t, append(offline("-f", filepath.Join(example, "pod-db.yaml"), "-o", "json"), "--kubelet-version", "v1.31.14")...)
+	out, _, code = cmdtest.Run(t, append(offline("-f", filepath.Join(example, "pod-db.yaml"), "-o", "json"), "--kubelet-version", "v1.31.14")...)
 	if code != 1 || !strings.Contains(out, `"starts": false`) || !strings.Contains(out, `"admissions": []`) {
 		t.Errorf("no start: exit %d\n%s", code, out)
 	}
