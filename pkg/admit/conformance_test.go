@@ -252,12 +252,26 @@ func TestAdmissionConformance(t *testing.T) {
 	total := 0
 	for _, dir := range releaseDirs(t) {
 		man := loadAdmissionManifest(t, dir)
+		// Every case directory is in the manifest and every manifest case has its directory.
+		onDisk, err := filepath.Glob(filepath.Join(dir, "cases", "*"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(onDisk) != len(man.Cases) {
+			t.Errorf("%s: %d case directories, %d cases in MANIFEST.json", man.Kubelet, len(onDisk), len(man.Cases))
+		}
 		matched := 0
 		for _, name := range slices.Sorted(maps.Keys(man.Cases)) {
 			c := man.Cases[name]
 			var want expectedCase
 			if err := json.Unmarshal(c.Expected, &want); err != nil {
 				t.Fatalf("%s %s: %v", man.Kubelet, name, err)
+			}
+			// The case's own expected.json says what the manifest says.
+			if b, err := os.ReadFile(filepath.Join(dir, c.Dir, "expected.json")); err != nil {
+				t.Errorf("%s %s: %v", man.Kubelet, name, err)
+			} else if onFile := (expectedCase{}); json.Unmarshal(b, &onFile) != nil || !reflect.DeepEqual(onFile, want) {
+				t.Errorf("%s %s: expected.json differs from MANIFEST.json", man.Kubelet, name)
 			}
 			in := caseInput(t, filepath.Join(dir, c.Dir), man.Kubelet, c.Files)
 			got, err := Predict(in)

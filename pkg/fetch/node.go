@@ -57,6 +57,9 @@ func nodeOS(node *corev1.Node) string {
 type NodeInfo struct {
 	Name           string
 	KubeletVersion string // status.nodeInfo.kubeletVersion: picks the format rules
+	// Allocatable is status.allocatable: what the kubelet's node-resource predicate admits
+	// pods against.
+	Allocatable corev1.ResourceList
 
 	listed  bool  // read from the API server (else only named: Fetch reads it first)
 	refused error // checkNode's verdict, when listed
@@ -64,7 +67,8 @@ type NodeInfo struct {
 
 // NodeInfoOf keeps what reading node needs.
 func NodeInfoOf(node *corev1.Node) NodeInfo {
-	return NodeInfo{Name: node.Name, KubeletVersion: node.Status.NodeInfo.KubeletVersion, listed: true, refused: checkNode(node)}
+	return NodeInfo{Name: node.Name, KubeletVersion: node.Status.NodeInfo.KubeletVersion, Allocatable: node.Status.Allocatable,
+		listed: true, refused: checkNode(node)}
 }
 
 // nodePageSize bounds one page of the node list, so a large cluster is never held whole.

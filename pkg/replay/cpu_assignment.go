@@ -30,6 +30,9 @@ type cpuAccumulator struct {
 	// numaFirst: NUMA nodes are the bigger unit (sockets >= NUMA nodes), else sockets.
 	numaFirst bool
 	spread    bool
+	// uncoreFloor: a partial uncore cache takes needed/perCore cores, without trimming an odd
+	// request (1.32-1.33; releases.go UncorePartialRoundsUp).
+	uncoreFloor bool
 }
 
 func newCPUAccumulator(topo *CPUTopology, available cpuset.CPUSet, numCPUs int, strategy CPUSortingStrategy) *cpuAccumulator {
@@ -39,8 +42,13 @@ func newCPUAccumulator(topo *CPUTopology, available cpuset.CPUSet, numCPUs int, 
 
 // sort orders ids by how many available CPUs each holds, then by id.
 func (a *cpuAccumulator) sort(ids []int, cpusIn func(ids ...int) cpuset.CPUSet) []int {
+	// Each id's size counted once (the kubelet recounts in every comparison; same order).
+	size := make(map[int]int, len(ids))
+	for _, id := range ids {
+		size[id] = cpusIn(id).Size()
+	}
 	sort.Slice(ids, func(i, j int) bool {
-		si, sj := cpusIn(ids[i]).Size(), cpusIn(ids[j]).Size()
+		si, sj := size[ids[i]], size[ids[j]]
 		if si != sj {
 			return si < sj
 		}
@@ -162,9 +170,12 @@ func (a *cpuAccumulator) takePartialUncore(uncoreID int) {
 		return // the kubelet divides by zero here; no machine with online CPUs has 0 per core
 	}
 	numCoresNeeded := (a.numCPUsNeeded + perCore - 1) / perCore
+	if a.uncoreFloor {
+		numCoresNeeded = a.numCPUsNeeded / perCore
+	}
 	freeCores := a.details.CoresNeededInUncoreCache(numCoresNeeded, uncoreID)
 	freeCPUs := a.details.CPUsInCores(freeCores.UnsortedList()...)
-	if a.numCPUsNeeded%2 != 0 && perCore > 1 {
+	if !a.uncoreFloor && a.numCPUsNeeded%2 != 0 && perCore > 1 {
 		list := freeCPUs.List()
 		if len(list) > a.numCPUsNeeded {
 			list = list[:freeCPUs.Size()-1]
@@ -225,7 +236,12 @@ func notEnoughCPUs(requested, available int) error {
 // sockets, then uncore caches (prefer-align-cpus-by-uncorecache), whole cores (unless
 // spread), then single CPUs.
 func TakeByTopologyNUMAPacked(topo *CPUTopology, available cpuset.CPUSet, numCPUs int, strategy CPUSortingStrategy, preferAlignByUncoreCache bool) (cpuset.CPUSet, error) {
+	return takeByTopologyNUMAPacked(topo, available, numCPUs, strategy, preferAlignByUncoreCache, false)
+}
+
+func takeByTopologyNUMAPacked(topo *CPUTopology, available cpuset.CPUSet, numCPUs int, strategy CPUSortingStrategy, preferAlignByUncoreCache, uncoreFloor bool) (cpuset.CPUSet, error) {
 	acc := newCPUAccumulator(topo, available, numCPUs, strategy)
+	acc.uncoreFloor = uncoreFloor
 	if acc.isSatisfied() {
 		return acc.result, nil
 	}

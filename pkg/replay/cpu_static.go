@@ -90,9 +90,9 @@ func (p *staticPolicy) takeByTopology(available cpuset.CPUSet, n int) (cpuset.CP
 		if p.opts.FullPhysicalCPUsOnly {
 			group = p.cpuGroupSize
 		}
-		return TakeByTopologyNUMADistributed(p.topo, available, n, group, strategy, p.opts.AlignBySocket)
+		return TakeByTopologyNUMADistributed(p.topo, available, n, group, strategy, p.opts.AlignBySocket && p.release.DistributedAlignsBySocket)
 	}
-	return TakeByTopologyNUMAPacked(p.topo, available, n, strategy, p.opts.PreferAlignByUncoreCache)
+	return takeByTopologyNUMAPacked(p.topo, available, n, strategy, p.opts.PreferAlignByUncoreCache, !p.release.UncorePartialRoundsUp)
 }
 
 // GetTopologyHints is the static policy's container hints (nil for policy none).

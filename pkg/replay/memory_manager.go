@@ -398,21 +398,27 @@ func (s machineState) update(blocks []decode.MemoryBlock, pod, ctr string) error
 			if !ok {
 				return fmt.Errorf("[memorymanager] (pod: %s, container: %s) the memory assignment uses memory resource that does not exist", pod, ctr)
 			}
-			if size == 0 || t.Free == 0 {
-				continue
-			}
-			if t.Free >= size {
-				t.Reserved += size
-				t.Free -= size
-				size = 0
-				continue
-			}
-			size -= t.Free
-			t.Reserved += t.Free
-			t.Free = 0
+			size = reserve(t, size)
 		}
 	}
 	return nil
+}
+
+// reserve takes what it can of size from the table's free memory and returns what is left
+// for the next node of the block's group.
+func reserve(t *decode.MemoryTable, size uint64) uint64 {
+	if size == 0 || t.Free == 0 {
+		return size
+	}
+	if t.Free >= size {
+		t.Reserved += size
+		t.Free -= size
+		return 0
+	}
+	size -= t.Free
+	t.Reserved += t.Free
+	t.Free = 0
+	return size
 }
 
 // statesEqual is areMachineStatesEqual: before 1.32 every table must be identical; from 1.32

@@ -531,22 +531,7 @@ func (p *memoryStaticPolicy) updateMachineState(bits []int, name string, size ui
 		n := p.machineState[id]
 		n.NumberOfAssignments++
 		n.Cells = bits
-		if size == 0 {
-			continue
-		}
-		t := p.table(id, name)
-		if t.Free == 0 {
-			continue
-		}
-		if t.Free >= size {
-			t.Reserved += size
-			t.Free -= size
-			size = 0
-			continue
-		}
-		size -= t.Free
-		t.Reserved += t.Free
-		t.Free = 0
+		size = reserve(p.table(id, name), size)
 	}
 }
 

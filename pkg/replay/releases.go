@@ -70,6 +70,12 @@ type Release struct {
 	// SMTCheckBeforeReuse: the SMT checks run before a container already holding CPUs keeps
 	// them (1.37 keeps them first).
 	SMTCheckBeforeReuse bool
+	// UncorePartialRoundsUp: prefer-align-cpus-by-uncorecache takes a partial uncore cache in
+	// whole cores rounded up, one CPU short for an odd request (1.34+); before, rounded down.
+	UncorePartialRoundsUp bool
+	// DistributedAlignsBySocket: distribute-cpus-across-numa with align-by-socket keeps the
+	// NUMA nodes of one socket together (1.37+).
+	DistributedAlignsBySocket bool
 	// MemoryAffinityViolationCheck: the memory manager refuses a hint that would mix NUMA
 	// groups ("preferred hint violates NUMA node allocation").
 	MemoryAffinityViolationCheck bool
@@ -128,16 +134,16 @@ var releases = []Release{
 	{Since: decode.Release("1.33"), CPUOptions: options133, ExclusiveOptions: exclusive132, TopologyOptions: topology132, SMTCheckBeforeReuse: true,
 		ReservedPhysicalCPUs: true, SMTPhysicalCheck: true, SidecarAware: true, SMTErrorByCause: true, MemoryAffinityViolationCheck: true,
 		StrictReservation: true, GroupedMemoryCompare: true, BestEffortMemory: true, LowercaseTopologyOptionErrors: true},
-	{Since: decode.Release("1.34"), SkipsPodLevelPods: true, CPUOptions: options134, ExclusiveOptions: exclusive132, TopologyOptions: topology132, SMTCheckBeforeReuse: true,
+	{Since: decode.Release("1.34"), UncorePartialRoundsUp: true, SkipsPodLevelPods: true, CPUOptions: options134, ExclusiveOptions: exclusive132, TopologyOptions: topology132, SMTCheckBeforeReuse: true,
 		ReservedPhysicalCPUs: true, SMTPhysicalCheck: true, SidecarAware: true, SMTErrorByCause: true, MemoryAffinityViolationCheck: true,
 		StrictReservation: true, GroupedMemoryCompare: true, BestEffortMemory: true, LowercaseTopologyOptionErrors: true},
-	{Since: decode.Release("1.35"), SkipsPodLevelPods: true, CPUOptions: options135, ExclusiveOptions: exclusive132, TopologyOptions: topology135, SMTCheckBeforeReuse: true,
+	{Since: decode.Release("1.35"), UncorePartialRoundsUp: true, SkipsPodLevelPods: true, CPUOptions: options135, ExclusiveOptions: exclusive132, TopologyOptions: topology135, SMTCheckBeforeReuse: true,
 		ReservedPhysicalCPUs: true, SMTPhysicalCheck: true, SidecarAware: true, SMTErrorByCause: true, MemoryAffinityViolationCheck: true,
 		StrictReservation: true, GroupedMemoryCompare: true, BestEffortMemory: true, LowercaseTopologyOptionErrors: true},
-	{Since: decode.Release("1.36"), CPUOptions: options136, ExclusiveOptions: exclusive132, TopologyOptions: topology135, SMTCheckBeforeReuse: true,
+	{Since: decode.Release("1.36"), UncorePartialRoundsUp: true, CPUOptions: options136, ExclusiveOptions: exclusive132, TopologyOptions: topology135, SMTCheckBeforeReuse: true,
 		ReservedPhysicalCPUs: true, SMTPhysicalCheck: true, SidecarAware: true, SMTErrorByCause: true, MemoryAffinityViolationCheck: true,
 		StrictReservation: true, GroupedMemoryCompare: true, BestEffortMemory: true, LowercaseTopologyOptionErrors: true, PodLevelEntries: true},
-	{Since: decode.Release("1.37"), CPUOptions: options136, ExclusiveOptions: exclusive132, TopologyOptions: topology135,
+	{Since: decode.Release("1.37"), UncorePartialRoundsUp: true, DistributedAlignsBySocket: true, CPUOptions: options136, ExclusiveOptions: exclusive132, TopologyOptions: topology135,
 		ReservedPhysicalCPUs: true, SMTPhysicalCheck: true, SidecarAware: true, SMTErrorByCause: true, MemoryAffinityViolationCheck: true,
 		StrictReservation: true, GroupedMemoryCompare: true, BestEffortMemory: true, LowercaseTopologyOptionErrors: true, PodLevelEntries: true},
 }
