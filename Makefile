@@ -7,7 +7,7 @@ COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -s -w -X $(PKG)/pkg/version.version=$(VERSION) -X $(PKG)/pkg/version.commit=$(COMMIT) -X $(PKG)/pkg/version.date=$(DATE)
 
-.PHONY: help build test lint demo fuzz bench bench-scale bench-podindex e2e e2e-scale e2e-node dist krew-test release-check ci
+.PHONY: help build test lint demo fuzz bench bench-scale bench-podindex e2e e2e-faults e2e-scale e2e-node dist krew-test release-check ci
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -39,6 +39,9 @@ bench-podindex: ## what naming pods costs the API server: a list per node vs one
 
 e2e: ## live commands end to end on a real kube-apiserver + etcd + kwok (builds/caches the binaries)
 	hack/e2e.sh
+
+e2e-faults: ## the fault suite: API server paused and restarted, exec cut and stalled, nodes and pods gone, Ctrl-C, SIGKILL, during verify --all-nodes (docs/reliability.md)
+	NODESTATE_E2E_FAULTS=1 hack/e2e.sh -run '^TestFault'
 
 e2e-scale: ## the plugin's verify --all-nodes over 1,000 simulated nodes, at two concurrencies in one run
 	NODESTATE_E2E_PLUGIN_SCALE_NODES=$${NODES:-1000} NODESTATE_E2E_SCALE_NODES=$${NODES:-1000} hack/e2e.sh -run 'TestLiveScale|TestSmokeScale'

@@ -247,6 +247,10 @@ phase "node $E2E_NODE_NAME Ready"
 # No kube-controller-manager: the default ServiceAccount must be made by hand, or the apiserver
 # refuses every pod in the namespace.
 "${kubectl[@]}" create serviceaccount default -n default >/dev/null 2>&1 || true
+# The plugin's own namespace (its default for the debug pods), Role and ClusterRole, as installed
+# from its README.
+"${kubectl[@]}" apply -f "$here/../../deploy/rbac.yaml" >/dev/null
+"${kubectl[@]}" create serviceaccount default -n kubectl-nodestate >/dev/null 2>&1 || true
 
 cat >"$S/env" <<EOF
 KUBECONFIG=$S/admin.kubeconfig

@@ -122,3 +122,13 @@ func (o *ReadOptions) Validate() error {
 func (o *ReadOptions) RenderOptions() render.Options {
 	return render.Options{Format: o.Source.Format, NoHeader: o.Source.NoHeaders, ShowNode: !o.Source.Offline()}
 }
+
+// DebugNamespace is where the debug pods go: --namespace when given, else the plugin's own
+// namespace (deploy/rbac.yaml), never the kubeconfig context's, whose Pod Security level and
+// RBAC the plugin's Role knows nothing of.
+func DebugNamespace(flags *genericclioptions.ConfigFlags) string {
+	if flags != nil && flags.Namespace != nil && *flags.Namespace != "" {
+		return *flags.Namespace
+	}
+	return fetch.DefaultNamespace
+}

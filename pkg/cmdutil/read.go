@@ -46,10 +46,7 @@ func (o *ReadOptions) Config() (nodestate.Config, error) {
 	if err != nil {
 		return cfg, err
 	}
-	ns, _, err := live.ConfigFlags.ToRawKubeConfigLoader().Namespace()
-	if err != nil {
-		return cfg, err
-	}
+	ns := DebugNamespace(live.ConfigFlags)
 	cfg.Nodes, cfg.AllNodes, cfg.Selector = o.Nodes, live.AllNodes, live.Selector
 	cfg.Client, cfg.RESTConfig, cfg.Concurrency = client, config, live.Concurrency
 	cfg.Machine, cfg.KubeletConfig = o.ReadMachine, o.ReadKubeletConfig

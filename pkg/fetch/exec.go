@@ -90,10 +90,26 @@ func (l lazyExecutor) StreamWithContext(ctx context.Context, o remotecommand.Str
 // pass shifts one original argument off the front and re-appends it if it passes the test.
 //
 // Without tar in the image every file would look missing, so that case says so on stderr.
+//
+// It ends by writing endMarker to stderr, unless tar was killed (status 128 and up; a tar that
+// failed to read a file still wrote an archive): an exec whose container was killed, or whose
+// stream was cut, can come back without an error and with nothing (or part of a tar) on stdout,
+// which would read as "no file" (or fewer files); without the marker the read is refused.
 const collectScript = `command -v tar >/dev/null || { echo "` + noTarMarker + `" >&2; exit 0; }; ` +
-	`for f in "$@"; do shift; [ -f "$f" ] && set -- "$@" "$f"; done; [ $# -eq 0 ] || tar -cf - "$@"; exit 0`
+	`for f in "$@"; do shift; [ -f "$f" ] && set -- "$@" "$f"; done; ` +
+	`[ $# -eq 0 ] || tar -cf - "$@" || [ $? -lt 128 ] || exit 0; echo "` + endMarker + `" >&2; exit 0`
 
-const noTarMarker = "kubectl-nodestate: no tar in the image"
+const (
+	noTarMarker = "kubectl-nodestate: no tar in the image"
+	endMarker   = "kubectl-nodestate: end of collect"
+)
+
+// CollectEnd is the line the collect command writes last on stderr: an ExecFunc standing in
+// for the real exec (tests) writes it too, or the read is refused as cut short.
+const CollectEnd = endMarker + "\n"
+
+// errNoEndMarker is an exec that ended before the collect command did.
+var errNoEndMarker = fmt.Errorf("the exec ended before the collect command did (stream cut or container killed): %w", io.ErrUnexpectedEOF)
 
 // CollectCommand is the exec command that streams a tar of paths (relative to the working
 // directory). Each path gets a "./" prefix so none can be read as an option by test or tar.
@@ -139,9 +155,33 @@ var errStopReading = errors.New("stopped reading the exec output")
 
 // collect runs the collect command in the debug pod and parses its tar as it streams in, so
 // the archive is never held twice in memory. It returns the files, the missing paths and tar's
-// stderr lines.
+// stderr lines. An exec that fails for a transient reason (the API server or the node's exec
+// endpoint unreachable for a moment, the stream cut, the tar truncated) is run again, up to
+// maxExecAttempts times within the exec timeout; what a failed attempt read is dropped whole,
+// so no file is ever judged from part of a stream.
 func (f *Fetcher) collect(parent context.Context, pod *corev1.Pod, opts Options) (*collected, error) {
 	ctx, cancel := context.WithTimeout(parent, opts.ExecTimeout)
+	defer cancel()
+	var got *collected
+	pods := f.Client.CoreV1().Pods(pod.Namespace)
+	err := retryTransient(ctx, maxExecAttempts, func(context.Context) (err error) {
+		got, err = f.collectOnce(parent, ctx, pod, opts)
+		if transient(err) && f.podGone(ctx, pods, pod, err) {
+			// Killed under us: no use running it again in this pod (the caller replaces it).
+			return &Error{Reason: ReasonPodDeleted, Short: "pod deleted",
+				Message: "the debug pod was deleted during the exec (by `kubectl nodestate cleanup`, an eviction or another client?)"}
+		}
+		return err
+	})
+	if err != nil && parent.Err() != nil {
+		return nil, parent.Err()
+	}
+	return got, err
+}
+
+// collectOnce is one exec of the collect command within ctx, the exec timeout's context.
+func (f *Fetcher) collectOnce(parent, ctx context.Context, pod *corev1.Pod, opts Options) (*collected, error) {
+	attempt, cancel := context.WithCancel(ctx)
 	defer cancel()
 
 	pr, pw := io.Pipe()
@@ -153,7 +193,7 @@ func (f *Fetcher) collect(parent context.Context, pod *corev1.Pod, opts Options)
 	}
 	execDone := make(chan error, 1)
 	go func() {
-		err := f.exec()(ctx, pod.Namespace, pod.Name, ContainerName, command, pw, stderr)
+		err := f.exec()(attempt, pod.Namespace, pod.Name, ContainerName, command, pw, stderr)
 		pw.CloseWithError(err) // nil: the reader sees EOF after the last byte
 		execDone <- err
 	}()
@@ -194,7 +234,11 @@ func (f *Fetcher) collect(parent context.Context, pod *corev1.Pod, opts Options)
 	case strings.Contains(rest, noTarMarker):
 		return nil, &Error{Reason: ReasonExec, Short: "no tar in image",
 			Message: fmt.Sprintf("the debug image %q has no tar; use --image with an image that has sh and tar", opts.Image)}
+	case !stderr.ended():
+		return nil, &Error{Reason: ReasonExec, Short: "exec cut", Message: "exec into debug pod " + pod.Namespace + "/" + pod.Name +
+			" ended early: " + errNoEndMarker.Error(), Err: errNoEndMarker}
 	}
+	rest = strings.Replace(rest, endMarker+"\n", "", 1)
 	return &collected{files: files, missing: missing, warnings: stderrLines(rest), sysfs: dump}, nil
 }
 
@@ -250,10 +294,13 @@ func stderrLines(s string) []string {
 
 // cappedBuffer keeps the first max bytes written and drops the rest without failing the
 // writer: a chatty stderr must not break the exec stream.
+//
+// It also keeps the last bytes written, past the cap too, to see the collect script's endMarker.
 type cappedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-	max int
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	max  int
+	tail []byte
 }
 
 func (b *cappedBuffer) Write(p []byte) (int, error) {
@@ -262,7 +309,18 @@ func (b *cappedBuffer) Write(p []byte) (int, error) {
 	if room := b.max - b.buf.Len(); room > 0 {
 		b.buf.Write(p[:min(len(p), room)])
 	}
+	b.tail = append(b.tail, p...)
+	if keep := len(endMarker) + 1; len(b.tail) > keep {
+		b.tail = append(b.tail[:0], b.tail[len(b.tail)-keep:]...)
+	}
 	return len(p), nil
+}
+
+// ended reports whether the last line written is the collect script's endMarker.
+func (b *cappedBuffer) ended() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(b.tail) == endMarker+"\n"
 }
 
 func (b *cappedBuffer) String() string {

@@ -99,12 +99,13 @@ func TestCollectCommand(t *testing.T) {
 			if diff := cmp.Diff([]string{"memory_manager_state", "dra_manager_state", "missing"}, missing); diff != "" {
 				t.Errorf("missing (-want +got):\n%s", diff)
 			}
-			if strings.TrimSpace(stderr) != "" {
-				t.Errorf("stderr %q", stderr)
+			// Only the end marker, last: the script ran to its end.
+			if stderr != endMarker+"\n" {
+				t.Errorf("stderr %q, want only the end marker", stderr)
 			}
 
-			// Nothing there: no output at all, still exit 0.
-			if out, stderr := run([]string{"missing", "also-missing"}); len(out) != 0 || stderr != "" {
+			// Nothing there: no output at all, still exit 0, and the end marker.
+			if out, stderr := run([]string{"missing", "also-missing"}); len(out) != 0 || stderr != endMarker+"\n" {
 				t.Errorf("with no file present: %d bytes, stderr %q", len(out), stderr)
 			}
 		})
@@ -132,6 +133,38 @@ func TestCollectCommandNoTar(t *testing.T) {
 	}
 	if stdout.Len() != 0 || !strings.Contains(stderr.String(), noTarMarker) {
 		t.Errorf("stdout %d bytes, stderr %q; want nothing and the marker", stdout.Len(), stderr.String())
+	}
+}
+
+// A tar killed under the script (a container killed mid-exec) leaves out the end marker, even
+// when it wrote nothing: the read is then refused, never taken for "no file".
+func TestCollectCommandTarKilled(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	bin := t.TempDir()
+	if err := os.Symlink(sh, filepath.Join(bin, "sh")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bin, "tar"), []byte("#!"+sh+"\nkill -9 $$\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "cpu_manager_state"), []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := CollectCommand([]string{"cpu_manager_state"})
+	cmd := exec.Command(filepath.Join(bin, "sh"), args[1:]...)
+	cmd.Env = []string{"PATH=" + bin}
+	cmd.Dir = dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("exit: %v", err)
+	}
+	if strings.Contains(stderr.String(), endMarker) {
+		t.Errorf("stderr %q has the end marker after tar was killed", stderr.String())
 	}
 }
 
@@ -164,7 +197,7 @@ func TestCollectDumpCommand(t *testing.T) {
 				t.Errorf("files %q, missing %q", files, missing)
 			}
 			dump, rest := splitDump("tar: before\n"+stderr.String()+"tar: after\n", sysfsDump)
-			if diff := cmp.Diff([]string{"tar: before", "tar: after"}, stderrLines(rest)); diff != "" {
+			if diff := cmp.Diff([]string{"tar: before", endMarker, "tar: after"}, stderrLines(rest)); diff != "" {
 				t.Errorf("stderr without the dump (-want +got):\n%s", diff)
 			}
 			m, err := machine.FromSysfs(dump)

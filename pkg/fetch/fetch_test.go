@@ -114,6 +114,7 @@ func TestFetch(t *testing.T) {
 
 // Every way out of Fetch after the pod exists deletes it.
 func TestFetchDeletesPodOnFailure(t *testing.T) {
+	fastRetries(t) // a stream reset and a truncated archive are retried first
 	tests := []struct {
 		name   string
 		exec   ExecFunc
@@ -296,17 +297,25 @@ func TestFetchCreateRejected(t *testing.T) {
 	}
 }
 
-// A create that got no answer may have created the pod: it is deleted by name.
+// A create that never gets an answer is retried until the pod-running timeout; it may have
+// created the pod: it is deleted by name.
 func TestFetchCreateNoAnswer(t *testing.T) {
 	fixSuffix(t)
 	c := newClient(false, readyNode("n1"))
 	c.PrependReactor("create", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
 		return true, nil, errors.New("http2: client connection lost")
 	})
-	_, err := newFetcher(c, tarExec(nil)).Fetch(context.Background(), "n1")
-	wantReason(t, err, ReasonAPI)
-	if got := actions(c, "pods"); !slices.Equal(got, []string{"create", "delete"}) {
-		t.Errorf("pod actions %v, want create then delete", got)
+	fastRetries(t)
+	f := newFetcher(c, tarExec(nil))
+	f.Options.PodRunningTimeout = 200 * time.Millisecond
+	_, err := f.Fetch(context.Background(), "n1")
+	fe := wantReason(t, err, ReasonAPI)
+	if !strings.Contains(fe.Message, "client connection lost") {
+		t.Errorf("the last failure is not named: %q", err)
+	}
+	got := actions(c, "pods")
+	if len(got) < 3 || got[len(got)-1] != "delete" || slices.Contains(got[:len(got)-1], "delete") {
+		t.Errorf("pod actions %v, want retried creates then one delete", got)
 	}
 }
 

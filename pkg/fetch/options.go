@@ -11,7 +11,9 @@ import (
 
 // Defaults for Options and TarLimits; a zero field means "use the default".
 const (
-	DefaultNamespace      = "default"
+	// DefaultNamespace is the plugin's own namespace (deploy/rbac.yaml): labelled for the
+	// privileged Pod Security level, and the only one its Role lets the debug pods into.
+	DefaultNamespace      = "kubectl-nodestate"
 	DefaultImage          = "busybox:1.37" // small, multi-arch, has sh and tar
 	DefaultKubeletRootDir = "/var/lib/kubelet"
 

@@ -132,12 +132,16 @@ func waitRunning(ctx context.Context, pods corev1client.PodInterface, created *c
 			if ctx.Err() != nil {
 				return waitEnded(parent, last, timeout)
 			}
-			return err
-		}
-		done, err := consume(ctx, w, created.Name, image, &last, &rv, failed)
-		w.Stop()
-		if done || err != nil {
-			return err
+			if !transient(err) {
+				return err
+			}
+			// The API server is unreachable for a moment: watch again after the delay below.
+		} else {
+			done, err := consume(ctx, w, created.Name, image, &last, &rv, failed)
+			w.Stop()
+			if done || err != nil {
+				return err
+			}
 		}
 		if ctx.Err() != nil {
 			return waitEnded(parent, last, timeout)
@@ -157,6 +161,8 @@ func waitRunning(ctx context.Context, pods corev1client.PodInterface, created *c
 			return podDeleted()
 		case err != nil && ctx.Err() != nil:
 			return waitEnded(parent, last, timeout)
+		case err != nil && transient(err):
+			continue // from the same resourceVersion
 		case err != nil:
 			return err
 		}

@@ -185,7 +185,8 @@ func TestLive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exec := func(_ context.Context, _, _, _ string, _ []string, stdout, _ io.Writer) error {
+	exec := func(_ context.Context, _, _, _ string, _ []string, stdout, stderr io.Writer) error {
+		defer io.WriteString(stderr, fetch.CollectEnd)
 		tw := tar.NewWriter(stdout)
 		if err := tw.WriteHeader(&tar.Header{Name: "cpu_manager_state", Mode: 0o600, Size: int64(len(cpu)), Typeflag: tar.TypeReg}); err != nil {
 			return err

@@ -202,10 +202,9 @@ func TestLiveDoctor(t *testing.T) {
 	})
 
 	t.Run("deploy/rbac.yaml user: no nodes/proxy, config.yaml without error", func(t *testing.T) {
-		applyClusterRole(t, rbacClusterRole(t), "e2e-doctor")
-		waitAllowed(t, "e2e-doctor", "create", "pods/exec", ns)
+		bindPluginRoles(t, "e2e-doctor")
 		env := Env(t, "KUBECONFIG="+UserKubeconfig(t, "e2e-doctor"))
-		r := nodestate(t, env, "doctor", "--all-nodes", "-l", sel, "-n", ns, "-o", "json")
+		r := nodestate(t, env, "doctor", "--all-nodes", "-l", sel, "-o", "json")
 		if r.ExitCode != 1 {
 			t.Errorf("exit %d, want 1: %s", r.ExitCode, r)
 		}
