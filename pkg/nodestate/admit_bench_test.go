@@ -17,6 +17,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
 )
 
 // BenchmarkAllNodes reads 100 live nodes (fake API server, exec answering with the
@@ -39,7 +41,8 @@ func BenchmarkAllNodes(b *testing.B) {
 		_, _ = tw.Write(content)
 	}
 	_ = tw.Close()
-	exec := func(_ context.Context, _, _, _ string, _ []string, stdout, _ io.Writer) error {
+	exec := func(_ context.Context, _, _, _ string, _ []string, stdout, stderr io.Writer) error {
+		defer io.WriteString(stderr, fetch.CollectEnd)
 		_, err := stdout.Write(archive.Bytes())
 		return err
 	}

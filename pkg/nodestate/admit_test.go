@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"sort"
 	"strings"
 	"testing"
 
@@ -18,6 +19,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
 )
 
 func guaranteedPod(name, node, cpu, memory string) *corev1.Pod {
@@ -47,7 +50,8 @@ func TestAdmitEngineLive(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	exec := func(_ context.Context, _, _, _ string, _ []string, stdout, _ io.Writer) error {
+	exec := func(_ context.Context, _, _, _ string, _ []string, stdout, stderr io.Writer) error {
+		defer io.WriteString(stderr, fetch.CollectEnd)
 		tw := tar.NewWriter(stdout)
 		for name, b := range files {
 			if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o600, Size: int64(len(b)), Typeflag: tar.TypeReg}); err != nil {
@@ -73,10 +77,13 @@ func TestAdmitEngineLive(t *testing.T) {
 		if err := r.Run(context.Background(), func(n *NodeResult) error { res = n; return nil }); err != nil {
 			t.Fatal(err)
 		}
+		// The pod index is listed while the debug pod is deleted: compare the requests, not
+		// their order.
 		var actions []string
 		for _, a := range client.Actions() {
 			actions = append(actions, a.GetVerb()+" "+a.GetResource().Resource)
 		}
+		sort.Strings(actions)
 		return res, actions
 	}
 	_, verifyActions := read(Engines{})
