@@ -46,6 +46,16 @@ var Gates = []GateSpan{
 	{Gate: GateCPUManagerPolicyBetaOptions, Since: Release("1.25"), Default: true},
 	{Gate: GateInPlacePodVerticalScalingExclusiveCPUs, Since: Release("1.32"), Default: false},
 	{Gate: GatePodLevelResourceManagers, Since: Release("1.36"), Default: false},
+	// What the resource managers read at admission (pkg/replay).
+	{Gate: GatePodLevelResources, Since: Release("1.32"), Until: Release("1.34"), Default: false},
+	{Gate: GatePodLevelResources, Since: Release("1.34"), Default: true},
+	{Gate: GatePodLevelResourcesFixKubeletQOSClass, Since: Release("1.37"), Default: true},
+	{Gate: GateTopologyManagerPolicyAlphaOptions, Since: Release("1.26"), Default: false},
+	{Gate: GateTopologyManagerPolicyBetaOptions, Since: Release("1.26"), Until: Release("1.28"), Default: false},
+	{Gate: GateTopologyManagerPolicyBetaOptions, Since: Release("1.28"), Default: true},
+	{Gate: GateTopologyManagerPolicyOptions, Since: Release("1.26"), Until: Release("1.28"), Default: false},
+	{Gate: GateTopologyManagerPolicyOptions, Since: Release("1.28"), Until: Release("1.32"), Default: true},
+	{Gate: GateTopologyManagerPolicyOptions, Since: Release("1.32"), Default: true, Locked: true},
 }
 
 // Feature gates that change how a kubelet reads checkpoints, or what its managers check at start.
@@ -55,6 +65,11 @@ const (
 	GateInPlacePodVerticalScalingExclusiveCPUs = "InPlacePodVerticalScalingExclusiveCPUs"
 	GateCPUManagerPolicyAlphaOptions           = "CPUManagerPolicyAlphaOptions"
 	GateCPUManagerPolicyBetaOptions            = "CPUManagerPolicyBetaOptions"
+	GatePodLevelResources                      = "PodLevelResources"
+	GatePodLevelResourcesFixKubeletQOSClass    = "PodLevelResourcesFixKubeletQOSClass"
+	GateTopologyManagerPolicyAlphaOptions      = "TopologyManagerPolicyAlphaOptions"
+	GateTopologyManagerPolicyBetaOptions       = "TopologyManagerPolicyBetaOptions"
+	GateTopologyManagerPolicyOptions           = "TopologyManagerPolicyOptions"
 )
 
 // GateAt returns the gate's row at v (nil v: any row), and whether the table knows the gate.

@@ -204,8 +204,8 @@ func compareManagers(in StartInput, got Prediction, want startExpectRow) string 
 		if want.CPU.Phase != PhaseOK || want.CPU.Error != "" || want.Memory.Phase != PhaseOK || want.Memory.Error != "" {
 			return fmt.Sprintf("a config failure, yet the manifest has managers failing: cpu %+v, memory %+v", want.CPU, want.Memory)
 		}
-		if want.CPU.Policy != in.Config.cpuPolicy() || want.Memory.Policy != in.Config.memoryPolicy() {
-			return fmt.Sprintf("configured policies cpu %q memory %q, the manifest's %q %q", in.Config.cpuPolicy(), in.Config.memoryPolicy(), want.CPU.Policy, want.Memory.Policy)
+		if want.CPU.Policy != in.Config.CPUPolicy() || want.Memory.Policy != in.Config.MemoryPolicy() {
+			return fmt.Sprintf("configured policies cpu %q memory %q, the manifest's %q %q", in.Config.CPUPolicy(), in.Config.MemoryPolicy(), want.CPU.Policy, want.Memory.Policy)
 		}
 		return ""
 	}

@@ -42,18 +42,19 @@ type Fetcher struct {
 // Snapshot is the checkpoint files read from one place: a live node (Fetch) or files copied
 // off one (package local). It is the one snapshot type from the read to the report.
 type Snapshot struct {
-	Node               string            // the node read live; "" for copied files
-	Source             string            // the directory, archive or file copied files came from
-	KubeletVersion     string            // status.nodeInfo.kubeletVersion: picks the format rules
-	KubeletVersionFrom string            // for copies, where KubeletVersion was recorded (collect's node.json)
-	Devices            *DeviceStatus     // the node's extended resources, as its status says; nil: unknown
-	Files              map[string][]byte // requested path -> content
-	Missing            []string          // requested paths that are not regular files on the node
-	Oversized          []string          // requested paths skipped for exceeding the per-file cap
-	TempFiles          []string          // leftover ".<digits>" files of interrupted kubelet writes
-	Pods               *PodIndex         // the node's pods, to name pod UIDs and container IDs
-	Dumps              map[string][]byte // the sections Fetcher.Dumps asked for, by header
-	Warnings           []string          // non-fatal: tar's stderr, a failed pod index or deletion
+	Node               string              // the node read live; "" for copied files
+	Source             string              // the directory, archive or file copied files came from
+	KubeletVersion     string              // status.nodeInfo.kubeletVersion: picks the format rules
+	Allocatable        corev1.ResourceList // the live node's status.allocatable
+	KubeletVersionFrom string              // for copies, where KubeletVersion was recorded (collect's node.json)
+	Devices            *DeviceStatus       // the node's extended resources, as its status says; nil: unknown
+	Files              map[string][]byte   // requested path -> content
+	Missing            []string            // requested paths that are not regular files on the node
+	Oversized          []string            // requested paths skipped for exceeding the per-file cap
+	TempFiles          []string            // leftover ".<digits>" files of interrupted kubelet writes
+	Pods               *PodIndex           // the node's pods, to name pod UIDs and container IDs
+	Dumps              map[string][]byte   // the sections Fetcher.Dumps asked for, by header
+	Warnings           []string            // non-fatal: tar's stderr, a failed pod index or deletion
 }
 
 // Validate checks the options and paths, for the command layer's Validate step; Fetch checks
@@ -201,6 +202,7 @@ func (f *Fetcher) fetch(ctx context.Context, node NodeInfo, pw *podWatch) (nf *S
 		Node:           nodeName,
 		KubeletVersion: node.KubeletVersion,
 		Devices:        node.Devices,
+		Allocatable:    node.Allocatable,
 		Files:          got.files,
 		Missing:        got.missing,
 		Warnings:       got.warnings,

@@ -92,6 +92,12 @@ func TestFetch(t *testing.T) {
 		},
 		Warnings: []string{"tar: ./x: Cannot open: Permission denied"},
 	}
+	if nf.Pods != nil {
+		if len(nf.Pods.Running) != 1 || nf.Pods.Running[0].Name != "app" {
+			t.Errorf("running pods: %v", nf.Pods.Running)
+		}
+		nf.Pods.Running = nil
+	}
 	if diff := cmp.Diff(want, nf); diff != "" {
 		t.Errorf("Snapshot (-want +got):\n%s", diff)
 	}

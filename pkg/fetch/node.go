@@ -59,6 +59,9 @@ type NodeInfo struct {
 	KubeletVersion string // status.nodeInfo.kubeletVersion: picks the format rules
 	// Devices are the node's extended resources (device plugins'), as its status says.
 	Devices *DeviceStatus
+	// Allocatable is status.allocatable: what the kubelet's node-resource predicate admits
+	// pods against.
+	Allocatable corev1.ResourceList
 
 	listed  bool  // read from the API server (else only named: Fetch reads it first)
 	refused error // checkNode's verdict, when listed
@@ -67,7 +70,8 @@ type NodeInfo struct {
 // NodeInfoOf keeps what reading node needs.
 func NodeInfoOf(node *corev1.Node) NodeInfo {
 	return NodeInfo{Name: node.Name, KubeletVersion: node.Status.NodeInfo.KubeletVersion, Devices: deviceStatus(node),
-		listed: true, refused: checkNode(node)}
+		Allocatable: node.Status.Allocatable,
+		listed:      true, refused: checkNode(node)}
 }
 
 // nodePageSize bounds one page of the node list, so a large cluster is never held whole.

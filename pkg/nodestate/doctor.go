@@ -87,15 +87,42 @@ func inputFile(flag, dir string, bundle map[string][]byte, names ...string) ([]b
 func (r *Runner) diagnose(n *NodeResult) *DoctorResult {
 	out := &DoctorResult{}
 	note := func(format string, a ...any) { out.Notes = append(out.Notes, fmt.Sprintf(format, a...)) }
+	mi := r.managerInputs(n, r.cfg.Doctor.Machine, r.cfg.Doctor.KubeletConfig, note)
+	in := doctor.Input{Machine: mi.machine, Config: mi.config, Kubelet: mi.kubelet, RootDir: r.cfg.KubeletRootDir, Cgroups: n.Cgroups}
+	if n.CgroupsErr != nil {
+		note("cgroups not read: %v", n.CgroupsErr)
+	}
+	in.Node = n.nodeFacts()
+	r.livePods(n, &in)
+	for _, row := range mi.rows {
+		if row.Report != nil {
+			in.Files = append(in.Files, row.Report)
+		}
+	}
+	out.Result = doctor.Diagnose(in)
+	return out
+}
+
+// managerInputs is what the resource managers' replay reads of a node, for doctor and admit:
+// the target kubelet, its config, the machine and the files judged for that kubelet.
+type managerInputs struct {
+	kubelet *decode.Kubelet
+	config  *doctor.KubeletConfig
+	machine *machine.Machine
+	rows    []FileRow
+}
+
+// managerInputs takes the machine and config given (nil: the node's own), and notes what it
+// took from the node and what it lacked.
+func (r *Runner) managerInputs(n *NodeResult, m *machine.Machine, config *doctor.KubeletConfig, note func(string, ...any)) managerInputs {
 	// The kubelet the files were judged by: --kubelet-version, else the version collect
 	// recorded, else the live node's. A release only guessed from the files' formats predicts
-	// no start: the start depends on the version, which the files do not say.
+	// nothing: the managers depend on the version, which the files do not say.
 	kubelet := n.Judged.Kubelet
 	if n.Judged.Basis == BasisFiles {
 		kubelet = nil
 	}
 	judgedBy := kubelet
-	config := r.cfg.Doctor.KubeletConfig
 	if config == nil && n.KubeletConfig != nil {
 		config = r.nodeConfig(n, note)
 	}
@@ -105,25 +132,35 @@ func (r *Runner) diagnose(n *NodeResult) *DoctorResult {
 		k := kubelet.WithConfigGates(config.FeatureGates)
 		kubelet = &k
 	}
-	rows := n.Rows
+	mi := managerInputs{kubelet: kubelet, config: config, machine: m, rows: n.Rows}
 	if kubelet != judgedBy {
-		rows, _ = JudgeFiles(n.Snapshot, r.kindOf, kubelet, r.cfg.KubeletRootDir)
+		mi.rows, _ = JudgeFiles(n.Snapshot, r.kindOf, kubelet, r.cfg.KubeletRootDir)
 	}
-	in := doctor.Input{Machine: r.cfg.Doctor.Machine, Config: config, Kubelet: kubelet, RootDir: r.cfg.KubeletRootDir, Cgroups: n.Cgroups}
-	if n.CgroupsErr != nil {
-		note("cgroups not read: %v", n.CgroupsErr)
-	}
-	r.liveInputs(n, &in, note)
-	for _, row := range rows {
-		if row.Report != nil {
-			in.Files = append(in.Files, row.Report)
+	if mi.machine == nil {
+		switch {
+		case n.Machine != nil && n.Node == "":
+			// The collect script's bundle has the raw sysfs dump, not machine.json.
+			mi.machine = n.Machine
+			note("using machine: %s: %s", SysfsFile, n.Machine.Summary())
+		case n.Machine != nil:
+			mi.machine = n.Machine
+		case n.Node != "" && n.MachineErr != nil:
+			note("machine not read: %v", n.MachineErr)
 		}
 	}
-	if len(in.Files) == 0 {
+	if n.Node != "" && mi.config == nil && n.KubeletConfig == nil && r.cfg.KubeletConfig {
+		note("kubelet config not read: %s", n.KubeletConfigNote)
+	}
+	files := 0
+	for _, row := range mi.rows {
+		if row.Report != nil {
+			files++
+		}
+	}
+	if files == 0 {
 		note("no checkpoint files found: the kubelet would start with fresh state")
 	}
-	out.Result = doctor.Diagnose(in)
-	return out
+	return mi
 }
 
 // nodeConfig parses the kubelet config read from a live node, saying where it came from.
@@ -145,32 +182,11 @@ func (r *Runner) nodeConfig(n *NodeResult, note func(string, ...any)) *doctor.Ku
 	return c
 }
 
-// liveInputs fills in what a live node brings: its machine (unless the config gives one), and
-// its pods, for the stale-entry checks. The plugin's own debug pods count as live: the files
-// still list the one that just read them, and it is no finding.
-func (r *Runner) liveInputs(n *NodeResult, in *doctor.Input, note func(string, ...any)) {
-	in.Node = n.nodeFacts()
-	if n.Node == "" {
-		// The collect script's bundle has the raw sysfs dump, not machine.json.
-		if in.Machine == nil && n.Machine != nil {
-			in.Machine = n.Machine
-			note("using machine: %s: %s", SysfsFile, n.Machine.Summary())
-		}
-		return
-	}
-	if in.Machine == nil {
-		switch {
-		case n.Machine != nil:
-			in.Machine = n.Machine
-		case n.MachineErr != nil:
-			note("machine not read: %v", n.MachineErr)
-		}
-	}
-	if in.Config == nil && n.KubeletConfig == nil && r.cfg.KubeletConfig {
-		note("kubelet config not read: %s", n.KubeletConfigNote)
-	}
+// livePods fills in a live node's pods, for the stale-entry checks. The plugin's own debug
+// pods count as live: the files still list the one that just read them, and it is no finding.
+func (r *Runner) livePods(n *NodeResult, in *doctor.Input) {
 	ix := n.Snapshot.Pods
-	if ix == nil {
+	if n.Node == "" || ix == nil {
 		return
 	}
 	in.LivePods = map[string]bool{}

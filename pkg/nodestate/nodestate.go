@@ -84,6 +84,7 @@ type Config struct {
 // files, when its config is set, and answers in the NodeResult field of its name.
 type Engines struct {
 	Doctor *DoctorConfig
+	Admit  *AdmitConfig
 }
 
 // Offline reports whether the files come from copies on disk.
@@ -126,6 +127,8 @@ type NodeResult struct {
 
 	// Doctor is the start prediction (Config.Doctor); nil when not asked or Err is set.
 	Doctor *DoctorResult
+	// Admit is the admission of Config.Admit's pods; nil when not asked or Err is set.
+	Admit *AdmitResult
 }
 
 // Warnings are the non-fatal problems of the read.
@@ -167,13 +170,17 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 	if cfg.KubeletRootDir == "" {
 		cfg.KubeletRootDir = decode.DefaultRootDir
 	}
+	// Live nodes bring their own machine and config, unless the ones to be are given.
 	if d := cfg.Doctor; d != nil {
-		// Live nodes bring their own machine and config, unless the ones to be are given.
 		cfg.Machine = cfg.Machine || d.Machine == nil
 		cfg.KubeletConfig = cfg.KubeletConfig || d.KubeletConfig == nil
 		// The files against the node: device plugin sockets, CDI specs, ResourceClaims, cgroups.
 		cfg.NodeFiles = true
 		cfg.Cgroups = true
+	}
+	if a := cfg.Admit; a != nil {
+		cfg.Machine = cfg.Machine || a.Machine == nil
+		cfg.KubeletConfig = cfg.KubeletConfig || a.KubeletConfig == nil
 	}
 	r := &Runner{cfg: cfg}
 	switch {
@@ -355,6 +362,9 @@ func (r *Runner) decodeSnapshot(s *fetch.Snapshot) *NodeResult {
 func (r *Runner) runEngines(res *NodeResult) *NodeResult {
 	if r.cfg.Doctor != nil && res.Err == nil {
 		res.Doctor = r.diagnose(res)
+	}
+	if r.cfg.Admit != nil && res.Err == nil {
+		res.Admit = r.admit(res)
 	}
 	return res
 }

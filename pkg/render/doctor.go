@@ -73,7 +73,7 @@ func startRow(s doctor.KubeletStart) []string {
 	return []string{"error", "kubelet-start", file, s.Phase, text.OneLine(msg), text.OneLine(fix)}
 }
 
-func printOne(w io.Writer, f Format, r DoctorResult) error {
+func printOne(w io.Writer, f Format, r any) error {
 	var b []byte
 	var err error
 	if f == JSON {

@@ -37,8 +37,7 @@ var example = cmdutil.Examples(`
 type Options struct {
 	cmdutil.ReadOptions
 	genericiooptions.IOStreams
-	MachineFile string
-	ConfigFile  string
+	cmdutil.MachineConfigOptions
 
 	notes []string
 }
@@ -74,11 +73,8 @@ func NewCmdDoctor(flags *genericclioptions.ConfigFlags, streams genericiooptions
 		ValidArgsFunction: cmdutil.CompleteNodeNames(flags),
 		RunE:              cmdutil.RunE(o),
 	}
-	o.AddFlags(cmd)
-	cmd.Flags().StringVar(&o.MachineFile, "machine", "", "The machine (machine.json: online CPUs, NUMA memory, hugepages); default: the bundle's machine.json")
-	cmd.Flags().StringVar(&o.ConfigFile, "kubelet-config", "", "The KubeletConfiguration (YAML or JSON, or configz's answer); default: the bundle's kubelet-config.yaml")
-	_ = cmd.MarkFlagFilename("machine", "json")
-	_ = cmd.MarkFlagFilename("kubelet-config", "yaml", "yml", "json")
+	o.ReadOptions.AddFlags(cmd)
+	o.MachineConfigOptions.AddFlags(cmd)
 	return cmd
 }
 
