@@ -7,7 +7,7 @@ COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -s -w -X $(PKG)/pkg/version.version=$(VERSION) -X $(PKG)/pkg/version.commit=$(COMMIT) -X $(PKG)/pkg/version.date=$(DATE)
 
-.PHONY: help build test lint demo fuzz bench bench-scale bench-podindex e2e e2e-scale e2e-node krew-test release-check ci
+.PHONY: help build test lint mutate mutations demo fuzz bench bench-scale bench-podindex e2e e2e-faults e2e-scale e2e-node krew-test release-check ci
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -20,6 +20,12 @@ test: ## the fast test suite (no cluster): unit, conformance against the kubelet
 
 lint: ## staticcheck, pinned in hack/tools/staticcheck and built from its module (cached outside the clone)
 	hack/lint.sh
+
+mutate: ## mutation testing (gremlins, pinned in hack/tools/gremlins) over MUTATE_PKGS (decode, doctor, replay/admit when present); efficacy per package; slow, not in CI
+	hack/mutate.sh
+
+mutations: ## the mutations issue 21 found missed, and deleted vectors, each applied to a copy of the tree: go test must fail for each
+	hack/mutations.sh
 
 demo: build ## verify and show the bundled example kubelet dir (no cluster needed)
 	./$(BIN) verify --from-dir examples/kubelet-root
@@ -39,6 +45,9 @@ bench-podindex: ## what naming pods costs the API server: a list per node vs one
 
 e2e: ## live commands end to end on a real kube-apiserver + etcd + kwok (builds/caches the binaries)
 	hack/e2e.sh
+
+e2e-faults: ## the fault suite: API server paused and restarted, exec cut and stalled, nodes and pods gone, Ctrl-C, SIGKILL, during verify --all-nodes (docs/reliability.md)
+	NODESTATE_E2E_FAULTS=1 hack/e2e.sh -run '^TestFault'
 
 e2e-scale: ## the plugin's verify --all-nodes over 1,000 simulated nodes, at two concurrencies in one run
 	NODESTATE_E2E_PLUGIN_SCALE_NODES=$${NODES:-1000} NODESTATE_E2E_SCALE_NODES=$${NODES:-1000} hack/e2e.sh -run 'TestLiveScale|TestSmokeScale'

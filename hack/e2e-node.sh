@@ -81,7 +81,9 @@ binaries() {
   fi
   mkdir -p "$tmp/pause"
   go build -ldflags '-s -w' -o "$tmp/pause/pause" ./hack/e2e-node/pause
-  (cd hack/tools/kubelet && GOWORK=off GOFLAGS=-mod=readonly go build -o "$tmp/cri-stop" ./cri-stop)
+  (cd hack/tools/kubelet && GOWORK=off GOFLAGS=-mod=readonly go build -o "$tmp/cri-stop" ./cri-stop &&
+    GOWORK=off GOFLAGS=-mod=readonly go build -o "$tmp/device-plugin" ./device-plugin &&
+    GOWORK=off GOFLAGS=-mod=readonly go build -o "$tmp/dra-driver" ./dra-driver)
   go test -c -tags e2enode -o "$tmp/e2e-node.test" ./test/e2e-node
 }
 timed binaries binaries
@@ -89,7 +91,8 @@ timed binaries binaries
 timed up hack/e2e-node/up.sh "$bin" "$tmp/pause/pause"
 
 run_tests() {
-  (cd test/e2e-node && NODESTATE_E2E_NODE_ENV="$S/env" NODESTATE_PLUGIN="$tmp/plugin/kubectl-nodestate" \
+  (cd test/e2e-node && NODESTATE_E2E_NODE_ENV="$S/env" NODESTATE_PLUGIN="$tmp/plugin/kubectl-nodestate" NODESTATE_CRI_STOP="$tmp/cri-stop" \
+    NODESTATE_E2E_DEVICE_PLUGIN="$tmp/device-plugin" NODESTATE_E2E_DRA_DRIVER="$tmp/dra-driver" \
     NODESTATE_REPO="$root" "${NSENTER[@]}" "$tmp/e2e-node.test" -test.v -test.count=1 -test.timeout=20m "$@")
 }
 timed tests run_tests "$@"

@@ -76,6 +76,17 @@ for l in /var/log/containers/*; do
   [[ -L $l && $(readlink "$l") == "$S/"* ]] && rm -f "$l"
 done
 
+# The sample device plugin's sockets (it removes its own on SIGTERM; a killed one leaves it),
+# and the device checkpoint the kubelet wrote for it.
+rm -f /var/lib/kubelet/device-plugins/nodestate-e2e-*.sock
+[[ -f $S/created-device-checkpoint ]] && rm -f /var/lib/kubelet/device-plugins/kubelet_internal_checkpoint
+
+if [[ -f $S/created-cdi-dirs ]]; then
+  while read -r d; do
+    rmdir "$d" 2>/dev/null || { [[ -e $d ]] && { log "$d not empty: left"; status=1; }; }
+  done <"$S/created-cdi-dirs"
+fi
+
 if [[ -f $S/created-var-lib-kubelet ]]; then
   rm -f /var/lib/kubelet/device-plugins/kubelet.sock
   rmdir /var/lib/kubelet/device-plugins /var/lib/kubelet 2>/dev/null || { log "/var/lib/kubelet not empty: left"; status=1; }

@@ -36,6 +36,13 @@ done >"$S/sysctls.saved"
 [[ -d /run/netns ]] || touch "$S/created-run-netns"
 # The kubelet's device manager listens on the fixed /var/lib/kubelet/device-plugins/kubelet.sock.
 [[ -e /var/lib/kubelet ]] || touch "$S/created-var-lib-kubelet"
+# ... and keeps its checkpoint there once a device plugin registered (TestDevicePluginGone).
+[[ -e /var/lib/kubelet/device-plugins/kubelet_internal_checkpoint ]] || touch "$S/created-device-checkpoint"
+# doctor's and collect's debug pods mount the CDI spec dirs (DirectoryOrCreate): the kubelet
+# makes them when missing.
+for d in /etc/cdi /var/run/cdi; do
+  [[ -e $d ]] || echo "$d" >>"$S/created-cdi-dirs"
+done
 
 t0=$SECONDS
 phase() { log "$1 ($((SECONDS - t0))s)"; }
@@ -247,6 +254,10 @@ phase "node $E2E_NODE_NAME Ready"
 # No kube-controller-manager: the default ServiceAccount must be made by hand, or the apiserver
 # refuses every pod in the namespace.
 "${kubectl[@]}" create serviceaccount default -n default >/dev/null 2>&1 || true
+# The plugin's own namespace (its default for the debug pods), Role and ClusterRole, as installed
+# from its README.
+"${kubectl[@]}" apply -f "$here/../../deploy/rbac.yaml" >/dev/null
+"${kubectl[@]}" create serviceaccount default -n kubectl-nodestate >/dev/null 2>&1 || true
 
 cat >"$S/env" <<EOF
 KUBECONFIG=$S/admin.kubeconfig

@@ -30,3 +30,4 @@ done
 echo "wrote and restored every file in ${SECONDS}s" >&2
 rm -f "$repo"/testdata/kubelet/cpu_manager_state/*/restore-*.json "$repo"/testdata/kubelet/expected/cpu_manager_state/*/restore-*.json
 "$work/bin/${releases[0]}" -mode vectors -cases cases.json -dir "$work" -out "$repo/testdata/kubelet"
+"$repo/hack/vectors-manifest.sh"

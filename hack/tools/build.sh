@@ -33,6 +33,8 @@ KUBELET_KEY=$(cat "$(dirname "${BASH_SOURCE[0]}")/kubelet/go.mod" "$(dirname "${
 GORELEASER_VERSION=$(sed -n 's#^\tgithub.com/goreleaser/goreleaser/v2 \(v[^ ]*\).*#\1#p' "$(dirname "${BASH_SOURCE[0]}")/goreleaser/go.mod")
 # Opt-in the same way (NODESTATE_TOOLS=staticcheck): .ci/run's lint step.
 STATICCHECK_VERSION=$(sed -n 's#^\thonnef.co/go/tools \(v[^ ]*\).*#\1#p' "$(dirname "${BASH_SOURCE[0]}")/staticcheck/go.mod")
+# Opt-in the same way (NODESTATE_TOOLS=gremlins): only `make mutate` needs it.
+GREMLINS_VERSION=$(sed -n 's#^\tgithub.com/go-gremlins/gremlins \(v[^ ]*\).*#\1#p' "$(dirname "${BASH_SOURCE[0]}")/gremlins/go.mod")
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cache_root=${NODESTATE_TOOLS_CACHE:-$HOME/.cache/kubectl-nodestate/tools}
@@ -122,6 +124,10 @@ if [[ " ${NODESTATE_TOOLS:-} " == *" staticcheck "* ]]; then
   build "staticcheck-$STATICCHECK_VERSION" staticcheck honnef.co/go/tools/cmd/staticcheck \
     "-s -w"
   ln -sf "staticcheck-$STATICCHECK_VERSION" "$bin/staticcheck"
+fi
+if [[ " ${NODESTATE_TOOLS:-} " == *" gremlins "* ]]; then
+  build "gremlins-$GREMLINS_VERSION" gremlins github.com/go-gremlins/gremlins/cmd/gremlins "-s -w"
+  ln -sf "gremlins-$GREMLINS_VERSION" "$bin/gremlins"
 fi
 # kubectl finds the krew plugin as kubectl-krew on PATH.
 if [[ -x "$bin/krew" && ! -e "$bin/kubectl-krew" ]]; then

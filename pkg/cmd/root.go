@@ -20,6 +20,7 @@ import (
 	// Cloud kubeconfigs (exec, oidc, ...) must work as they do for kubectl.
 	_ "k8s.io/client-go/plugin/pkg/client/auth"
 
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmd/admit"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmd/cleanup"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmd/collect"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmd/doctor"
@@ -73,6 +74,7 @@ It reads live nodes through a short-lived read-only debug pod, or files copied o
 		root.AddCommand(c)
 	}
 	root.AddCommand(doctor.NewCmdDoctor(configFlags, streams))
+	root.AddCommand(admit.NewCmdAdmit(configFlags, streams))
 	root.AddCommand(collect.NewCmdCollect(configFlags, streams))
 	root.AddCommand(cleanup.NewCmdCleanup(configFlags, streams))
 	root.AddCommand(versioncmd.NewCmdVersion(streams))

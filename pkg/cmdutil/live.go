@@ -8,6 +8,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/render"
 )
 
@@ -86,8 +87,14 @@ type ReadOptions struct {
 	Live   LiveOptions
 	Nodes  []string
 	// ReadMachine and ReadKubeletConfig also read each live node's machine and kubelet config
-	// (doctor, collect); see nodestate.Config.
+	// (collect); see nodestate.Config.
 	ReadMachine, ReadKubeletConfig bool
+	// ReadNodeFiles also reads the device plugin sockets and CDI specs (nodestate.Config.NodeFiles).
+	ReadNodeFiles bool
+	// ReadCgroups also reads what the node's cgroups show (nodestate.Config.Cgroups).
+	ReadCgroups bool
+	// Engines are the library's engines to run beyond decode (doctor).
+	Engines nodestate.Engines
 }
 
 // NewReadOptions returns ReadOptions reading live nodes through flags.
@@ -118,4 +125,14 @@ func (o *ReadOptions) Validate() error {
 // RenderOptions are the printer options the flags ask for.
 func (o *ReadOptions) RenderOptions() render.Options {
 	return render.Options{Format: o.Source.Format, NoHeader: o.Source.NoHeaders, ShowNode: !o.Source.Offline()}
+}
+
+// DebugNamespace is where the debug pods go: --namespace when given, else the plugin's own
+// namespace (deploy/rbac.yaml), never the kubeconfig context's, whose Pod Security level and
+// RBAC the plugin's Role knows nothing of.
+func DebugNamespace(flags *genericclioptions.ConfigFlags) string {
+	if flags != nil && flags.Namespace != nil && *flags.Namespace != "" {
+		return *flags.Namespace
+	}
+	return fetch.DefaultNamespace
 }

@@ -31,6 +31,9 @@ func (o *ReadOptions) Config() (nodestate.Config, error) {
 		KubeletRootDir: src.KubeletRootDir,
 		Kubelet:        src.Kubelet,
 		KubeletWhy:     "--kubelet-version",
+		NodeFiles:      o.ReadNodeFiles,
+		Cgroups:        o.ReadCgroups,
+		Engines:        o.Engines,
 	}
 	if src.Offline() {
 		return cfg, nil
@@ -45,10 +48,7 @@ func (o *ReadOptions) Config() (nodestate.Config, error) {
 	if err != nil {
 		return cfg, err
 	}
-	ns, _, err := live.ConfigFlags.ToRawKubeConfigLoader().Namespace()
-	if err != nil {
-		return cfg, err
-	}
+	ns := DebugNamespace(live.ConfigFlags)
 	cfg.Nodes, cfg.AllNodes, cfg.Selector = o.Nodes, live.AllNodes, live.Selector
 	cfg.Client, cfg.RESTConfig, cfg.Concurrency = client, config, live.Concurrency
 	cfg.Machine, cfg.KubeletConfig = o.ReadMachine, o.ReadKubeletConfig

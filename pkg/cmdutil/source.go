@@ -116,3 +116,18 @@ func ParseFeatureGates(s string) (map[string]bool, error) {
 	}
 	return gates, nil
 }
+
+// MachineConfigOptions are the machine and kubelet config about to be used (doctor, admit);
+// empty takes the node's own, or a collect bundle's.
+type MachineConfigOptions struct {
+	MachineFile string
+	ConfigFile  string
+}
+
+// AddFlags registers --machine and --kubelet-config.
+func (o *MachineConfigOptions) AddFlags(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&o.MachineFile, "machine", "", "The machine (machine.json: online CPUs, NUMA memory, hugepages); default: the node's sysfs, or the bundle's machine.json")
+	cmd.Flags().StringVar(&o.ConfigFile, "kubelet-config", "", "The KubeletConfiguration (YAML or JSON, or configz's answer); default: the node's, or the bundle's kubelet-config.yaml")
+	_ = cmd.MarkFlagFilename("machine", "json")
+	_ = cmd.MarkFlagFilename("kubelet-config", "yaml", "yml", "json")
+}

@@ -30,7 +30,7 @@ var pbGood = pbCat(pbBytes(1, pbCat(pbStr(1, "NVIDIA_VISIBLE_DEVICES"), pbStr(2,
 	pbBytes(4, pbCat(pbStr(1, "example.com/gpu"), pbStr(2, "0"))))
 
 // The kubelet of each era, as a release in it (the rows of files[KindDevices].Restore).
-var allocRespEras = []string{"v1.17.17", "v1.21.14", "v1.33.0", "v1.37.1"}
+var allocRespEras = []string{"v1.17.17", "v1.21.14", "v1.33.0", HomeKubelet}
 
 const (
 	pbDecode = "proto: cannot parse invalid wire-format data"
@@ -96,13 +96,13 @@ func TestAllocRespRules(t *testing.T) {
 // entries stay in Decoded.
 func TestDroppedEntryReport(t *testing.T) {
 	raw := devFile(t, pbGood, pbGood[:12])
-	for _, label := range []string{"v1.21.14", "v1.37.1"} {
+	for _, label := range []string{"v1.21.14", HomeKubelet} {
 		k := MustParseKubelet(label)
 		rep := Decode(KindDevices, raw, Options{Kubelet: &k})
 		if rep.Verdict != Valid || len(rep.Dropped) != 1 || rep.Dropped[0].Index != 1 || rep.Dropped[0].ContainerName != "c1" {
 			t.Fatalf("%s: verdict %s, dropped %+v", label, rep.Verdict, rep.Dropped)
 		}
-		if n := len(rep.Decoded.(*DeviceState).PodDeviceEntries); n != 2 {
+		if n := len(rep.Decoded.Devices.PodDeviceEntries); n != 2 {
 			t.Errorf("%s: %d entries decoded, want 2", label, n)
 		}
 		if !strings.Contains(strings.Join(rep.Notes, "\n"), "skips 1 of 2 device entries") {
@@ -140,7 +140,7 @@ func TestReplacedEntryReport(t *testing.T) {
 	}
 	cp.Checksum = checksumField(eraByID(t, "dev-v2").Sums[0].Rule.compute(&cp))
 	raw, _ = json.Marshal(&cp)
-	k := MustParseKubelet("v1.37.1")
+	k := MustParseKubelet(HomeKubelet)
 	rep := Decode(KindDevices, raw, Options{Kubelet: &k})
 	if rep.Verdict != Valid || len(rep.Dropped) != 1 || rep.Dropped[0].Index != 0 || rep.Dropped[0].ReplacedBy == nil || *rep.Dropped[0].ReplacedBy != 1 {
 		t.Fatalf("verdict %s, dropped %+v", rep.Verdict, rep.Dropped)

@@ -50,7 +50,7 @@ func TestLargeCheckpointVerifies(t *testing.T) {
 	if rep.Verdict != Valid || rep.Format != "cpu-v2" {
 		t.Fatalf("large checkpoint: %s %s %s", rep.Format, rep.Verdict, rep.Error)
 	}
-	if n := len(rep.Decoded.(*CPUState).Entries); n != 2500 {
+	if n := len(rep.Decoded.CPU.Entries); n != 2500 {
 		t.Fatalf("decoded %d pods", n)
 	}
 }

@@ -2,12 +2,12 @@ package decode
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -42,49 +42,130 @@ type manifestEntry struct {
 	} `json:"reads"`
 }
 
-// loadManifest reads the expectations of every vector: expectedDir holds, at each vector's
-// path, its <case>.json and the texts its writer hashed (<case>.hashed.txt, .data-hashed.txt).
+// loadManifest reads the expectations of every vector that testdata/kubelet/MANIFEST lists:
+// expectedDir holds, at each vector's path, its <case>.json and the texts its writer hashed
+// (<case>.hashed.txt, .data-hashed.txt), as its MANIFEST line says. The list is the count: a
+// vector, an expectation or a hashed text that is missing fails, and so does one the list lacks.
 func loadManifest(t testing.TB) []manifestEntry {
 	t.Helper()
-	var out []manifestEntry
-	err := filepath.WalkDir(expectedDir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".json") {
-			return err
-		}
-		raw, err := os.ReadFile(p)
+	listed := readVectorList(t)
+	checkVectorTree(t, listed)
+	out := make([]manifestEntry, 0, len(listed))
+	for _, v := range listed {
+		stem := filepath.Join(expectedDir, strings.TrimSuffix(v.path, ".json"))
+		raw, err := os.ReadFile(stem + ".json")
 		if err != nil {
-			return err
+			t.Fatalf("%s: no expectation: %v", v.path, err)
 		}
 		var e manifestEntry
 		if err := json.Unmarshal(raw, &e); err != nil {
-			return fmt.Errorf("%s: %w", p, err)
+			t.Fatalf("%s: %v", stem+".json", err)
 		}
-		rel, _ := filepath.Rel(expectedDir, p)
-		e.File = filepath.ToSlash(rel)
-		stem := strings.TrimSuffix(p, ".json")
-		if e.HashedText, err = optionalText(stem + ".hashed.txt"); err != nil {
-			return err
+		e.File = v.path
+		if e.HashedText, err = expectedText(stem+".hashed.txt", v.hashed); err != nil {
+			t.Fatal(err)
 		}
-		if e.DataHashedText, err = optionalText(stem + ".data-hashed.txt"); err != nil {
-			return err
+		if e.DataHashedText, err = expectedText(stem+".data-hashed.txt", v.dataHashed); err != nil {
+			t.Fatal(err)
 		}
 		out = append(out, e)
+	}
+	return out
+}
+
+// listedVector is one line of testdata/kubelet/MANIFEST.
+type listedVector struct {
+	path               string
+	hashed, dataHashed bool
+}
+
+func readVectorList(t testing.TB) []listedVector {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(vectorsDir, "MANIFEST"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []listedVector
+	seen := map[string]bool{}
+	for n, line := range strings.Split(string(raw), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) == 0 || strings.HasPrefix(fields[0], "#") {
+			continue
+		}
+		v := listedVector{path: fields[0]}
+		for _, f := range fields[1:] {
+			switch f {
+			case "hashed":
+				v.hashed = true
+			case "data-hashed":
+				v.dataHashed = true
+			default:
+				t.Fatalf("MANIFEST:%d: unknown flag %q", n+1, f)
+			}
+		}
+		if seen[v.path] || !strings.HasSuffix(v.path, ".json") {
+			t.Fatalf("MANIFEST:%d: %q listed twice or not a .json vector", n+1, v.path)
+		}
+		seen[v.path] = true
+		out = append(out, v)
+	}
+	if len(out) == 0 {
+		t.Fatal("MANIFEST lists no vector")
+	}
+	return out
+}
+
+// checkVectorTree: the files under testdata/kubelet are exactly the listed vectors, and those
+// under expected/ exactly their expectations (and its README).
+func checkVectorTree(t testing.TB, listed []listedVector) {
+	t.Helper()
+	want := map[string]bool{"MANIFEST": true, "expected/README.md": true}
+	for _, v := range listed {
+		stem := "expected/" + strings.TrimSuffix(v.path, ".json")
+		want[v.path], want[stem+".json"] = true, true
+		if v.hashed {
+			want[stem+".hashed.txt"] = true
+		}
+		if v.dataHashed {
+			want[stem+".data-hashed.txt"] = true
+		}
+	}
+	found := map[string]bool{}
+	err := filepath.WalkDir(vectorsDir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(vectorsDir, p)
+		found[filepath.ToSlash(rel)] = true
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(out) < 500 {
-		t.Fatalf("%d expectations; the vectors look incomplete", len(out))
+	bad := 0
+	for _, f := range slices.Sorted(maps.Keys(want)) {
+		if !found[f] {
+			t.Errorf("testdata/kubelet/%s: listed by MANIFEST, missing", f)
+			bad++
+		}
 	}
-	return out
+	for _, f := range slices.Sorted(maps.Keys(found)) {
+		if !want[f] {
+			t.Errorf("testdata/kubelet/%s: not listed by MANIFEST (a new vector gets a MANIFEST line)", f)
+			bad++
+		}
+	}
+	if bad > 0 {
+		t.Fatalf("%d files differ from MANIFEST's %d vectors", bad, len(listed))
+	}
 }
 
-func optionalText(path string) (*string, error) {
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
+// expectedText reads a hashed text that MANIFEST says is there.
+func expectedText(path string, listed bool) (*string, error) {
+	if !listed {
 		return nil, nil
 	}
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
@@ -186,7 +267,7 @@ func TestConformanceWriterVerdict(t *testing.T) {
 				t.Errorf("error\n got %q\nwant %q", rep.Error, *e.ExpectedError)
 			}
 			if e.ExpectedVerdict == Valid {
-				got := kubeletView(t, Kind(e.Component), rep.Decoded)
+				got := kubeletView(t, Kind(e.Component), rep.Decoded.Any())
 				var want any
 				if err := json.Unmarshal(e.ExpectedDecoded, &want); err != nil {
 					t.Fatal(err)
@@ -246,23 +327,34 @@ func TestConformanceHashedText(t *testing.T) {
 					t.Errorf("data hashed text\n got %q\nwant %q", got, *e.DataHashedText)
 				}
 			}
-			if e.HashedText != nil && !hasValue(texts, *e.HashedText) {
-				t.Errorf("hashed text\n got %q\nwant %q", texts, *e.HashedText)
+			if e.HashedText != nil {
+				key := checksumKey(t, raw)
+				if got := texts[key]; got != *e.HashedText {
+					t.Errorf("hashed text under %q\n got %q\nwant %q", key, got, *e.HashedText)
+				}
 			}
 		})
 	}
-	if n < 200 {
-		t.Fatalf("only %d vectors carry a hashed text", n)
+	if n == 0 {
+		t.Fatal("no vector carries a hashed text")
 	}
 }
 
-func hasValue(m map[string]string, want string) bool {
-	for k, v := range m {
-		if k != "dataChecksum" && v == want {
-			return true
+// checksumKey is the file's own top-level checksum field ("checksum", "Checksum"): the text
+// under that key of HashedText is what the writer hashed for it.
+func checksumKey(t *testing.T, raw []byte) string {
+	t.Helper()
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &top); err != nil {
+		t.Fatalf("a vector with a hashed text is not a JSON object: %v", err)
+	}
+	for k := range top {
+		if strings.EqualFold(k, "checksum") {
+			return k
 		}
 	}
-	return false
+	t.Fatal("a vector with a hashed text has no checksum field")
+	return ""
 }
 
 func formatID(manifestFormat string) string {

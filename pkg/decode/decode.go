@@ -69,7 +69,7 @@ func decodeUnchecked(rep *Report, raw []byte, opts Options) *Report {
 		rep.Refused = refusedOf(rep.Kind, *reader)
 		return rep
 	}
-	rep.Verdict, rep.Decoded = Valid, res.layoutModel()
+	rep.Verdict, rep.Decoded = Valid, modelOf(res.layoutModel())
 	return rep
 }
 
@@ -107,10 +107,10 @@ func decodeChecksummed(rep *Report, raw []byte, opts Options) *Report {
 		if out.result.zeroAccepted {
 			rep.Rule += " (stored checksum 0, accepted unverified)"
 		}
-		rep.Decoded = out.model
+		rep.Decoded = modelOf(out.model)
 		// Only when that layout really loses something: newer kubelets read older files through
 		// newer layouts that keep everything (DRA, pod allocation files).
-		if f != nil && out.result.layout != f.Layout && !reflect.DeepEqual(rep.Decoded, bestEffortModel(f, in)) {
+		if f != nil && out.result.layout != f.Layout && !reflect.DeepEqual(rep.Decoded.Any(), bestEffortModel(f, in)) {
 			rep.Notes = append(rep.Notes, fmt.Sprintf("kubelet %s reads this %s file through an older layout (%s): fields that layout lacks are dropped", reader, f.ID, out.result.rule.ID))
 		}
 		if out.result.note != "" {
@@ -123,8 +123,8 @@ func decodeChecksummed(rep *Report, raw []byte, opts Options) *Report {
 	}
 	if f != nil {
 		rep.Checksums = checksumResults(f, in, *reader)
-		if rep.Decoded == nil {
-			rep.Decoded = bestEffortModel(f, in)
+		if rep.Decoded.IsZero() {
+			rep.Decoded = modelOf(bestEffortModel(f, in))
 		}
 		if out.restoreFailed {
 			rep.Notes = append(rep.Notes, fmt.Sprintf("the file is intact (its checksums match), but kubelet %s's restore refuses its content", reader))

@@ -121,7 +121,7 @@ func TestDRAEdgeCases(t *testing.T) {
 		verdict      Verdict
 		err          string // exact, or a prefix when it ends in "..."
 	}{
-		{"checksum above uint32", "v1.37.1", []byte(`{"Data":"{}","Checksum":4294967296}`), Unreadable,
+		{"checksum above uint32", HomeKubelet, []byte(`{"Data":"{}","Checksum":4294967296}`), Unreadable,
 			"failed to get checkpoint dra_manager_state: json: cannot unmarshal number 4294967296 into Go struct field Checkpoint.Checksum of type uint32"},
 		// 1.27-1.30 keep a uint64 checksum: the same file is only corrupt there.
 		{"checksum above uint32 in v1", "v1.30.14", []byte(`{"Data":"{}","Checksum":4294967296}`), Corrupt,
@@ -130,14 +130,14 @@ func TestDRAEdgeCases(t *testing.T) {
 			"invalid character 'o' in literal null (expecting 'u')"},
 		{"empty data, checksum 0", "v1.31.14", []byte(`{"Data":"","Checksum":0}`), Unreadable, "unexpected end of JSON input"},
 		{"empty data, checksum 0, default reader", "", []byte(`{"Data":"","Checksum":0}`), Unreadable, "unexpected end of JSON input"},
-		{"data of the wrong type", "v1.37.1", draV2File(`{"ClaimInfoStateList":{}}`), Unreadable,
+		{"data of the wrong type", HomeKubelet, draV2File(`{"ClaimInfoStateList":{}}`), Unreadable,
 			"json: cannot unmarshal object into Go struct field CheckpointData.ClaimInfoStateList of type state.ClaimInfoStateList"},
 		{"Data not a string", "v1.34.10", []byte(`{"Data":{},"Checksum":1}`), Unreadable,
 			"failed to get checkpoint dra_manager_state: json: cannot unmarshal object into Go struct field Checkpoint.Data of type string"},
 		// GetOrCreate decodes into NewCheckpoint(nil): absent keys keep the empty document.
 		{"no keys at all", "v1.31.14", []byte(`{}`), Valid, ""},
 		{"checksum only", "v1.31.14", []byte(`{"Checksum":4010664294}`), Valid, ""},
-		{"kind and apiVersion are not checked", "v1.37.1", draV2File(`{"kind":"Pod","apiVersion":"v9"}`), Valid, ""},
+		{"kind and apiVersion are not checked", HomeKubelet, draV2File(`{"kind":"Pod","apiVersion":"v9"}`), Valid, ""},
 		{"ShareID of the wrong type, 1.35 reads it", "v1.35.8", draV2File(strings.Replace(doc, `"s-1"`, `5`, 1)), Unreadable,
 			"json: cannot unmarshal number into Go struct field Device.ClaimInfoStateList.DriverState.Devices.ShareID of type types.UID"},
 		{"ShareID of the wrong type, 1.34 ignores it", "v1.34.10", draV2File(strings.Replace(doc, `"s-1"`, `5`, 1)), Valid, ""},
@@ -200,7 +200,7 @@ func TestDRASelfInconsistentRawExtension(t *testing.T) {
 	if rep.Verdict != Valid || rep.Reader != "v1.30.14" {
 		t.Fatalf("verdict %s by %s (%s), want valid by v1.30.14", rep.Verdict, rep.Reader, rep.Error)
 	}
-	h := rep.Decoded.(*DRAState).Claims[0].ResourceHandles[0]
+	h := rep.Decoded.DRA.Claims[0].ResourceHandles[0]
 	if h.StructuredData == nil || h.StructuredData.NodeName != "node-1" || *h.StructuredData.Results[0].NamedResource != "gpu-3" ||
 		!bytes.Equal(h.StructuredData.VendorClassParameters, []byte(`{"a":1,"b":[1,2]}`)) {
 		t.Errorf("structured handle decoded as %+v", h.StructuredData)
@@ -215,15 +215,15 @@ func TestDRASelfInconsistentRawExtension(t *testing.T) {
 func TestDRASubEraAndDroppedFields(t *testing.T) {
 	shared := draV2File(`{"kind":"DRACheckpoint","apiVersion":"checkpoint.dra.kubelet.k8s.io/v1","ClaimInfoStateList":[{"ClaimUID":"u","ClaimName":"c","Namespace":"n","PodUIDs":{"p":{}},"DriverState":{"d":{"Devices":[{"PoolName":"p","DeviceName":"g","ShareID":"s","RequestNames":null,"CDIDeviceIDs":null}],"skipNodeOperations":["NodePrepareResources"]}}}]}`)
 	rep := judge(t, KindDRA, shared, "")
-	if rep.Format != "dra-v2c" || rep.Reader != "v1.37.1" || rep.Verdict != Valid {
+	if rep.Format != "dra-v2c" || rep.Reader != HomeKubelet || rep.Verdict != Valid {
 		t.Fatalf("format %s by %s: %s", rep.Format, rep.Reader, rep.Verdict)
 	}
-	dev := rep.Decoded.(*DRAState).Claims[0].DriverState["d"]
+	dev := rep.Decoded.DRA.Claims[0].DriverState["d"]
 	if dev.Devices[0].ShareID == nil || *dev.Devices[0].ShareID != "s" || len(dev.SkipNodeOperations) != 1 {
 		t.Errorf("decoded %+v", dev)
 	}
 	old := judge(t, KindDRA, shared, "v1.34.10")
-	if old.Verdict != Valid || old.Decoded.(*DRAState).Claims[0].DriverState["d"].Devices[0].ShareID != nil {
+	if old.Verdict != Valid || old.Decoded.DRA.Claims[0].DriverState["d"].Devices[0].ShareID != nil {
 		t.Fatalf("1.34 should accept the file and drop ShareID: %s %+v", old.Verdict, old.Decoded)
 	}
 	if len(old.Notes) == 0 || !strings.Contains(old.Notes[0], "dropped") {
@@ -239,13 +239,13 @@ func TestDRASubEraAndDroppedFields(t *testing.T) {
 		t.Errorf("1.27 file by 1.29: %s by rule %s, notes %q", rep.Verdict, rep.Rule, rep.Notes)
 	}
 	plain := draV2File(`{"kind":"DRACheckpoint","apiVersion":"checkpoint.dra.kubelet.k8s.io/v1","ClaimInfoStateList":[]}`)
-	if rep := judge(t, KindDRA, plain, "v1.37.1"); rep.Format != "dra-v2a" || len(rep.Notes) != 0 {
+	if rep := judge(t, KindDRA, plain, HomeKubelet); rep.Format != "dra-v2a" || len(rep.Notes) != 0 {
 		t.Errorf("format %s, notes %q", rep.Format, rep.Notes)
 	}
 }
 
 func FuzzDecodeDRA(f *testing.F) {
-	fuzzKinds(f, []Kind{KindDRA}, []string{"v1.26.15", "v1.27.16", "v1.29.15", "v1.30.14", "v1.34.10", "v1.35.8", "v1.37.1"})
+	fuzzKinds(f, []Kind{KindDRA}, []string{"v1.26.15", "v1.27.16", "v1.29.15", "v1.30.14", "v1.34.10", "v1.35.8", HomeKubelet})
 }
 
 // fuzzKinds seeds from the vectors of kinds and asserts that Decode never panics, always gives a

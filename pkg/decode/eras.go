@@ -90,12 +90,6 @@ type refusal struct {
 	Refusal
 }
 
-// releases are the newest patch release of each minor the vectors cover: the candidates for an
-// era's home reader (the newest one writing the era and reading it back by its own rule).
-var releases = parseReleases("v1.17.17", "v1.18.20", "v1.19.16", "v1.20.15", "v1.21.14", "v1.22.5", "v1.25.16",
-	"v1.27.16", "v1.28.15", "v1.29.15", "v1.30.14", "v1.31.14", "v1.32.13", "v1.33.13", "v1.34.10", "v1.35.8",
-	"v1.36.4", "v1.37.1")
-
 const (
 	wrapCPU117 = "could not restore state from checkpoint: %[1]s\nPlease drain this node and delete the CPU manager checkpoint file %[2]q before restarting Kubelet."
 	wrapCPU    = "could not restore state from checkpoint: %[1]s, please drain this node and delete the CPU manager checkpoint file %[2]q before restarting Kubelet"

@@ -12,16 +12,16 @@ func TestEraDerivations(t *testing.T) {
 		home  string
 		prose []string
 	}{
-		"cpu-v4":        {"v1.37.1", []string{"kubelet 1.37+", "kubelet 1.18-1.36 (0 accepted unverified)"}},
+		"cpu-v4":        {HomeKubelet, []string{"kubelet 1.37+", "kubelet 1.18-1.36 (0 accepted unverified)"}},
 		"cpu-v3":        {"v1.36.4+PodLevelResourceManagers", []string{"kubelet 1.36 with PodLevelResourceManagers, 1.37+"}},
 		"cpu-v2":        {"v1.35.8", []string{"kubelet 1.18+ (0 accepted unverified)"}},
 		"cpu-v1":        {"v1.17.17", []string{"kubelet 1.12-1.36 (0 accepted unverified)"}},
-		"mem-v3":        {"v1.37.1", []string{"kubelet 1.37+", "kubelet 1.21-1.36 (0 accepted unverified from 1.36)"}},
+		"mem-v3":        {HomeKubelet, []string{"kubelet 1.37+", "kubelet 1.21-1.36 (0 accepted unverified from 1.36)"}},
 		"mem-v2":        {"v1.36.4+PodLevelResourceManagers", []string{"kubelet 1.36 with PodLevelResourceManagers, 1.37+"}},
 		"mem-v1":        {"v1.35.8", []string{"kubelet 1.21+ (0 accepted unverified from 1.36)"}},
-		"dev-v2":        {"v1.37.1", []string{"kubelet 1.20+"}},
+		"dev-v2":        {HomeKubelet, []string{"kubelet 1.20+"}},
 		"dev-v1":        {"v1.19.16", []string{"kubelet 1.11-1.19; 1.20.14+, 1.21.8+, 1.22.5+ and 1.23-1.30 as a fallback"}},
-		"dra-v2c":       {"v1.37.1", []string{"kubelet 1.31+ (1.31-1.36 drop skipNodeOperations)"}},
+		"dra-v2c":       {HomeKubelet, []string{"kubelet 1.31+ (1.31-1.36 drop skipNodeOperations)"}},
 		"dra-v2b":       {"v1.36.4", []string{"kubelet 1.31+ (1.31-1.34 drop ShareID)"}},
 		"dra-v2a":       {"v1.34.10", []string{"kubelet 1.31+"}},
 		"dra-v1c":       {"v1.30.14", []string{"kubelet 1.30 only"}},
@@ -29,10 +29,10 @@ func TestEraDerivations(t *testing.T) {
 		"dra-v1a":       {"v1.27.16", []string{"kubelet 1.27-1.30 (1.28-1.30 through their legacy check)"}},
 		"podstatus-v2":  {"v1.32.13", []string{"kubelet 1.32 only"}},
 		"podstatus-v1":  {"v1.31.14", []string{"kubelet 1.27-1.31"}},
-		"alloc-v1c":     {"v1.37.1", []string{"kubelet 1.33+ (1.33-1.36 drop EmptyDirVolumeLimits)"}},
+		"alloc-v1c":     {HomeKubelet, []string{"kubelet 1.33+ (1.33-1.36 drop EmptyDirVolumeLimits)"}},
 		"alloc-v1b":     {"v1.36.4", []string{"kubelet 1.33+ (1.33-1.34 drop PodLevelResources)"}},
 		"alloc-v1a":     {"v1.34.10", []string{"kubelet 1.33+"}},
-		"dra-health-v1": {"v1.37.1", nil},
+		"dra-health-v1": {HomeKubelet, nil},
 	}
 	for _, e := range eras {
 		w, ok := want[e.ID]
@@ -112,8 +112,8 @@ func TestRefusedSaysWhatTheKubeletDoes(t *testing.T) {
 	}{
 		{KindCPU, `{"policyName":"none","defaultCpuSet":"","checksum":1}`, "v1.31.14", false, "the CPU manager fails, and the kubelet does not start"},
 		{KindMemory, `{"policyName":"None","machineState":{},"checksum":1}`, "v1.31.14", false, "the memory manager fails, and the kubelet does not start"},
-		{KindDevices, `{"Data":{"PodDeviceEntries":null,"RegisteredDevices":{}},"Checksum":1}`, "v1.37.1", true, "the device manager logs it and starts without the file's allocations: until those pods restart it may hand their devices to other pods"},
-		{KindDRAHealth, `[`, "v1.37.1", true, `the DRA manager logs "Failed to load health checkpoint, proceeding with empty cache" and starts with no device health`},
+		{KindDevices, `{"Data":{"PodDeviceEntries":null,"RegisteredDevices":{}},"Checksum":1}`, HomeKubelet, true, "the device manager logs it and starts without the file's allocations: until those pods restart it may hand their devices to other pods"},
+		{KindDRAHealth, `[`, HomeKubelet, true, `the DRA manager logs "Failed to load health checkpoint, proceeding with empty cache" and starts with no device health`},
 		{KindAllocated, `{"data":"{}","checksum":1}`, "v1.34.10", false, "the allocation manager panics, and the kubelet with it"},
 		{KindActuated, `{"data":"{}","checksum":1}`, "v1.34.10", false, "the allocation manager panics, and the kubelet with it"},
 		{KindActuated, `{"data":"{}","checksum":1}`, "v1.35.8", false, "the container runtime manager cannot be created, and the kubelet does not start"},
@@ -129,8 +129,26 @@ func TestRefusedSaysWhatTheKubeletDoes(t *testing.T) {
 			t.Errorf("%s @ %s: refused %+v, want %q (kubelet starts: %v)", tc.kind, tc.version, rep.Refused, tc.want, tc.starts)
 		}
 	}
-	k := MustParseKubelet("v1.37.1")
+	k := MustParseKubelet(HomeKubelet)
 	if rep := Decode(KindDevices, []byte(`{"Data":{"PodDeviceEntries":null,"RegisteredDevices":{}},"Checksum":3467439661}`), Options{Kubelet: &k}); rep.Verdict != Valid || rep.Refused != nil {
 		t.Errorf("a valid file: verdict %s, refused %+v", rep.Verdict, rep.Refused)
+	}
+}
+
+// Each gate's rows follow one another without gap or overlap, so a release has at most one.
+func TestGateRowsContiguous(t *testing.T) {
+	last := map[string]*GateSpan{}
+	for i := range Gates {
+		g := &Gates[i]
+		if g.Until != nil && !g.Since.LessThan(g.Until) {
+			t.Errorf("%s: empty row [%s, %s)", g.Gate, g.Since, g.Until)
+		}
+		if prev := last[g.Gate]; prev != nil && (prev.Until == nil || !prev.Until.EqualTo(g.Since)) {
+			t.Errorf("%s: row from %s does not follow the one until %v", g.Gate, g.Since, prev.Until)
+		}
+		last[g.Gate] = g
+	}
+	if on, _ := GateAt("MemoryManager", Release("1.36")); on == nil || !on.Removed || !GateDefault("MemoryManager", Release("1.37")) {
+		t.Errorf("MemoryManager after its removal: %+v", on)
 	}
 }

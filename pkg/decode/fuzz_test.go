@@ -8,7 +8,7 @@ import (
 )
 
 // fuzzReaders are the kubelets each fuzz input is also judged for.
-var fuzzReaders = []string{"v1.17.17", "v1.20.15", "v1.35.8", "v1.36.4", "v1.36.4+PodLevelResourceManagers", "v1.37.1"}
+var fuzzReaders = []string{"v1.17.17", "v1.20.15", "v1.35.8", "v1.36.4", "v1.36.4+PodLevelResourceManagers", HomeKubelet}
 
 // seedFuzz adds every vector of a kind as a seed.
 func seedFuzz(f *testing.F, kind Kind) {
@@ -56,7 +56,7 @@ func FuzzAllocResp(f *testing.F) {
 			f.Fatal(err)
 		}
 		rep := Decode(KindDevices, raw, Options{})
-		if st, ok := rep.Decoded.(*DeviceState); ok {
+		if st, ok := rep.Decoded.Devices, rep.Decoded.Devices != nil; ok {
 			for _, d := range st.PodDeviceEntries {
 				f.Add(d.AllocResp, uint16(len(d.AllocResp)/2))
 			}

@@ -72,7 +72,7 @@ func TestHealthEdgeCases(t *testing.T) {
 func TestHealthDecoded(t *testing.T) {
 	raw := []byte(`{"gpu.example.com":{"Devices":{"node-1/gpu-1":{"PoolName":"node-1","DeviceName":"gpu-1","Health":"Unhealthy","LastUpdated":"2026-05-04T12:31:30Z","HealthCheckTimeout":45000000000,"Message":"ECC"}}},"idle.example.com":{"Devices":null}}`)
 	rep := judge(t, KindDRAHealth, raw, "")
-	m := rep.Decoded.(*DRAHealthState)
+	m := rep.Decoded.DRAHealth
 	h := m.Drivers["gpu.example.com"]["node-1/gpu-1"]
 	if h.Health != "Unhealthy" || *h.HealthCheckTimeout != 45*time.Second || *h.Message != "ECC" || h.LastUpdated.Minute() != 31 {
 		t.Errorf("decoded %+v", h)
@@ -81,7 +81,7 @@ func TestHealthDecoded(t *testing.T) {
 		t.Errorf("driver without devices lost: %+v", m.Drivers)
 	}
 	// 1.34's layout has neither field: the model says unknown, not zero.
-	old := judge(t, KindDRAHealth, raw, "v1.34.10").Decoded.(*DRAHealthState).Drivers["gpu.example.com"]["node-1/gpu-1"]
+	old := judge(t, KindDRAHealth, raw, "v1.34.10").Decoded.DRAHealth.Drivers["gpu.example.com"]["node-1/gpu-1"]
 	if old.HealthCheckTimeout != nil || old.Message != nil {
 		t.Errorf("1.34 decoded %+v", old)
 	}

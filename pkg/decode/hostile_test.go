@@ -23,7 +23,7 @@ func checkReport(t *testing.T, rep *Report) {
 	if rep.Verdict != Valid && rep.Error == "" {
 		t.Fatalf("verdict %s without an error", rep.Verdict)
 	}
-	if rep.Verdict == Valid && rep.Decoded == nil {
+	if rep.Verdict == Valid && rep.Decoded.IsZero() {
 		t.Fatalf("valid without decoded content")
 	}
 	if _, err := json.Marshal(rep); err != nil {

@@ -16,8 +16,8 @@ type FileFormat struct {
 	Format string
 }
 
-// A Judge is the kubelet chosen to judge a node's files, and how the files sit with it.
-type Judge struct {
+// A WritingRelease is the kubelet chosen to judge a node's files, and how the files sit with it.
+type WritingRelease struct {
 	Kubelet Kubelet
 	// Writes are the files that kubelet writes in the format they have.
 	Writes []FileFormat
@@ -26,11 +26,11 @@ type Judge struct {
 	Apart []FileFormat
 }
 
-// ChooseJudge picks the release (from the releases the era table knows) that writes the most of
+// ChooseWritingRelease picks the release (from the releases the era table knows) that writes the most of
 // files in their detected formats: all of them when one can, the newest on a tie, with the
 // feature gates at their defaults unless a format needs one on. Files whose format the era
 // table does not know are left out. It reports false when no file has a known format.
-func ChooseJudge(files []FileFormat) (Judge, bool) {
+func ChooseWritingRelease(files []FileFormat) (WritingRelease, bool) {
 	type known struct {
 		f      FileFormat
 		writes []span
@@ -50,14 +50,14 @@ func ChooseJudge(files []FileFormat) (Judge, bool) {
 		}
 	}
 	if len(ks) == 0 {
-		return Judge{}, false
+		return WritingRelease{}, false
 	}
 	names := make([]string, 0, len(gates))
 	for g := range gates {
 		names = append(names, g)
 	}
 	sort.Strings(names)
-	var best Judge
+	var best WritingRelease
 	bestCount := -1
 	// Newest release first, defaults before gates turned on: only a strictly better count wins.
 	for i := len(releases) - 1; i >= 0; i-- {
@@ -68,7 +68,7 @@ func ChooseJudge(files []FileFormat) (Judge, bool) {
 					k.Gates[g] = true
 				}
 			}
-			var j Judge
+			var j WritingRelease
 			j.Kubelet = k
 			for _, kf := range ks {
 				if anySpanHas(kf.writes, k) {
@@ -194,7 +194,7 @@ func joinFiles(fs []FileFormat) string {
 }
 
 // Why says in a clause why the judge was chosen, for a header line.
-func (j Judge) Why() string {
+func (j WritingRelease) Why() string {
 	switch {
 	case len(j.Apart) == 0 && len(j.Writes) == 1:
 		return "the newest release that writes this file in its format"

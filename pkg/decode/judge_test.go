@@ -20,10 +20,10 @@ func TestChooseJudge(t *testing.T) {
 	}{
 		{name: "current formats: the newest release writes them all",
 			files: []FileFormat{ff("cpu", KindCPU, "cpu-v4"), ff("mem", KindMemory, "mem-v3"), ff("dev", KindDevices, "dev-v2")},
-			judge: "v1.37.1"},
+			judge: HomeKubelet},
 		{name: "a field-adding sub-era's older look is written by the newer kubelets too",
 			files: []FileFormat{ff("cpu", KindCPU, "cpu-v4"), ff("dra", KindDRA, "dra-v2b"), ff("alloc", KindAllocated, "alloc-v1a")},
-			judge: "v1.37.1"},
+			judge: HomeKubelet},
 		{name: "a V2 CPU file caps the node at 1.36 (gate off)",
 			files: []FileFormat{ff("cpu", KindCPU, "cpu-v2"), ff("dev", KindDevices, "dev-v2"), ff("dra", KindDRA, "dra-v2a")},
 			judge: "v1.36.4"},
@@ -35,13 +35,13 @@ func TestChooseJudge(t *testing.T) {
 			judge: "v1.30.14"},
 		{name: "a 1.19 device file beside 1.37 files is apart",
 			files: []FileFormat{ff("cpu", KindCPU, "cpu-v4"), ff("mem", KindMemory, "mem-v3"), ff("dev", KindDevices, "dev-v1"), ff("dra", KindDRA, "dra-v1c")},
-			judge: "v1.37.1", apart: []string{"dev", "dra"}},
+			judge: HomeKubelet, apart: []string{"dev", "dra"}},
 		{name: "unknown formats are left out",
 			files: []FileFormat{ff("cpu", KindCPU, "cpu-v1"), ff("x", KindMemory, ""), ff("y", KindDRA, "dra-v9")},
 			judge: "v1.17.17"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			j, ok := ChooseJudge(tc.files)
+			j, ok := ChooseWritingRelease(tc.files)
 			if !ok {
 				t.Fatal("no judge")
 			}
@@ -60,7 +60,7 @@ func TestChooseJudge(t *testing.T) {
 			}
 		})
 	}
-	if _, ok := ChooseJudge([]FileFormat{ff("x", KindCPU, "")}); ok {
+	if _, ok := ChooseWritingRelease([]FileFormat{ff("x", KindCPU, "")}); ok {
 		t.Error("a judge chosen without any known format")
 	}
 }
@@ -73,7 +73,7 @@ func TestChooseJudgeEveryEraAlone(t *testing.T) {
 			if WrittenBy(k, e.ID) == "" || ReadBy(k, e.ID) == "" {
 				t.Errorf("%s %s: no writers or readers prose", k, e.ID)
 			}
-			j, ok := ChooseJudge([]FileFormat{ff("f", k, e.ID)})
+			j, ok := ChooseWritingRelease([]FileFormat{ff("f", k, e.ID)})
 			if !ok || len(j.Apart) != 0 {
 				t.Errorf("%s %s: judge %v apart %v", k, e.ID, j.Kubelet, j.Apart)
 			}
@@ -110,7 +110,7 @@ func TestBreaks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := MustParseKubelet("v1.37.1")
+	k := MustParseKubelet(HomeKubelet)
 	rep := Decode(KindMemory, raw, Options{Kubelet: &k})
 	if rep.Verdict != Valid || rep.Breaks == nil || rep.Breaks.Older != "1.36" || rep.Breaks.Newer != "" {
 		t.Fatalf("verdict %s, breaks %+v", rep.Verdict, rep.Breaks)

@@ -8,23 +8,24 @@ import (
 	"k8s.io/apimachinery/pkg/util/version"
 )
 
-// Feature gates that change how a kubelet reads checkpoints.
-const (
-	GatePodLevelResourceManagers = "PodLevelResourceManagers"
-	// GateInPlacePodVerticalScalingExclusiveCPUs only adds content (baselines); readers ignore it.
-	GateInPlacePodVerticalScalingExclusiveCPUs = "InPlacePodVerticalScalingExclusiveCPUs"
-)
-
-// gateDefaults are the defaults in every release that has the gate (both are alpha).
-var gateDefaults = map[string]bool{
-	GatePodLevelResourceManagers:               false,
-	GateInPlacePodVerticalScalingExclusiveCPUs: false,
-}
-
 // Kubelet identifies a reader: a kubelet version and the feature gates it runs with.
 type Kubelet struct {
 	Version *version.Version
 	Gates   map[string]bool
+}
+
+// WithConfigGates is this kubelet once its config file's feature gates are merged in, as the
+// kubelet merges them at start: the config's, then its own command-line gates, which win.
+func (k Kubelet) WithConfigGates(config map[string]bool) Kubelet {
+	gates := make(map[string]bool, len(config)+len(k.Gates))
+	for name, on := range config {
+		gates[name] = on
+	}
+	for name, on := range k.Gates {
+		gates[name] = on
+	}
+	k.Gates = gates
+	return k
 }
 
 // ParseKubelet parses a kubelet version such as "v1.36.4", "1.36" or a node's
@@ -77,7 +78,7 @@ func MustParseKubelet(s string) Kubelet {
 
 func allKnownGates(names []string) bool {
 	for _, n := range names {
-		if _, ok := gateDefaults[n]; !ok {
+		if _, known := GateAt(n, nil); !known {
 			return false
 		}
 	}
@@ -89,7 +90,7 @@ func (k Kubelet) Gate(name string) bool {
 	if on, ok := k.Gates[name]; ok {
 		return on
 	}
-	return gateDefaults[name]
+	return GateDefault(name, k.Version)
 }
 
 // String renders the kubelet like the vectors' reader labels: "v1.36.4+PodLevelResourceManagers".

@@ -76,7 +76,7 @@ func TestPodAllocationEdgeCases(t *testing.T) {
 		{"pod status not read from 1.33", KindPodStatus, "v1.33.13", envelope("{}"), NotRead, notReadError},
 		{"alloc no keys", KindAllocated, "v1.33.13", []byte(`{"checksum":0}`), Corrupt,
 			"could not restore state from checkpoint: checkpoint is corrupted" + allocWrap},
-		{"alloc checksum above uint32", KindAllocated, "v1.37.1", []byte(`{"data":"{}","checksum":18446744073709551615}`), Corrupt,
+		{"alloc checksum above uint32", KindAllocated, HomeKubelet, []byte(`{"data":"{}","checksum":18446744073709551615}`), Corrupt,
 			"could not restore state from checkpoint: checkpoint is corrupted" + allocWrap},
 		{"alloc data not JSON", KindAllocated, "v1.36.4", envelope("nope"), Unreadable,
 			"could not restore state from checkpoint: failed to get pod resource information: invalid character 'o' in literal null (expecting 'u')" + allocWrap},
@@ -116,7 +116,7 @@ func TestPodAllocationModel(t *testing.T) {
 	if rep.Verdict != Valid || rep.Format != "podstatus-v1" || rep.Reader != "v1.31.14" {
 		t.Fatalf("%s %s by %s: %s", rep.Verdict, rep.Format, rep.Reader, rep.Error)
 	}
-	m := rep.Decoded.(*PodAllocationState)
+	m := rep.Decoded.PodAllocations
 	cpu := m.Pods["p1"].Containers["app"].Requests[corev1.ResourceCPU]
 	if !m.RequestsOnly || cpu.String() != "1" || m.Pods["p1"].ResizeStatus != "InProgress" || m.Pods["p2"].ResizeStatus != "Deferred" {
 		t.Errorf("decoded %+v", m)
@@ -128,14 +128,14 @@ func TestPodAllocationModel(t *testing.T) {
 	if rep.Format != "alloc-v1c" || rep.Verdict != Valid {
 		t.Fatalf("%s %s: %s", rep.Format, rep.Verdict, rep.Error)
 	}
-	p := rep.Decoded.(*PodAllocationState).Pods["p"]
+	p := rep.Decoded.PodAllocations.Pods["p"]
 	scratch := p.EmptyDirVolumeLimits["scratch"]
 	if p.PodLevel == nil || scratch.Cmp(resource.MustParse("2Gi")) != 0 || len(p.EmptyDirVolumeLimits) != 1 {
 		t.Errorf("decoded %+v", p)
 	}
 	// 1.35 keeps the pod-level resources and drops the limits, and says so.
 	rep = judge(t, KindAllocated, file, "v1.35.8")
-	if p := rep.Decoded.(*PodAllocationState).Pods["p"]; p.PodLevel == nil || p.EmptyDirVolumeLimits != nil || len(rep.Notes) == 0 {
+	if p := rep.Decoded.PodAllocations.Pods["p"]; p.PodLevel == nil || p.EmptyDirVolumeLimits != nil || len(rep.Notes) == 0 {
 		t.Errorf("1.35: %+v, notes %q", p, rep.Notes)
 	}
 }
@@ -147,5 +147,5 @@ func jsonNumber(n uint64) string {
 
 func FuzzDecodePodAllocation(f *testing.F) {
 	fuzzKinds(f, []Kind{KindPodStatus, KindAllocated, KindActuated},
-		[]string{"v1.26.15", "v1.27.16", "v1.31.14", "v1.32.13", "v1.33.13", "v1.35.8", "v1.37.1"})
+		[]string{"v1.26.15", "v1.27.16", "v1.31.14", "v1.32.13", "v1.33.13", "v1.35.8", HomeKubelet})
 }

@@ -1,5 +1,7 @@
 package decode
 
+import "encoding/json"
+
 // Verdict is what a kubelet (or the file's own format rules) makes of a file.
 type Verdict string
 
@@ -46,11 +48,11 @@ type Report struct {
 	Dropped []DroppedEntry `json:"dropped,omitempty"`
 	// Refused, for a file the judged kubelet refuses, says what that kubelet then does.
 	Refused *Refusal `json:"refused,omitempty"`
-	// Apart is set by a caller judging a node's files together (ChooseJudge): no kubelet that
+	// Apart is set by a caller judging a node's files together (ChooseWritingRelease): no kubelet that
 	// writes the node's other files writes this one in its format.
 	Apart bool `json:"apart,omitempty"`
-	// Decoded is the version-neutral content (*CPUState, *MemoryState, ...) when it parsed.
-	Decoded any `json:"decoded,omitempty"`
+	// Decoded is the version-neutral content when it parsed.
+	Decoded Model `json:"decoded,omitzero"`
 }
 
 // ChecksumResult is one stored checksum recomputed with one rule.
@@ -80,3 +82,58 @@ type Refusal struct {
 	KubeletStarts bool   `json:"kubeletStarts"`
 	Effect        string `json:"effect"`
 }
+
+// Model is a file's decoded, version-neutral content: the one field of its kind is set, none
+// when nothing parsed. Consumers read the field they want; no type assertions.
+type Model struct {
+	CPU            *CPUState
+	Memory         *MemoryState
+	Devices        *DeviceState
+	DRA            *DRAState
+	DRAHealth      *DRAHealthState
+	PodAllocations *PodAllocationState
+}
+
+// modelOf files a layout's model under its field.
+func modelOf(v any) Model {
+	switch m := v.(type) {
+	case *CPUState:
+		return Model{CPU: m}
+	case *MemoryState:
+		return Model{Memory: m}
+	case *DeviceState:
+		return Model{Devices: m}
+	case *DRAState:
+		return Model{DRA: m}
+	case *DRAHealthState:
+		return Model{DRAHealth: m}
+	case *PodAllocationState:
+		return Model{PodAllocations: m}
+	}
+	return Model{}
+}
+
+// Any is the one model set, nil when none.
+func (m Model) Any() any {
+	switch {
+	case m.CPU != nil:
+		return m.CPU
+	case m.Memory != nil:
+		return m.Memory
+	case m.Devices != nil:
+		return m.Devices
+	case m.DRA != nil:
+		return m.DRA
+	case m.DRAHealth != nil:
+		return m.DRAHealth
+	case m.PodAllocations != nil:
+		return m.PodAllocations
+	}
+	return nil
+}
+
+// IsZero reports a file with nothing decoded (json omitzero).
+func (m Model) IsZero() bool { return m.Any() == nil }
+
+// MarshalJSON writes the one model, as the file's "decoded" field always has.
+func (m Model) MarshalJSON() ([]byte, error) { return json.Marshal(m.Any()) }

@@ -108,7 +108,7 @@ func TestCPURestoreChecks(t *testing.T) {
 		{"v1 equal range 1.17", "v1.17.17", v1("3-3", "3-3"), ""},
 		{"v2 equal range 1.26", "v1.26.0", v2("3-3", "3-3"), ""},
 		{"v2 equal range 1.27", "v1.27.0", v2("3-3", "3-3"), ""},
-		{"v4 equal range 1.37", "v1.37.1", v4("3-3", "3-3", ""), ""},
+		{"v4 equal range 1.37", HomeKubelet, v4("3-3", "3-3", ""), ""},
 		{"v2 reversed 1.26", "v1.26.0", v2("0-1", "5-3"), wrapped(`could not parse cpuset "5-3" for container "app" in pod "` + pod + `": invalid range "5-3" (5 >= 3)`)},
 		// 1.27-1.36: "(a > b)".
 		{"v2 reversed 1.27", "v1.27.0", v2("5-3", "3"), wrapped(`could not parse default cpu set "5-3": invalid range "5-3" (5 > 3)`)},
@@ -117,12 +117,12 @@ func TestCPURestoreChecks(t *testing.T) {
 		{"v2 default 1.36", "v1.36.4", v2("2,x", "3"), wrapped(`could not parse default cpu set "2,x": ` + atoi("x"))},
 		{"v2 entry 1.36 gate on", "v1.36.4+PodLevelResourceManagers", v2("0-1", "x-1"), wrapped(`could not parse cpuset "x-1" for container "app" in pod "` + pod + `": ` + atoi("x"))},
 		// 1.37+: the data document, "default CPU set", baselines with their gate.
-		{"v4 default", "v1.37.1", v4("2,x", "3", ""), wrapped(`could not parse default CPU set "2,x": ` + atoi("x"))},
+		{"v4 default", HomeKubelet, v4("2,x", "3", ""), wrapped(`could not parse default CPU set "2,x": ` + atoi("x"))},
 		{"v4 entry", "v1.38.0-alpha.0", v4("0-1", "seven", ""), wrapped(`could not parse cpuset "seven" for container "app" in pod "` + pod + `": ` + atoi("seven"))},
-		{"v4 baseline, gate off", "v1.37.1", v4("0-1", "3", "x"), ""},
-		{"v4 baseline, gate on", "v1.37.1+InPlacePodVerticalScalingExclusiveCPUs", v4("0-1", "3", "x"),
+		{"v4 baseline, gate off", HomeKubelet, v4("0-1", "3", "x"), ""},
+		{"v4 baseline, gate on", HomeKubelet + "+InPlacePodVerticalScalingExclusiveCPUs", v4("0-1", "3", "x"),
 			wrapped(`could not parse Baseline cpuset "x" for container "app" in pod "` + pod + `": ` + atoi("x"))},
-		{"v2 read by 1.37", "v1.37.1", v2("2,x", "3"), wrapped(`could not parse default CPU set "2,x": ` + atoi("x"))},
+		{"v2 read by 1.37", HomeKubelet, v2("2,x", "3"), wrapped(`could not parse default CPU set "2,x": ` + atoi("x"))},
 		{"v4 read by 1.36 through V2", "v1.36.4", v4("2,x", "3", ""), wrapped(`could not parse default cpu set "2,x": ` + atoi("x"))},
 	}
 	for _, c := range cases {

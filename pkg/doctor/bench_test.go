@@ -54,10 +54,10 @@ func bigNode() StartInput {
 		ms.MachineState[n] = &decode.NUMANodeMemory{NumberOfAssignments: int(perNode[n]), Cells: []int{n}, MemoryMap: map[string]*decode.MemoryTable{
 			"memory": {Total: m.NUMA[n].Memory, SystemReserved: reserved, Allocatable: alloc, Reserved: perNode[n] << 30, Free: alloc - perNode[n]<<30}}}
 	}
-	k := decode.MustParseKubelet("v1.37.1")
+	k := decode.MustParseKubelet(decode.HomeKubelet)
 	return StartInput{Machine: m, Config: cfg, Kubelet: k,
-		CPU:    &decode.Report{File: "cpu_manager_state", Kind: decode.KindCPU, Verdict: decode.Valid, Decoded: cs},
-		Memory: &decode.Report{File: "memory_manager_state", Kind: decode.KindMemory, Verdict: decode.Valid, Decoded: ms}}
+		CPU:    &decode.Report{File: "cpu_manager_state", Kind: decode.KindCPU, Verdict: decode.Valid, Decoded: decode.Model{CPU: cs}},
+		Memory: &decode.Report{File: "memory_manager_state", Kind: decode.KindMemory, Verdict: decode.Valid, Decoded: decode.Model{Memory: ms}}}
 }
 
 func TestBigNodeStarts(t *testing.T) {

@@ -2,9 +2,11 @@ package doctor
 
 import (
 	"encoding/json"
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"testing"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
@@ -26,17 +28,18 @@ type startManifest struct {
 }
 
 type startExpectRow struct {
-	Starts bool   `json:"starts"`
-	Error  string `json:"error"`
+	Starts bool           `json:"starts"`
+	Error  string         `json:"error"`
+	Phase  string         `json:"phase"`
+	CPU    managerOutcome `json:"cpu"`
+	Memory managerOutcome `json:"memory"`
+}
+
+// managerOutcome is one manager's own result in the manifest.
+type managerOutcome struct {
+	Policy string `json:"policy"`
 	Phase  string `json:"phase"`
-	CPU    struct {
-		Phase string `json:"phase"`
-		Error string `json:"error"`
-	} `json:"cpu"`
-	Memory struct {
-		Phase string `json:"phase"`
-		Error string `json:"error"`
-	} `json:"memory"`
+	Error  string `json:"error"`
 }
 
 // startCase loads one case as doctor's inputs for one kubelet version: the files decoded for
@@ -55,6 +58,12 @@ func startCase(t testing.TB, dir string, files []string, version string) StartIn
 	if err != nil {
 		t.Fatal(err)
 	}
+	return startCaseWith(t, dir, files, version, m, cfg)
+}
+
+// startCaseWith is startCase with the kubelet config given (a fix applied to the case's).
+func startCaseWith(t testing.TB, dir string, files []string, version string, m *machine.Machine, cfg *KubeletConfig) StartInput {
+	t.Helper()
 	// The config's gates are the kubelet's: they change how it reads some files too.
 	k, err := decode.ParseKubelet(version, cfg.FeatureGates)
 	if err != nil {
@@ -92,19 +101,71 @@ func loadStartManifest(t *testing.T) startManifest {
 	return man
 }
 
+// TestStartVectorsComplete: the manifest and the case directories name the same cases, every
+// case has a result for every version, and every file a case lists is there and no other: a
+// vanished case, result or file fails here rather than shrinking the conformance run.
+func TestStartVectorsComplete(t *testing.T) {
+	man := loadStartManifest(t)
+	if len(man.Versions) == 0 || len(man.Cases) == 0 {
+		t.Fatalf("manifest has %d versions and %d cases", len(man.Versions), len(man.Cases))
+	}
+	dirs, err := os.ReadDir(filepath.Join(startVectorsDir, "cases"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	onDisk := map[string]bool{}
+	for _, d := range dirs {
+		onDisk["cases/"+d.Name()] = true
+	}
+	for _, name := range slices.Sorted(maps.Keys(man.Cases)) {
+		c := man.Cases[name]
+		if !onDisk[c.Dir] {
+			t.Errorf("%s: directory %s is missing", name, c.Dir)
+			continue
+		}
+		delete(onDisk, c.Dir)
+		if len(c.Results) != len(man.Versions) {
+			t.Errorf("%s: results for %d versions, the manifest runs %d", name, len(c.Results), len(man.Versions))
+		}
+		for _, v := range man.Versions {
+			if _, ok := c.Results[v]; !ok {
+				t.Errorf("%s: no result for %s", name, v)
+			}
+		}
+		entries, err := os.ReadDir(filepath.Join(startVectorsDir, c.Dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, e := range entries {
+			if e.Name() != "machine.json" {
+				got = append(got, e.Name())
+			}
+		}
+		if want := slices.Sorted(slices.Values(c.Files)); !slices.Equal(got, want) {
+			t.Errorf("%s: files %v on disk, the manifest lists %v", name, got, want)
+		}
+		if _, err := os.Stat(filepath.Join(startVectorsDir, c.Dir, "machine.json")); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	for dir := range onDisk {
+		t.Errorf("%s is not in the manifest", dir)
+	}
+}
+
+// TestStartConformance: every case x version of the manifest, predicted as the real kubelet
+// started: the outcome, its phase and error word for word, and each manager's own policy,
+// phase and error.
 func TestStartConformance(t *testing.T) {
 	man := loadStartManifest(t)
-	names := make([]string, 0, len(man.Cases))
-	for n := range man.Cases {
-		names = append(names, n)
-	}
-	sort.Strings(names)
 	total, matched := 0, 0
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(man.Cases)) {
 		c := man.Cases[name]
 		for _, v := range man.Versions {
 			want, ok := c.Results[v]
 			if !ok {
+				t.Errorf("%s @ %s: no result in the manifest", name, v)
 				continue
 			}
 			total++
@@ -119,19 +180,46 @@ func TestStartConformance(t *testing.T) {
 					name, v, got.Starts, got.Phase, got.Error, want.Starts, want.Phase, want.Error)
 				continue
 			}
-			if got.CPU != nil && (got.CPU.Phase != want.CPU.Phase || got.CPU.Error != want.CPU.Error) {
-				t.Errorf("%s @ %s: cpu manager got %s %q, want %s %q", name, v, got.CPU.Phase, got.CPU.Error, want.CPU.Phase, want.CPU.Error)
-				continue
-			}
-			if got.Memory != nil && (got.Memory.Phase != want.Memory.Phase || got.Memory.Error != want.Memory.Error) {
-				t.Errorf("%s @ %s: memory manager got %s %q, want %s %q", name, v, got.Memory.Phase, got.Memory.Error, want.Memory.Phase, want.Memory.Error)
+			if msg := compareManagers(in, got, want); msg != "" {
+				t.Errorf("%s @ %s: %s", name, v, msg)
 				continue
 			}
 			matched++
 		}
 	}
-	t.Logf("kubelet-start conformance: %d of %d (case x version) matched, %d cases x %d versions", matched, total, len(names), len(man.Versions))
-	if total == 0 {
-		t.Fatal("no vectors")
+	t.Logf("kubelet-start conformance: %d of %d (case x version) matched, %d cases x %d versions", matched, total, len(man.Cases), len(man.Versions))
+	if want := len(man.Cases) * len(man.Versions); total != want || matched != total {
+		t.Fatalf("%d of %d runs matched; the manifest holds %d", matched, total, want)
 	}
+}
+
+// compareManagers compares each manager's own outcome with the manifest's. A config failure
+// stops the kubelet before either manager runs: the manifest then records each as "ok" with
+// its configured policy, and doctor reports no manager at all.
+func compareManagers(in StartInput, got Prediction, want startExpectRow) string {
+	if got.Phase == PhaseConfig {
+		if got.CPU != nil || got.Memory != nil {
+			return fmt.Sprintf("a config failure, yet managers reported: cpu %+v, memory %+v", got.CPU, got.Memory)
+		}
+		if want.CPU.Phase != PhaseOK || want.CPU.Error != "" || want.Memory.Phase != PhaseOK || want.Memory.Error != "" {
+			return fmt.Sprintf("a config failure, yet the manifest has managers failing: cpu %+v, memory %+v", want.CPU, want.Memory)
+		}
+		if want.CPU.Policy != in.Config.CPUPolicy() || want.Memory.Policy != in.Config.MemoryPolicy() {
+			return fmt.Sprintf("configured policies cpu %q memory %q, the manifest's %q %q", in.Config.CPUPolicy(), in.Config.MemoryPolicy(), want.CPU.Policy, want.Memory.Policy)
+		}
+		return ""
+	}
+	for _, m := range []struct {
+		name string
+		got  *ManagerResult
+		want managerOutcome
+	}{{"cpu", got.CPU, want.CPU}, {"memory", got.Memory, want.Memory}} {
+		if m.got == nil {
+			return fmt.Sprintf("no %s manager result, want %+v", m.name, m.want)
+		}
+		if m.got.Policy != m.want.Policy || m.got.Phase != m.want.Phase || m.got.Error != m.want.Error {
+			return fmt.Sprintf("%s manager got policy %q %s %q, want %q %s %q", m.name, m.got.Policy, m.got.Phase, m.got.Error, m.want.Policy, m.want.Phase, m.want.Error)
+		}
+	}
+	return ""
 }

@@ -16,6 +16,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/kubectl-nodestate/kubectl-nodestate/internal/text"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cgroup"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/machine"
 )
@@ -38,6 +40,11 @@ type Input struct {
 	// LiveContainers is, for live pods, the names of their containers (init containers too); a
 	// pod absent here has unknown containers.
 	LiveContainers map[string]map[string]bool
+	// Node is what the node and the API server say beside the files (device plugin sockets,
+	// node status, CDI specs, ResourceClaims); nil: none of it is known.
+	Node *NodeFacts
+	// Cgroups is what the node's cgroups show its containers run on (pkg/cgroup); nil = not read.
+	Cgroups *cgroup.Node
 }
 
 // Severity ranks a finding. Only errors make the command exit 1.
@@ -129,7 +136,7 @@ func Diagnose(in Input) Result {
 		res.KubeletStart.Kubelet = in.Kubelet.String()
 	}
 	if len(missing) > 0 {
-		res.Skipped = append(res.Skipped, "start prediction: needs "+joinWords(missing))
+		res.Skipped = append(res.Skipped, "start prediction: needs "+text.JoinAnd(missing))
 	} else {
 		sin := StartInput{CPU: cpuRep, Memory: memRep, Machine: in.Machine, Config: in.Config, Kubelet: *in.Kubelet, RootDir: in.RootDir}
 		p, err := PredictStart(sin)
@@ -153,6 +160,11 @@ func Diagnose(in Input) Result {
 	res.Findings = append(res.Findings, memoryFindings(in, memRep)...)
 	res.Findings = append(res.Findings, deviceFindings(in)...)
 	res.Findings = append(res.Findings, draFindings(in)...)
+	res.Findings = append(res.Findings, deviceNodeFindings(in, &res)...)
+	res.Findings = append(res.Findings, draNodeFindings(in, &res)...)
+	cgFindings, cgSkipped := cgroupFindings(in, cpuRep, memRep)
+	res.Findings = append(res.Findings, cgFindings...)
+	res.Skipped = append(res.Skipped, cgSkipped...)
 	if in.Machine == nil {
 		res.Skipped = append(res.Skipped, "CPUs and NUMA nodes outside the machine: no machine")
 	}
@@ -183,20 +195,6 @@ func fileOf(files []*decode.Report, kind decode.Kind) *decode.Report {
 		}
 	}
 	return nil
-}
-
-func joinWords(ws []string) string {
-	switch len(ws) {
-	case 0:
-		return ""
-	case 1:
-		return ws[0]
-	}
-	out := ws[0]
-	for _, w := range ws[1 : len(ws)-1] {
-		out += ", " + w
-	}
-	return out + " and " + ws[len(ws)-1]
 }
 
 // startFinding is the prediction as a finding, on the file or config it is about.

@@ -14,6 +14,11 @@ import (
 
 // fileFindings: a checkpoint the target kubelet refuses (decode's verdict). A refusal that is
 // already the start prediction's error is not said twice.
+//
+// Every refusal is an error, also where the kubelet starts without the file: the device manager
+// "continues after failing to read checkpoint file" and may hand devices in use to other pods,
+// and the DRA manager forgets device health. A pre-upgrade check that exits 0 there lets the
+// upgrade through.
 func fileFindings(in Input, startErr string) []Finding {
 	var out []Finding
 	for _, r := range in.Files {
@@ -29,14 +34,11 @@ func fileFindings(in Input, startErr string) []Finding {
 			who = "kubelet " + r.Reader
 		}
 		// decode says what the kubelet does then: most managers stop it, a few carry on.
-		severity, effect := SeverityWarning, "it is not a file the kubelet restores at start"
+		effect := "it is not a file the kubelet restores at start"
 		if r.Refused != nil {
 			effect = r.Refused.Effect
-			if !r.Refused.KubeletStarts {
-				severity = SeverityError
-			}
 		}
-		out = append(out, Finding{Severity: severity, Check: "file-refused", File: r.File,
+		out = append(out, Finding{Severity: SeverityError, Check: "file-refused", File: r.File,
 			Message: fmt.Sprintf("%s refuses this file (%s), so %s: %s", who, r.Verdict, effect, r.Error),
 			Fix:     fmt.Sprintf("drain the node, then delete %s before that kubelet starts", onNode(in, r.File))})
 	}
@@ -330,7 +332,7 @@ func deviceFindings(in Input) []Finding {
 	if rep == nil {
 		return nil
 	}
-	ds, ok := rep.Decoded.(*decode.DeviceState)
+	ds, ok := rep.Decoded.Devices, rep.Decoded.Devices != nil
 	if !ok || ds == nil {
 		return nil
 	}
@@ -381,7 +383,7 @@ func draFindings(in Input) []Finding {
 	if rep == nil || in.LivePods == nil {
 		return nil
 	}
-	st, ok := rep.Decoded.(*decode.DRAState)
+	st, ok := rep.Decoded.DRA, rep.Decoded.DRA != nil
 	if !ok || st == nil {
 		return nil
 	}

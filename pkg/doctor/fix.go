@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/replay"
 )
 
 // A candidate is a config change worth trying for a failed start. Candidates are guesses from
@@ -134,8 +135,7 @@ func rootDir(in StartInput) string {
 // loses lists what deleting a checkpoint drops: the exclusive CPUs and NUMA memory of pods.
 func loses(rep *decode.Report) []string {
 	var out []string
-	switch s := rep.Decoded.(type) {
-	case *decode.CPUState:
+	if s := rep.Decoded.CPU; s != nil {
 		for _, pod := range slices.Sorted(maps.Keys(s.Entries)) {
 			for _, ctr := range slices.Sorted(maps.Keys(s.Entries[pod])) {
 				if set := s.Entries[pod][ctr]; set != "" {
@@ -146,7 +146,8 @@ func loses(rep *decode.Report) []string {
 		for _, pod := range slices.Sorted(maps.Keys(s.PodEntries)) {
 			out = append(out, fmt.Sprintf("pod %s: exclusive CPUs %s", pod, s.PodEntries[pod]))
 		}
-	case *decode.MemoryState:
+	}
+	if s := rep.Decoded.Memory; s != nil {
 		for _, pod := range slices.Sorted(maps.Keys(s.Entries)) {
 			for _, ctr := range slices.Sorted(maps.Keys(s.Entries[pod])) {
 				for _, b := range s.Entries[pod][ctr] {
@@ -177,7 +178,7 @@ func configCandidates(in StartInput, p Prediction) []candidate {
 
 	if cpuFailed {
 		// The policy the file was written with.
-		if cs != nil && (cs.PolicyName == cpuPolicyNone || cs.PolicyName == cpuPolicyStatic) && cs.PolicyName != in.Config.cpuPolicy() {
+		if cs != nil && (cs.PolicyName == cpuPolicyNone || cs.PolicyName == cpuPolicyStatic) && cs.PolicyName != in.Config.CPUPolicy() {
 			pol := cs.PolicyName
 			out = append(out, candidate{map[string]any{"cpuManagerPolicy": pol}, func(c *KubeletConfig) { c.CPUManagerPolicy = pol }})
 			if pol == cpuPolicyStatic {
@@ -189,7 +190,7 @@ func configCandidates(in StartInput, p Prediction) []candidate {
 				}})
 			}
 		}
-		if low := strings.ToLower(in.Config.cpuPolicy()); low != in.Config.cpuPolicy() {
+		if low := strings.ToLower(in.Config.CPUPolicy()); low != in.Config.CPUPolicy() {
 			out = append(out, candidate{map[string]any{"cpuManagerPolicy": low}, func(c *KubeletConfig) { c.CPUManagerPolicy = low }})
 		}
 		// Options: turn the gate on, or drop the option.
@@ -220,9 +221,9 @@ func configCandidates(in StartInput, p Prediction) []candidate {
 		if cs != nil && in.Machine != nil {
 			if def, err := parseCPUSet(cs.DefaultCPUSet); err == nil {
 				n := reservedCount(in)
-				topo := discover(in.Machine)
+				topo := replay.Discover(in.Machine)
 				if n > 0 {
-					if set := takeByTopology(topo, def.Intersection(topo.CPUs()), n, false, false); set.Size() == n {
+					if set, _ := replay.TakeByTopologyNUMAPacked(topo, def.Intersection(topo.CPUs()), n, replay.CPUSortingStrategyPacked, false); set.Size() == n {
 						s := set.String()
 						out = append(out, candidate{map[string]any{"reservedSystemCPUs": s}, func(c *KubeletConfig) { c.ReservedSystemCPUs = s }})
 					}
@@ -249,12 +250,12 @@ func configCandidates(in StartInput, p Prediction) []candidate {
 		}
 	}
 	if memFailed {
-		if ms != nil && (ms.PolicyName == memPolicyNone || ms.PolicyName == memPolicyStatic) && ms.PolicyName != in.Config.memoryPolicy() {
+		if ms != nil && (ms.PolicyName == memPolicyNone || ms.PolicyName == memPolicyStatic) && ms.PolicyName != in.Config.MemoryPolicy() {
 			pol := ms.PolicyName
 			out = append(out, candidate{map[string]any{"memoryManagerPolicy": pol}, func(c *KubeletConfig) { c.MemoryManagerPolicy = pol }})
 		}
 		for _, pol := range []string{memPolicyStatic, memPolicyNone} {
-			if strings.EqualFold(pol, in.Config.memoryPolicy()) && pol != in.Config.memoryPolicy() {
+			if strings.EqualFold(pol, in.Config.MemoryPolicy()) && pol != in.Config.MemoryPolicy() {
 				pol := pol
 				out = append(out, candidate{map[string]any{"memoryManagerPolicy": pol}, func(c *KubeletConfig) { c.MemoryManagerPolicy = pol }})
 			}
@@ -297,25 +298,23 @@ func decodedCPU(r *decode.Report) (*decode.CPUState, bool) {
 	if r == nil {
 		return nil, false
 	}
-	s, ok := r.Decoded.(*decode.CPUState)
-	return s, ok
+	return r.Decoded.CPU, r.Decoded.CPU != nil
 }
 
 func decodedMemory(r *decode.Report) (*decode.MemoryState, bool) {
 	if r == nil {
 		return nil, false
 	}
-	s, ok := r.Decoded.(*decode.MemoryState)
-	return s, ok
+	return r.Decoded.Memory, r.Decoded.Memory != nil
 }
 
 // reservedCount is numReservedCPUs under the current config, 0 when it cannot be computed.
 func reservedCount(in StartInput) int {
-	e := &env{machine: in.Machine, topo: discover(in.Machine), cfg: in.Config}
-	if e.resolveConfig() != nil {
+	res, err := reservation(in.Machine, in.Config)
+	if err != nil {
 		return 0
 	}
-	q, ok := e.reservation["cpu"]
+	q, ok := res["cpu"]
 	if !ok {
 		return 0
 	}
@@ -348,8 +347,8 @@ func reservedFromState(ms *decode.MemoryState) []MemoryReservation {
 }
 
 func reservedMatchingAllocatable(in StartInput) []MemoryReservation {
-	e := &env{machine: in.Machine, topo: discover(in.Machine), cfg: in.Config}
-	if e.resolveConfig() != nil {
+	res, err := reservation(in.Machine, in.Config)
+	if err != nil {
 		return nil
 	}
 	ids := in.Machine.NodeIDs()
@@ -357,7 +356,7 @@ func reservedMatchingAllocatable(in StartInput) []MemoryReservation {
 		return nil
 	}
 	limits := map[string]resource.Quantity{}
-	for name, q := range e.reservation {
+	for name, q := range res {
 		if name == string(v1.ResourceMemory) || isHugePages(name) {
 			limits[name] = q
 		}
@@ -399,11 +398,11 @@ func systemReservedFor(in StartInput, rm []MemoryReservation) (string, bool) {
 	if cfg.SystemReserved != nil {
 		delete(cfg.SystemReserved, string(v1.ResourceMemory))
 	}
-	e := &env{machine: in.Machine, topo: discover(in.Machine), cfg: cfg}
-	if e.resolveConfig() != nil {
+	res, err := reservation(in.Machine, cfg)
+	if err != nil {
 		return "", false
 	}
-	rest := e.reservation[string(v1.ResourceMemory)]
+	rest := res[string(v1.ResourceMemory)]
 	want.Sub(rest)
 	if want.Sign() <= 0 {
 		return "", false

@@ -3,6 +3,7 @@ package fetch
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -129,8 +130,23 @@ func TestPodIndex(t *testing.T) {
 			"uid-mirror":  {"etcd": true},
 			"static-hash": {"etcd": true},
 		},
+		Statuses: map[string][]ContainerStatus{"uid-web": {
+			{Name: "init", ID: "containerd://i1"}, {Name: "app", ID: "cri-o://c1"}, {Name: "debug", ID: "docker://e1"},
+		}},
 		Debug: map[string]bool{"uid-debug": true},
 	}
+	// The pods holding node resources: not the debug pod, kept to names and resources.
+	var running []string
+	for _, p := range ix.Running {
+		running = append(running, p.Namespace+"/"+p.Name+"/"+string(p.UID))
+		if p.Spec.NodeName != "" || p.Status.Phase != "" {
+			t.Errorf("%s kept more than its resources", p.Name)
+		}
+	}
+	if got := strings.Join(running, " "); got != "a/web/uid-web kube-system/etcd-n1/uid-mirror" {
+		t.Errorf("running pods: %s", got)
+	}
+	ix.Running = nil
 	if diff := cmp.Diff(want, ix); diff != "" {
 		t.Errorf("index (-want +got):\n%s", diff)
 	}

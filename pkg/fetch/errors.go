@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/internal/text"
 )
 
 // Reason classifies a fetch failure, for the command layer's per-node row and exit code.
@@ -35,10 +37,19 @@ const (
 	ReasonInvalid           Reason = "Invalid" // bad options or paths: a usage error
 )
 
-// RequiredPermissions is everything the plugin asks of the API server; deploy/rbac.yaml grants
-// exactly this. pods/exec needs both verbs: `create` for WebSocket exec (1.35+), `get` before.
-// events: watch is optional: it only ends a doomed wait early (see EventError).
-const RequiredPermissions = "pods: create, delete, get, list, watch; pods/exec: create, get; nodes: get, list; events: watch"
+// What the plugin asks of the API server; deploy/rbac.yaml grants exactly this: NamespacePermissions
+// in a Role of the debug pods' namespace, ClusterPermissions in a ClusterRole. pods/exec needs
+// both verbs: `create` for WebSocket exec (1.35+), `get` before. events: watch is optional: it
+// only ends a doomed wait early (see EventError).
+const (
+	NamespacePermissions = "pods: create, delete, get, list, watch; pods/exec: create, get; events: watch"
+	ClusterPermissions   = "nodes: get, list; pods: list"
+	RequiredPermissions  = NamespacePermissions + " in the debug pods' namespace; " + ClusterPermissions + " cluster-wide"
+)
+
+// RBACFix is the one-line fix the RBAC and Pod Security messages name.
+const RBACFix = "`kubectl apply -f deploy/rbac.yaml` creates namespace " + DefaultNamespace +
+	" with a Role and a ClusterRole granting exactly that; bind your user to both"
 
 // Error is the one error type Fetch returns. Its message is a single line that says what went
 // wrong and how to fix it; Short is the few words a table cell has room for.
@@ -50,14 +61,14 @@ type Error struct {
 	Err     error  // the underlying error, if any
 
 	// Cleanup is set when the debug pod could not be deleted afterwards; the pod dies on its
-	// own at its activeDeadlineSeconds, and `kubectl nodestate cleanup` removes it.
+	// own at its activeDeadlineSeconds, and the CleanupCommand its message names removes it.
 	Cleanup error
 }
 
 func (e *Error) Error() string {
 	msg := e.Message
 	if e.Cleanup != nil {
-		msg += fmt.Sprintf(" (and the debug pod could not be deleted: %v; run `kubectl nodestate cleanup`)", e.Cleanup)
+		msg += fmt.Sprintf(" (and the debug pod could not be deleted: %v)", e.Cleanup)
 	}
 	if e.Node != "" {
 		return "node " + e.Node + ": " + msg
@@ -91,7 +102,7 @@ func ExplainError(err error, namespace string) error {
 	case errors.Is(err, context.Canceled):
 		return &Error{Reason: ReasonCanceled, Short: "canceled", Message: "canceled", Err: err}
 	case errors.Is(err, context.DeadlineExceeded):
-		return &Error{Reason: ReasonTimeout, Short: "timeout", Message: "timed out: " + oneLine(err.Error()), Err: err}
+		return &Error{Reason: ReasonTimeout, Short: "timeout", Message: "timed out: " + text.OneLine(err.Error()), Err: err}
 	case apierrors.IsForbidden(err) && strings.Contains(err.Error(), "violates PodSecurity"):
 		return podSecurityError(err, namespace)
 	case apierrors.IsForbidden(err):
@@ -102,7 +113,7 @@ func ExplainError(err error, namespace string) error {
 	case apierrors.IsNotFound(err):
 		return notFoundError(err, namespace)
 	}
-	return &Error{Reason: ReasonAPI, Short: "API error", Message: oneLine(err.Error()), Err: err}
+	return &Error{Reason: ReasonAPI, Short: "API error", Message: text.OneLine(err.Error()), Err: err}
 }
 
 // `violates PodSecurity "baseline:latest": hostPath volumes (volume "kubelet")`
@@ -117,8 +128,9 @@ func podSecurityError(err error, namespace string) *Error {
 		Reason: ReasonPodSecurity,
 		Short:  "Pod Security " + level,
 		Message: fmt.Sprintf("namespace %q enforces Pod Security level %q, which forbids the debug pod's read-only hostPath "+
-			"mount and uid 0; use --namespace kube-system, or run `kubectl label namespace %s pod-security.kubernetes.io/enforce=privileged`",
-			namespace, level, namespace),
+			"mount and uid 0; use the plugin's own namespace (--namespace %s, labelled privileged by deploy/rbac.yaml), "+
+			"or run `kubectl label namespace %s pod-security.kubernetes.io/enforce=privileged`",
+			namespace, level, DefaultNamespace, namespace),
 		Err: err,
 	}
 }
@@ -142,11 +154,10 @@ func rbacError(err error) *Error {
 		}
 	}
 	return &Error{
-		Reason: ReasonForbidden,
-		Short:  "forbidden",
-		Message: what + "; kubectl-nodestate needs " + RequiredPermissions +
-			" (apply deploy/rbac.yaml and bind it to your user or group)",
-		Err: err,
+		Reason:  ReasonForbidden,
+		Short:   "forbidden",
+		Message: what + "; kubectl-nodestate needs " + RequiredPermissions + " (" + RBACFix + ")",
+		Err:     err,
 	}
 }
 
@@ -160,15 +171,13 @@ func notFoundError(err error, namespace string) *Error {
 	case "nodes":
 		return &Error{Reason: ReasonNodeNotFound, Short: "node not found", Message: "no such node", Err: err}
 	case "namespaces":
-		return &Error{Reason: ReasonNamespaceNotFound, Short: "namespace not found",
-			Message: fmt.Sprintf("namespace %q does not exist; pick another with --namespace", namespace), Err: err}
+		msg := fmt.Sprintf("namespace %q does not exist; pick another with --namespace", namespace)
+		if namespace == DefaultNamespace {
+			msg = fmt.Sprintf("namespace %q does not exist; `kubectl apply -f deploy/rbac.yaml` creates it (or pick another with --namespace)", namespace)
+		}
+		return &Error{Reason: ReasonNamespaceNotFound, Short: "namespace not found", Message: msg, Err: err}
 	}
-	return &Error{Reason: ReasonAPI, Short: "not found", Message: oneLine(err.Error()), Err: err}
-}
-
-// oneLine keeps a message from a kubelet or API server on one line of output.
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
+	return &Error{Reason: ReasonAPI, Short: "not found", Message: text.OneLine(err.Error()), Err: err}
 }
 
 // withNode sets the node on err if it is an *Error without one; other errors are explained

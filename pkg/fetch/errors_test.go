@@ -25,7 +25,7 @@ func TestExplainError(t *testing.T) {
 			err: apierrors.NewForbidden(podsGR, "x",
 				errors.New(`violates PodSecurity "baseline:latest": hostPath volumes (volume "kubelet")`)),
 			reason: ReasonPodSecurity,
-			contains: []string{`namespace "team-a" enforces Pod Security level "baseline"`, "--namespace kube-system",
+			contains: []string{`namespace "team-a" enforces Pod Security level "baseline"`, "--namespace kubectl-nodestate", "deploy/rbac.yaml",
 				"kubectl label namespace team-a pod-security.kubernetes.io/enforce=privileged"},
 		},
 		{
@@ -122,7 +122,7 @@ func TestExplainError(t *testing.T) {
 
 func TestErrorMessage(t *testing.T) {
 	err := &Error{Node: "n1", Reason: ReasonTimeout, Message: "slow", Cleanup: errors.New("gone away")}
-	want := "node n1: slow (and the debug pod could not be deleted: gone away; run `kubectl nodestate cleanup`)"
+	want := "node n1: slow (and the debug pod could not be deleted: gone away)"
 	if err.Error() != want {
 		t.Errorf("got %q\nwant %q", err.Error(), want)
 	}

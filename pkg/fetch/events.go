@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/internal/text"
 )
 
 // eventRule is one kind of Warning event the kubelet records for a pod that will not run in
@@ -84,7 +86,7 @@ func EventError(ev *corev1.Event, pod *corev1.Pod, opts Options) *Error {
 		return nil
 	}
 	said := ev.Reason
-	if m := oneLine(ev.Message); m != "" {
+	if m := text.OneLine(ev.Message); m != "" {
 		said += ": " + m
 	}
 	for _, r := range eventRules {

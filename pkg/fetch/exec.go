@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/streaming/pkg/httpstream"
 
-	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/machine"
+	"github.com/kubectl-nodestate/kubectl-nodestate/internal/text"
 )
 
 // ExecFunc runs command in a container without stdin or a TTY and streams its output. It is
@@ -90,16 +90,26 @@ func (l lazyExecutor) StreamWithContext(ctx context.Context, o remotecommand.Str
 // pass shifts one original argument off the front and re-appends it if it passes the test.
 //
 // Without tar in the image every file would look missing, so that case says so on stderr.
+//
+// It ends by writing endMarker to stderr, unless tar was killed (status 128 and up; a tar that
+// failed to read a file still wrote an archive): an exec whose container was killed, or whose
+// stream was cut, can come back without an error and with nothing (or part of a tar) on stdout,
+// which would read as "no file" (or fewer files); without the marker the read is refused.
 const collectScript = `command -v tar >/dev/null || { echo "` + noTarMarker + `" >&2; exit 0; }; ` +
-	`for f in "$@"; do shift; [ -f "$f" ] && set -- "$@" "$f"; done; [ $# -eq 0 ] || tar -cf - "$@"; exit 0`
+	`for f in "$@"; do shift; [ -f "$f" ] && set -- "$@" "$f"; done; ` +
+	`[ $# -eq 0 ] || tar -cf - "$@" || [ $? -lt 128 ] || exit 0; echo "` + endMarker + `" >&2; exit 0`
 
-const noTarMarker = "kubectl-nodestate: no tar in the image"
+const (
+	noTarMarker = "kubectl-nodestate: no tar in the image"
+	endMarker   = "kubectl-nodestate: end of collect"
+)
 
-// collectMachineScript is collectScript after the machine's sysfs dump (machine.SysfsScript),
-// which goes to stderr with its own errors dropped: stdout stays one clean tar, and the machine
-// costs no second exec (one exec is one API request and one runtime exec on the node). Sysfs
-// paths are absolute (the host's in any container); the files stay relative.
-const collectMachineScript = `{ ` + machine.SysfsScript + `; } >&2 2>/dev/null; ` + collectScript
+// CollectEnd is the line the collect command writes last on stderr: an ExecFunc standing in
+// for the real exec (tests) writes it too, or the read is refused as cut short.
+const CollectEnd = endMarker + "\n"
+
+// errNoEndMarker is an exec that ended before the collect command did.
+var errNoEndMarker = fmt.Errorf("the exec ended before the collect command did (stream cut or container killed): %w", io.ErrUnexpectedEOF)
 
 // CollectCommand is the exec command that streams a tar of paths (relative to the working
 // directory). Each path gets a "./" prefix so none can be read as an option by test or tar.
@@ -109,27 +119,6 @@ func CollectCommand(paths []string) []string {
 		cmd = append(cmd, "./"+p)
 	}
 	return cmd
-}
-
-// CollectMachineCommand is CollectCommand that also prints the machine's sysfs dump on stderr.
-func CollectMachineCommand(paths []string) []string {
-	cmd := CollectCommand(paths)
-	cmd[2] = collectMachineScript
-	return cmd
-}
-
-// splitSysfs takes the sysfs dump out of the exec's stderr: the dump (from its header to its
-// end marker, or to the end of stderr if cut), and the rest, which is tar's.
-func splitSysfs(stderr string) (dump []byte, rest string) {
-	start := strings.Index(stderr, machine.SysfsHeader)
-	if start < 0 {
-		return nil, stderr
-	}
-	end := len(stderr)
-	if i := strings.Index(stderr[start:], "\n"+machine.SysfsEnd); i >= 0 {
-		end = start + i + 1 + len(machine.SysfsEnd)
-	}
-	return []byte(stderr[start:end]), stderr[:start] + stderr[end:]
 }
 
 // maxTrailer bounds what is drained after the end of the archive: tar pads its last record
@@ -143,21 +132,47 @@ var errStopReading = errors.New("stopped reading the exec output")
 
 // collect runs the collect command in the debug pod and parses its tar as it streams in, so
 // the archive is never held twice in memory. It returns the files, the missing paths and tar's
-// stderr lines.
+// stderr lines. An exec that fails for a transient reason (the API server or the node's exec
+// endpoint unreachable for a moment, the stream cut, the tar truncated) is run again, up to
+// maxExecAttempts times within the exec timeout; what a failed attempt read is dropped whole,
+// so no file is ever judged from part of a stream.
 func (f *Fetcher) collect(parent context.Context, pod *corev1.Pod, opts Options) (*collected, error) {
 	ctx, cancel := context.WithTimeout(parent, opts.ExecTimeout)
+	defer cancel()
+	var got *collected
+	pods := f.Client.CoreV1().Pods(pod.Namespace)
+	err := retryTransient(ctx, maxExecAttempts, func(context.Context) (err error) {
+		got, err = f.collectOnce(parent, ctx, pod, opts)
+		if transient(err) && f.podGone(ctx, pods, pod, err) {
+			// Killed under us: no use running it again in this pod (the caller replaces it).
+			return &Error{Reason: ReasonPodDeleted, Short: "pod deleted",
+				Message: "the debug pod was deleted during the exec (by `kubectl nodestate cleanup`, an eviction or another client?)"}
+		}
+		return err
+	})
+	if err != nil && parent.Err() != nil {
+		return nil, parent.Err()
+	}
+	return got, err
+}
+
+// collectOnce is one exec of the collect command within ctx, the exec timeout's context.
+func (f *Fetcher) collectOnce(parent, ctx context.Context, pod *corev1.Pod, opts Options) (*collected, error) {
+	attempt, cancel := context.WithCancel(ctx)
 	defer cancel()
 
 	pr, pw := io.Pipe()
 	stderr := &cappedBuffer{max: maxStderr}
 	command := CollectCommand(f.Paths)
-	if f.Machine {
-		stderr.max += machine.MaxSysfsBytes
-		command = CollectMachineCommand(f.Paths)
+	if len(f.Dumps) > 0 {
+		for _, d := range f.Dumps {
+			stderr.max += d.Max
+		}
+		command = CollectDumpsCommand(f.Paths, f.Dumps)
 	}
 	execDone := make(chan error, 1)
 	go func() {
-		err := f.exec()(ctx, pod.Namespace, pod.Name, ContainerName, command, pw, stderr)
+		err := f.exec()(attempt, pod.Namespace, pod.Name, ContainerName, command, pw, stderr)
 		pw.CloseWithError(err) // nil: the reader sees EOF after the last byte
 		execDone <- err
 	}()
@@ -185,7 +200,7 @@ func (f *Fetcher) collect(parent context.Context, pod *corev1.Pod, opts Options)
 		return nil, &Error{Reason: ReasonTimeout, Short: "timeout",
 			Message: fmt.Sprintf("reading the files took longer than the exec timeout (%s)", opts.ExecTimeout), Err: execErr}
 	}
-	dump, rest := splitSysfs(stderr.String())
+	dumps, rest := splitDumps(stderr.String(), f.Dumps)
 	switch {
 	case execErr != nil:
 		return nil, execError(pod, execErr, rest)
@@ -194,16 +209,20 @@ func (f *Fetcher) collect(parent context.Context, pod *corev1.Pod, opts Options)
 	case strings.Contains(rest, noTarMarker):
 		return nil, &Error{Reason: ReasonExec, Short: "no tar in image",
 			Message: fmt.Sprintf("the debug image %q has no tar; use --image with an image that has sh and tar", opts.Image)}
+	case !stderr.ended():
+		return nil, &Error{Reason: ReasonExec, Short: "exec cut", Message: "exec into debug pod " + pod.Namespace + "/" + pod.Name +
+			" ended early: " + errNoEndMarker.Error(), Err: errNoEndMarker}
 	}
-	return &collected{files: files, missing: missing, warnings: stderrLines(rest), sysfs: dump}, nil
+	rest = strings.Replace(rest, endMarker+"\n", "", 1)
+	return &collected{files: files, missing: missing, warnings: stderrLines(rest), dumps: dumps}, nil
 }
 
 // collected is what one exec brought back.
 type collected struct {
 	files    map[string][]byte
 	missing  []string
-	warnings []string // tar's stderr
-	sysfs    []byte   // the machine's sysfs dump, when asked for
+	warnings []string          // tar's stderr
+	dumps    map[string][]byte // Fetcher.Dumps' sections, by header
 }
 
 // refusedArchive tells ReadTar refusing the content (a bad entry, a size cap) from the stream
@@ -228,8 +247,8 @@ func execError(pod *corev1.Pod, err error, stderr string) error {
 	if errors.As(explained, &fe) && fe.Reason != ReasonAPI {
 		return explained
 	}
-	msg := "exec into debug pod " + pod.Namespace + "/" + pod.Name + " failed: " + oneLine(err.Error())
-	if s := oneLine(stderr); s != "" {
+	msg := "exec into debug pod " + pod.Namespace + "/" + pod.Name + " failed: " + text.OneLine(err.Error())
+	if s := text.OneLine(stderr); s != "" {
 		msg += " (stderr: " + s + ")"
 	}
 	if strings.Contains(err.Error(), "executable file not found") {
@@ -250,10 +269,13 @@ func stderrLines(s string) []string {
 
 // cappedBuffer keeps the first max bytes written and drops the rest without failing the
 // writer: a chatty stderr must not break the exec stream.
+//
+// It also keeps the last bytes written, past the cap too, to see the collect script's endMarker.
 type cappedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-	max int
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	max  int
+	tail []byte
 }
 
 func (b *cappedBuffer) Write(p []byte) (int, error) {
@@ -262,7 +284,18 @@ func (b *cappedBuffer) Write(p []byte) (int, error) {
 	if room := b.max - b.buf.Len(); room > 0 {
 		b.buf.Write(p[:min(len(p), room)])
 	}
+	b.tail = append(b.tail, p...)
+	if keep := len(endMarker) + 1; len(b.tail) > keep {
+		b.tail = append(b.tail[:0], b.tail[len(b.tail)-keep:]...)
+	}
 	return len(p), nil
+}
+
+// ended reports whether the last line written is the collect script's endMarker.
+func (b *cappedBuffer) ended() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(b.tail) == endMarker+"\n"
 }
 
 func (b *cappedBuffer) String() string {

@@ -99,12 +99,13 @@ func TestCollectCommand(t *testing.T) {
 			if diff := cmp.Diff([]string{"memory_manager_state", "dra_manager_state", "missing"}, missing); diff != "" {
 				t.Errorf("missing (-want +got):\n%s", diff)
 			}
-			if strings.TrimSpace(stderr) != "" {
-				t.Errorf("stderr %q", stderr)
+			// Only the end marker, last: the script ran to its end.
+			if stderr != endMarker+"\n" {
+				t.Errorf("stderr %q, want only the end marker", stderr)
 			}
 
-			// Nothing there: no output at all, still exit 0.
-			if out, stderr := run([]string{"missing", "also-missing"}); len(out) != 0 || stderr != "" {
+			// Nothing there: no output at all, still exit 0, and the end marker.
+			if out, stderr := run([]string{"missing", "also-missing"}); len(out) != 0 || stderr != endMarker+"\n" {
 				t.Errorf("with no file present: %d bytes, stderr %q", len(out), stderr)
 			}
 		})
@@ -135,10 +136,42 @@ func TestCollectCommandNoTar(t *testing.T) {
 	}
 }
 
+// A tar killed under the script (a container killed mid-exec) leaves out the end marker, even
+// when it wrote nothing: the read is then refused, never taken for "no file".
+func TestCollectCommandTarKilled(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	bin := t.TempDir()
+	if err := os.Symlink(sh, filepath.Join(bin, "sh")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bin, "tar"), []byte("#!"+sh+"\nkill -9 $$\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "cpu_manager_state"), []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := CollectCommand([]string{"cpu_manager_state"})
+	cmd := exec.Command(filepath.Join(bin, "sh"), args[1:]...)
+	cmd.Env = []string{"PATH=" + bin}
+	cmd.Dir = dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("exit: %v", err)
+	}
+	if strings.Contains(stderr.String(), endMarker) {
+		t.Errorf("stderr %q has the end marker after tar was killed", stderr.String())
+	}
+}
+
 // The machine variant, with real shells on this machine's sysfs: stdout is still exactly the
 // tar, the dump sits on stderr between its markers and parses, and tar's own complaint (an
 // unreadable file) stays apart from it.
-func TestCollectMachineCommand(t *testing.T) {
+func TestCollectDumpCommand(t *testing.T) {
 	if _, err := os.Stat("/sys/devices/system/cpu/online"); err != nil {
 		t.Skip("no sysfs here")
 	}
@@ -149,7 +182,7 @@ func TestCollectMachineCommand(t *testing.T) {
 	paths := []string{"cpu_manager_state", "memory_manager_state"}
 	for name, command := range shells(t) {
 		t.Run(name, func(t *testing.T) {
-			cmd := command(CollectMachineCommand(paths))
+			cmd := command(CollectDumpsCommand(paths, []StderrDump{sysfsDump}))
 			cmd.Dir = dir
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -163,8 +196,9 @@ func TestCollectMachineCommand(t *testing.T) {
 			if string(files["cpu_manager_state"]) != `{"policyName":"none"}` || len(missing) != 1 {
 				t.Errorf("files %q, missing %q", files, missing)
 			}
-			dump, rest := splitSysfs("tar: before\n" + stderr.String() + "tar: after\n")
-			if diff := cmp.Diff([]string{"tar: before", "tar: after"}, stderrLines(rest)); diff != "" {
+			dumps, rest := splitDumps("tar: before\n"+stderr.String()+"tar: after\n", []StderrDump{sysfsDump})
+			dump := dumps[machine.SysfsHeader]
+			if diff := cmp.Diff([]string{"tar: before", endMarker, "tar: after"}, stderrLines(rest)); diff != "" {
 				t.Errorf("stderr without the dump (-want +got):\n%s", diff)
 			}
 			m, err := machine.FromSysfs(dump)
@@ -178,16 +212,33 @@ func TestCollectMachineCommand(t *testing.T) {
 	}
 }
 
-func TestSplitSysfs(t *testing.T) {
+// sysfsDump is the dump nodestate passes: package machine's.
+var sysfsDump = StderrDump{Header: machine.SysfsHeader, End: machine.SysfsEnd, Script: machine.SysfsScript, Max: machine.MaxSysfsBytes}
+
+// A second section beside the sysfs one, each with its end line: both come out whole.
+func TestSplitDumps(t *testing.T) {
+	other := StderrDump{Header: "@@other v1", End: "@@end"}
+	in := "tar: a\n" + machine.SysfsHeader + "\ncpu/online:0\n@@end\n@@other v1\nx\n@@end\ntar: b\n"
+	got, rest := splitDumps(in, []StderrDump{sysfsDump, other})
+	if string(got[machine.SysfsHeader]) != machine.SysfsHeader+"\ncpu/online:0\n@@end" || string(got[other.Header]) != "@@other v1\nx\n@@end" {
+		t.Errorf("dumps %q", got)
+	}
+	if diff := cmp.Diff([]string{"tar: a", "tar: b"}, stderrLines(rest)); diff != "" {
+		t.Errorf("rest (-want +got):\n%s", diff)
+	}
+}
+
+func TestSplitDump(t *testing.T) {
 	for _, tc := range []struct{ in, dump, rest string }{
 		{"tar: x\n", "", "tar: x\n"},
 		{machine.SysfsHeader + "\ncpu/online:0\n" + machine.SysfsEnd + "\ntar: x\n", machine.SysfsHeader + "\ncpu/online:0\n" + machine.SysfsEnd, "\ntar: x\n"},
 		// Cut by the stderr cap: all of it is the dump, which FromSysfs then calls cut short.
 		{"a\n" + machine.SysfsHeader + "\ncpu/onl", machine.SysfsHeader + "\ncpu/onl", "a\n"},
 	} {
-		dump, rest := splitSysfs(tc.in)
+		dumps, rest := splitDumps(tc.in, []StderrDump{sysfsDump})
+		dump := dumps[machine.SysfsHeader]
 		if string(dump) != tc.dump || rest != tc.rest {
-			t.Errorf("splitSysfs(%q) = %q, %q; want %q, %q", tc.in, dump, rest, tc.dump, tc.rest)
+			t.Errorf("splitDumps(%q) = %q, %q; want %q, %q", tc.in, dump, rest, tc.dump, tc.rest)
 		}
 	}
 }

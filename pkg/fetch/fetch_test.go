@@ -73,6 +73,8 @@ func TestFetch(t *testing.T) {
 	want := &Snapshot{
 		Node:           "n1",
 		KubeletVersion: "v1.36.3",
+		// Read live: known, and empty (the node has no extended resources).
+		Devices: noDevices,
 		Files: map[string][]byte{
 			"cpu_manager_state":                          []byte("cpu"),
 			"device-plugins/kubelet_internal_checkpoint": []byte("dev"),
@@ -85,9 +87,16 @@ func TestFetch(t *testing.T) {
 				"c0ffee": {"team-a", "app", "main"},
 			},
 			ContainerNames: map[string]map[string]bool{"uid-debug": {"nodestate": true}},
+			Statuses:       map[string][]ContainerStatus{"uid-app": {{Name: "main", ID: "containerd://c0ffee"}}},
 			Debug:          map[string]bool{"uid-debug": true},
 		},
 		Warnings: []string{"tar: ./x: Cannot open: Permission denied"},
+	}
+	if nf.Pods != nil {
+		if len(nf.Pods.Running) != 1 || nf.Pods.Running[0].Name != "app" {
+			t.Errorf("running pods: %v", nf.Pods.Running)
+		}
+		nf.Pods.Running = nil
 	}
 	if diff := cmp.Diff(want, nf); diff != "" {
 		t.Errorf("Snapshot (-want +got):\n%s", diff)
@@ -108,6 +117,7 @@ func TestFetch(t *testing.T) {
 
 // Every way out of Fetch after the pod exists deletes it.
 func TestFetchDeletesPodOnFailure(t *testing.T) {
+	fastRetries(t) // a stream reset and a truncated archive are retried first
 	tests := []struct {
 		name   string
 		exec   ExecFunc
@@ -290,17 +300,25 @@ func TestFetchCreateRejected(t *testing.T) {
 	}
 }
 
-// A create that got no answer may have created the pod: it is deleted by name.
+// A create that never gets an answer is retried until the pod-running timeout; it may have
+// created the pod: it is deleted by name.
 func TestFetchCreateNoAnswer(t *testing.T) {
 	fixSuffix(t)
 	c := newClient(false, readyNode("n1"))
 	c.PrependReactor("create", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
 		return true, nil, errors.New("http2: client connection lost")
 	})
-	_, err := newFetcher(c, tarExec(nil)).Fetch(context.Background(), "n1")
-	wantReason(t, err, ReasonAPI)
-	if got := actions(c, "pods"); !slices.Equal(got, []string{"create", "delete"}) {
-		t.Errorf("pod actions %v, want create then delete", got)
+	fastRetries(t)
+	f := newFetcher(c, tarExec(nil))
+	f.Options.PodRunningTimeout = 200 * time.Millisecond
+	_, err := f.Fetch(context.Background(), "n1")
+	fe := wantReason(t, err, ReasonAPI)
+	if !strings.Contains(fe.Message, "client connection lost") {
+		t.Errorf("the last failure is not named: %q", err)
+	}
+	got := actions(c, "pods")
+	if len(got) < 3 || got[len(got)-1] != "delete" || slices.Contains(got[:len(got)-1], "delete") {
+		t.Errorf("pod actions %v, want retried creates then one delete", got)
 	}
 }
 

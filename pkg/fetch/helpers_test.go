@@ -85,6 +85,7 @@ func tarExec(fs nodeFS) ExecFunc {
 				present = append(present, arg)
 			}
 		}
+		defer io.WriteString(stderr, endMarker+"\n") // what the script's last line prints
 		if len(present) == 0 {
 			return nil
 		}

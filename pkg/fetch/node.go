@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/internal/text"
 )
 
 // checkNode refuses nodes a debug pod cannot read, before creating anything on them.
@@ -35,11 +37,11 @@ func notReady(node, state, reason, message string) *Error {
 		detail += " (" + reason + ")"
 	}
 	if message != "" {
-		detail += ": " + oneLine(message)
+		detail += ": " + text.OneLine(message)
 	}
 	return &Error{Node: node, Reason: ReasonNodeNotReady, Short: "NotReady",
 		Message: "node is not Ready, its kubelet cannot run the debug pod: " + detail +
-			"; read the files copied off the node with --from-dir instead"}
+			"; read the files on the node itself with the script of `kubectl nodestate collect --print-script`, then --from-dir"}
 }
 
 // nodeOS prefers the label the scheduler uses, then what the kubelet reports.
@@ -55,6 +57,11 @@ func nodeOS(node *corev1.Node) string {
 type NodeInfo struct {
 	Name           string
 	KubeletVersion string // status.nodeInfo.kubeletVersion: picks the format rules
+	// Devices are the node's extended resources (device plugins'), as its status says.
+	Devices *DeviceStatus
+	// Allocatable is status.allocatable: what the kubelet's node-resource predicate admits
+	// pods against.
+	Allocatable corev1.ResourceList
 
 	listed  bool  // read from the API server (else only named: Fetch reads it first)
 	refused error // checkNode's verdict, when listed
@@ -62,7 +69,9 @@ type NodeInfo struct {
 
 // NodeInfoOf keeps what reading node needs.
 func NodeInfoOf(node *corev1.Node) NodeInfo {
-	return NodeInfo{Name: node.Name, KubeletVersion: node.Status.NodeInfo.KubeletVersion, listed: true, refused: checkNode(node)}
+	return NodeInfo{Name: node.Name, KubeletVersion: node.Status.NodeInfo.KubeletVersion, Devices: deviceStatus(node),
+		Allocatable: node.Status.Allocatable,
+		listed:      true, refused: checkNode(node)}
 }
 
 // nodePageSize bounds one page of the node list, so a large cluster is never held whole.

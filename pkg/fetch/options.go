@@ -11,7 +11,9 @@ import (
 
 // Defaults for Options and TarLimits; a zero field means "use the default".
 const (
-	DefaultNamespace      = "default"
+	// DefaultNamespace is the plugin's own namespace (deploy/rbac.yaml): labelled for the
+	// privileged Pod Security level, and the only one its Role lets the debug pods into.
+	DefaultNamespace      = "kubectl-nodestate"
 	DefaultImage          = "busybox:1.37" // small, multi-arch, has sh and tar
 	DefaultKubeletRootDir = "/var/lib/kubelet"
 
@@ -45,6 +47,8 @@ type Options struct {
 	Image           string // needs sh and tar
 	ImagePullSecret string // name of a docker-registry secret in Namespace, optional
 	KubeletRootDir  string // the kubelet's --root-dir on the node
+	// HostDirs are other node directories the pod mounts read-only (for Fetcher.Dumps).
+	HostDirs []HostDir
 
 	ActiveDeadlineSeconds int64         // the pod kills itself after this long; 0: the waits plus DeadlineMargin
 	PodRunningTimeout     time.Duration // create -> Running
@@ -102,6 +106,9 @@ func (o Options) Validate() error {
 	}
 	if !path.IsAbs(o.KubeletRootDir) {
 		return invalid("kubelet root dir %q must be an absolute path on the node", o.KubeletRootDir)
+	}
+	if err := validateHostDirs(o.HostDirs); err != nil {
+		return err
 	}
 	if o.ActiveDeadlineSeconds < 0 || o.PodRunningTimeout < 0 || o.ExecTimeout < 0 {
 		return invalid("timeouts must not be negative")

@@ -102,6 +102,9 @@ func GenerateDebugPod(node *corev1.Node, opts Options) *corev1.Pod {
 			EnableServiceLinks:           ptr.To(false),
 		},
 	}
+	mounts, vols := hostDirVolumes(opts.HostDirs)
+	pod.Spec.Containers[0].VolumeMounts = append(pod.Spec.Containers[0].VolumeMounts, mounts...)
+	pod.Spec.Volumes = append(pod.Spec.Volumes, vols...)
 	if opts.ImagePullSecret != "" {
 		pod.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: opts.ImagePullSecret}}
 	}

@@ -26,7 +26,7 @@ func expectedPod() *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      "nodestate-node-1-xxxxx",
-			Namespace: "default",
+			Namespace: DefaultNamespace,
 			Labels: map[string]string{
 				"app.kubernetes.io/managed-by": "kubectl-nodestate",
 				"kubectl-nodestate/node":       "node-1",

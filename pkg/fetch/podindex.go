@@ -36,6 +36,12 @@ type PodIndex struct {
 	// ContainerNames lists, per pod UID, the names of the pod's containers (init and
 	// ephemeral ones too), so doctor can tell a container gone from a live pod.
 	ContainerNames map[string]map[string]bool
+	// Statuses lists, per pod UID, its containers' IDs and whether they run.
+	Statuses map[string][]ContainerStatus
+	// Running are the pods that hold node resources (not Succeeded or Failed, not this
+	// plugin's debug pods), kept to their names and resources: the "other pods" of the
+	// kubelet's node-resource predicate.
+	Running []*corev1.Pod
 	// Debug holds the UIDs of this plugin's own debug pods: those listed with its label, and
 	// the one Fetch created to read the node, which the kubelet's files still list (1.37
 	// keeps it in actuated_pods_state for about a minute after deletion).
@@ -91,7 +97,7 @@ func IndexNodePods(ctx context.Context, client kubernetes.Interface, node string
 // NewPodIndex indexes pods, e.g. from one cluster-wide list when reading many nodes.
 func NewPodIndex(pods []corev1.Pod) *PodIndex {
 	ix := &PodIndex{Pods: map[string]PodRef{}, Containers: map[string]ContainerRef{}, Debug: map[string]bool{},
-		ContainerNames: map[string]map[string]bool{}}
+		ContainerNames: map[string]map[string]bool{}, Statuses: map[string][]ContainerStatus{}}
 	for i := range pods {
 		ix.add(&pods[i])
 	}
@@ -117,6 +123,15 @@ func (ix *PodIndex) add(p *corev1.Pod) {
 			ix.ContainerNames[uid] = names
 		}
 	}
+	// The kubelet names a static pod's cgroup by the UID it knows it by, the annotation's.
+	for _, uid := range []string{string(p.UID), p.Annotations[configMirrorAnnotation]} {
+		if st := containerStatuses(p); uid != "" && len(st) > 0 {
+			ix.Statuses[uid] = st
+		}
+	}
+	if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed && p.Labels[LabelManagedBy] != ManagedBy {
+		ix.Running = append(ix.Running, resourcesOnly(p))
+	}
 	for _, statuses := range [][]corev1.ContainerStatus{
 		p.Status.InitContainerStatuses, p.Status.ContainerStatuses, p.Status.EphemeralContainerStatuses,
 	} {
@@ -126,6 +141,23 @@ func (ix *PodIndex) add(p *corev1.Pod) {
 			}
 		}
 	}
+}
+
+// resourcesOnly is the part of a pod its resource requests need: names, containers' resources,
+// overhead and pod-level resources.
+func resourcesOnly(p *corev1.Pod) *corev1.Pod {
+	out := &corev1.Pod{}
+	out.Name, out.Namespace, out.UID = p.Name, p.Namespace, p.UID
+	out.Spec.Overhead, out.Spec.Resources = p.Spec.Overhead, p.Spec.Resources
+	keep := func(cs []corev1.Container) []corev1.Container {
+		out := make([]corev1.Container, len(cs))
+		for i, c := range cs {
+			out[i] = corev1.Container{Name: c.Name, Resources: c.Resources, RestartPolicy: c.RestartPolicy}
+		}
+		return out
+	}
+	out.Spec.InitContainers, out.Spec.Containers = keep(p.Spec.InitContainers), keep(p.Spec.Containers)
+	return out
 }
 
 // containerNames is nil for a pod without containers (only a partial object can be): its

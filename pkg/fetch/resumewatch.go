@@ -13,8 +13,9 @@ import (
 // of the debug pods and of their Warning events. When the server ends the watch (its own
 // timeout, a restart) it watches again from the last resourceVersion seen, bookmarks included;
 // when that has expired (410 Gone) it calls expired and watches from "" (the server then first
-// replays the objects that exist, so an object changed in the gap is seen again). If a watch
-// cannot be reopened, broken is closed and it stops.
+// replays the objects that exist, so an object changed in the gap is seen again). A reopen that
+// fails for a transient reason is retried with backoff; if a watch is refused, broken is closed
+// and it stops.
 //
 // Not client-go's tools/watch.RetryWatcher: it needs a resourceVersion to start from (a LIST
 // first, and the events rule of deploy/rbac.yaml grants watch only), it ends on a 410 in an
@@ -55,8 +56,16 @@ func (rw *resumingWatch) run(ctx context.Context, w watch.Interface) {
 				rw.expired(ctx)
 			}
 		}
-		var err error
-		if w, err = rw.open(ctx, rw.rv); err != nil {
+		// An API server restarting refuses connections for a few seconds: open again with
+		// backoff until it answers or the fan-out ends; only a refusal breaks the watch.
+		err := retryTransient(ctx, 0, func(ctx context.Context) (err error) {
+			w, err = rw.open(ctx, rw.rv)
+			return err
+		})
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
 			close(rw.broken)
 			return
 		}

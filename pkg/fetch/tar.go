@@ -44,15 +44,24 @@ func ReadTar(r io.Reader, want []string, lim TarLimits) (map[string][]byte, []st
 	}
 	files := make(map[string][]byte, len(want))
 	var total int64
-	tr := tar.NewReader(r)
+	counted := &countingReader{r: r}
+	tr := tar.NewReader(counted)
+	var entriesEnd int64 // where the last entry's padded data ends in the stream
 	for {
 		hdr, err := tr.Next()
 		if err == io.EOF {
+			// archive/tar also ends cleanly on a stream cut between two entries; only the
+			// end-of-archive marker (two zero blocks) after the last entry proves nothing is
+			// missing. A stream with no entry at all is the collect command's "no file".
+			if counted.n > 0 && counted.n < entriesEnd+2*tarBlock {
+				return nil, nil, &ArchiveError{Problem: "truncated (no end-of-archive marker)", Err: io.ErrUnexpectedEOF}
+			}
 			break
 		}
 		if err != nil {
 			return nil, nil, readError(err)
 		}
+		entriesEnd = counted.n + (hdr.Size+tarBlock-1)/tarBlock*tarBlock
 		name, err := entryName(hdr, wanted)
 		if err != nil {
 			return nil, nil, err
@@ -123,4 +132,20 @@ func readError(err error) error {
 		return &ArchiveError{Problem: "truncated", Err: err}
 	}
 	return &ArchiveError{Problem: err.Error(), Err: err}
+}
+
+// tarBlock is tar's block size: headers and padded file data come in blocks of it.
+const tarBlock = 512
+
+// countingReader counts the bytes read through it: archive/tar reads exactly the blocks it
+// parses, so the count says how far into the stream it got.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -205,6 +206,33 @@ func TestWriteFilesStaysInside(t *testing.T) {
 			if e.Name() != "out" && e.Name() != "outside" {
 				t.Errorf("file written outside dir: %s", filepath.Join(d, e.Name()))
 			}
+		}
+	}
+}
+
+// A tar cut anywhere (inside a header, inside a file, between two entries, inside the
+// end-of-archive marker) is refused as truncated: never a file judged from part of its bytes,
+// nor a file reported missing because the stream stopped before it.
+func TestReadTarTruncated(t *testing.T) {
+	full := makeTar(t, entry{name: "./cpu_manager_state", body: strings.Repeat("c", 700)},
+		entry{name: "./memory_manager_state", body: strings.Repeat("m", 512)},
+		entry{name: "./device-plugins/kubelet_internal_checkpoint", body: "d"})
+	if _, _, err := ReadTar(bytes.NewReader(full), want3, TarLimits{}); err != nil {
+		t.Fatalf("the whole archive: %v", err)
+	}
+	// Entry boundaries: 512 (header) + 1024 (700 padded), + 512 + 512, + 512 + 512, then the marker.
+	cuts := []int{1, 511, 512, 800, 1536, 1537, 2048, 2560, 3072, 3584, 3585, 4096 - 1}
+	for n := 1; n < len(full); n += 97 {
+		cuts = append(cuts, n)
+	}
+	for _, n := range cuts {
+		if n >= 3584+1024 {
+			continue // past the marker: only padding is cut
+		}
+		files, missing, err := ReadTar(bytes.NewReader(full[:n]), want3, TarLimits{})
+		var ae *ArchiveError
+		if !errors.As(err, &ae) || !errors.Is(err, io.ErrUnexpectedEOF) || !strings.Contains(err.Error(), "truncated") {
+			t.Errorf("cut at %d of %d: files %d, missing %v, err %v; want a truncated archive", n, len(full), len(files), missing, err)
 		}
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/internal/text"
 )
 
 // watchRetryDelay spaces out re-watches when the API server ends a watch, so a server that
@@ -44,10 +46,10 @@ func startState(pod *corev1.Pod, image string) (done bool, err *Error) {
 		}
 		msg := "the debug pod ended before it could be read: " + reason
 		if detail != "" {
-			msg += ": " + oneLine(detail)
+			msg += ": " + text.OneLine(detail)
 		}
 		if hint := admissionHint(pod.Status.Reason, pod.Namespace); hint != "" {
-			msg = "the node's kubelet rejected the debug pod: " + hint + " (kubelet: " + reason + ": " + oneLine(detail) + ")"
+			msg = "the node's kubelet rejected the debug pod: " + hint + " (kubelet: " + reason + ": " + text.OneLine(detail) + ")"
 		}
 		return false, &Error{Reason: ReasonPodFailed, Short: reason, Message: msg}
 	}
@@ -60,11 +62,11 @@ func startState(pod *corev1.Pod, image string) (done bool, err *Error) {
 		case imagePullReasons[w.Reason]:
 			return false, &Error{Reason: ReasonImagePull, Short: w.Reason,
 				Message: fmt.Sprintf("cannot pull image %q (%s: %s); use --image with an image the node can pull "+
-					"(or already has, see the node's status.images), or --image-pull-secret", image, w.Reason, oneLine(w.Message))}
+					"(or already has, see the node's status.images), or --image-pull-secret", image, w.Reason, text.OneLine(w.Message))}
 		case w.Reason == "CreateContainerConfigError":
 			// A configuration problem: retrying will not change it.
 			return false, &Error{Reason: ReasonPodFailed, Short: w.Reason,
-				Message: fmt.Sprintf("the kubelet cannot create the debug container (%s: %s)", w.Reason, oneLine(w.Message))}
+				Message: fmt.Sprintf("the kubelet cannot create the debug container (%s: %s)", w.Reason, text.OneLine(w.Message))}
 		}
 	}
 	return false, nil
@@ -130,12 +132,16 @@ func waitRunning(ctx context.Context, pods corev1client.PodInterface, created *c
 			if ctx.Err() != nil {
 				return waitEnded(parent, last, timeout)
 			}
-			return err
-		}
-		done, err := consume(ctx, w, created.Name, image, &last, &rv, failed)
-		w.Stop()
-		if done || err != nil {
-			return err
+			if !transient(err) {
+				return err
+			}
+			// The API server is unreachable for a moment: watch again after the delay below.
+		} else {
+			done, err := consume(ctx, w, created.Name, image, &last, &rv, failed)
+			w.Stop()
+			if done || err != nil {
+				return err
+			}
 		}
 		if ctx.Err() != nil {
 			return waitEnded(parent, last, timeout)
@@ -155,6 +161,8 @@ func waitRunning(ctx context.Context, pods corev1client.PodInterface, created *c
 			return podDeleted()
 		case err != nil && ctx.Err() != nil:
 			return waitEnded(parent, last, timeout)
+		case err != nil && transient(err):
+			continue // from the same resourceVersion
 		case err != nil:
 			return err
 		}

@@ -12,8 +12,12 @@ import (
 	"k8s.io/utils/cpuset"
 )
 
-// Schema is the only machine.json schema understood.
-const Schema = "statevec/machine/v1"
+// Schema is the machine.json schema written; SchemaAdmission (the admission vectors') is a
+// superset that is read too.
+const (
+	Schema          = "statevec/machine/v1"
+	SchemaAdmission = "admitvec/machine/v1"
+)
 
 // Machine is one node's hardware.
 type Machine struct {
@@ -57,6 +61,9 @@ type NUMANode struct {
 	// Memory is MemTotal in bytes.
 	Memory    uint64     `json:"memory"`
 	HugePages []HugePage `json:"hugepages,omitempty"`
+	// Distances are the node's distances to every node, by node id (cadvisor Node.Distances,
+	// sysfs node*/distance); nil when unknown.
+	Distances []uint64 `json:"distances,omitempty"`
 }
 
 // HugePage is the pool of one page size on one node (a size with 0 pages still counts).
@@ -71,7 +78,7 @@ func Parse(b []byte) (*Machine, error) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, fmt.Errorf("machine file: %w", err)
 	}
-	if m.Schema != Schema {
+	if m.Schema != Schema && m.Schema != SchemaAdmission {
 		return nil, fmt.Errorf("machine file: schema %q, want %q", m.Schema, Schema)
 	}
 	if err := m.Validate(); err != nil {

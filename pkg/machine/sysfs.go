@@ -23,6 +23,7 @@ import (
 //	cpu/cpu3/cache/index3/id:0                         (absent on some machines)
 //	node/node0/cpulist:0-7                             (absent for a memory-only node)
 //	node/node0/meminfo:Node 0 MemTotal:  16318396 kB
+//	node/node0/distance:10 21                           (cadvisor's Node.Distances)
 //	node/node0/hugepages/hugepages-2048kB/nr_hugepages:0
 //	/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages:0   (machine-wide)
 //	/proc/meminfo:MemTotal:  16318396 kB                       (machine-wide)
@@ -44,7 +45,7 @@ const (
 // directory is kept. Paths are absolute: sysfs is the host's in any container.
 const SysfsScript = `echo "` + SysfsHeader + `"; (cd /sys/devices/system && ` +
 	`grep -Hs . cpu/online cpu/offline cpu/cpu[0-9]*/topology/core_id cpu/cpu[0-9]*/topology/physical_package_id ` +
-	`cpu/cpu[0-9]*/cache/index3/id node/node[0-9]*/cpulist node/node[0-9]*/hugepages/hugepages-*kB/nr_hugepages ` +
+	`cpu/cpu[0-9]*/cache/index3/id node/node[0-9]*/cpulist node/node[0-9]*/distance node/node[0-9]*/hugepages/hugepages-*kB/nr_hugepages ` +
 	`/sys/kernel/mm/hugepages/hugepages-*kB/nr_hugepages; grep -Hs MemTotal node/node[0-9]*/meminfo /proc/meminfo); ` +
 	`echo "` + SysfsEnd + `"`
 
@@ -85,9 +86,10 @@ type cpuDump struct {
 }
 
 type nodeDump struct {
-	cpus     cpuset.CPUSet
-	memKiB   *uint64
-	hugePage map[uint64]uint64
+	cpus      cpuset.CPUSet
+	memKiB    *uint64
+	hugePage  map[uint64]uint64
+	distances []uint64
 }
 
 type sysfsDump struct {
@@ -179,6 +181,22 @@ func (d *sysfsDump) line(line string) error {
 			if n.memKiB, err = kib(f[3]); err != nil {
 				return err
 			}
+		case len(elems) == 3 && elems[2] == "distance":
+			if n.distances != nil {
+				return fmt.Errorf("%s listed twice", path)
+			}
+			f := strings.Fields(value)
+			if len(f) > maxNodeID {
+				return fmt.Errorf("%s: over %d distances", path, maxNodeID)
+			}
+			n.distances = make([]uint64, 0, len(f))
+			for _, v := range f {
+				d, err := strconv.ParseUint(v, 10, 32)
+				if err != nil {
+					return fmt.Errorf("%s: distance %q", path, truncate(v))
+				}
+				n.distances = append(n.distances, d)
+			}
 		case len(elems) == 5 && elems[2] == "hugepages" && elems[4] == "nr_hugepages":
 			return hugePages(n.hugePage, elems[3], value)
 		default:
@@ -251,7 +269,7 @@ func (d *sysfsDump) machine() (*Machine, error) {
 		if n.memKiB == nil {
 			return nil, fmt.Errorf("sysfs dump: no MemTotal for NUMA node %d", id)
 		}
-		m.NUMA = append(m.NUMA, NUMANode{ID: id, Memory: *n.memKiB * 1024, HugePages: pages(n.hugePage)})
+		m.NUMA = append(m.NUMA, NUMANode{ID: id, Memory: *n.memKiB * 1024, HugePages: pages(n.hugePage), Distances: n.distances})
 	}
 	if len(d.nodes) == 0 {
 		// No NUMA directories (a kernel without NUMA): cadvisor reports one node 0 holding

@@ -44,8 +44,8 @@ func TestFromSysfs(t *testing.T) {
 				{ID: 7, Core: 1, Socket: 1, NUMA: 1, UncoreCache: l3(1)},
 			},
 			NUMA: []NUMANode{
-				{ID: 0, Memory: 16384000 * 1024, HugePages: []HugePage{{PageSizeKiB: 2048, NumPages: 512}, {PageSizeKiB: 1048576, NumPages: 1}}},
-				{ID: 1, Memory: 16384000 * 1024, HugePages: []HugePage{{PageSizeKiB: 2048}, {PageSizeKiB: 1048576}}},
+				{ID: 0, Memory: 16384000 * 1024, HugePages: []HugePage{{PageSizeKiB: 2048, NumPages: 512}, {PageSizeKiB: 1048576, NumPages: 1}}, Distances: []uint64{10, 21}},
+				{ID: 1, Memory: 16384000 * 1024, HugePages: []HugePage{{PageSizeKiB: 2048}, {PageSizeKiB: 1048576}}, Distances: []uint64{21, 10}},
 			},
 		},
 	}, {
@@ -90,6 +90,7 @@ func TestFromSysfsRefuses(t *testing.T) {
 		"twice":            {strings.Replace(good, "cpu/cpu0/cache/index3/id:0\n", "cpu/cpu0/cache/index3/id:0\ncpu/cpu0/cache/index3/id:0\n", 1), "listed twice"},
 		"stranger":         {strings.Replace(good, "@@end", "cpu/cpu0/foo:1\n@@end", 1), "unexpected"},
 		"node mismatch":    {strings.Replace(good, "Node 1 MemTotal", "Node 0 MemTotal", 1), "unexpected"},
+		"bad distance":     {strings.Replace(good, "distance:10 21", "distance:10 x", 1), "distance \"x\""},
 		"too big":          {good + strings.Repeat(" ", MaxSysfsBytes), "over the"},
 	}
 	for name, tc := range cases {

@@ -4,11 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
-	"strings"
 
+	"github.com/kubectl-nodestate/kubectl-nodestate/internal/text"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
-	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/render"
 )
 
 // Basis is where the one kubelet judging a node's files comes from.
@@ -19,7 +18,7 @@ const (
 	BasisConfig   Basis = "config"   // Config.Kubelet (--kubelet-version)
 	BasisRecorded Basis = "recorded" // the version collect recorded beside copied files
 	BasisNode     Basis = "node"     // the live node's status.nodeInfo.kubeletVersion
-	BasisFiles    Basis = "files"    // the newest release that writes the files (decode.ChooseJudge)
+	BasisFiles    Basis = "files"    // the newest release that writes the files (decode.ChooseWritingRelease)
 )
 
 // Judgement is the one kubelet that judged a node's files, why, and the files it does not write
@@ -55,7 +54,7 @@ type Apart struct {
 // Sentence says the finding in one sentence.
 func (a Apart) Sentence() string {
 	return fmt.Sprintf("%s (%s) is written only by kubelet %s, never by the kubelet that wrote %s: another kubelet left it, and none has rewritten it since.",
-		a.File, a.Format, a.WrittenBy, joinAnd(a.Others))
+		a.File, a.Format, a.WrittenBy, text.JoinAnd(a.Others))
 }
 
 // Files collect writes beside a node's checkpoint files. NodeInfoFile is the bundle's one node
@@ -82,6 +81,8 @@ type NodeInfo struct {
 	// Machine is machine.json, or MachineError why it could not be read.
 	Machine      string `json:"machine,omitempty"`
 	MachineError string `json:"machineError,omitempty"`
+	// Devices are the node's extended resources as its status said when collected.
+	Devices *fetch.DeviceStatus `json:"devices,omitempty"`
 }
 
 // ParseNodeInfo reads NodeInfoFile. The schema must be collect's: "node.json" is a common name
@@ -97,14 +98,14 @@ func ParseNodeInfo(b []byte) (NodeInfo, error) {
 	return info, nil
 }
 
-// Judge decodes every file of s, in the kubelet's file order, all by one kubelet (a node runs
+// JudgeFiles decodes every file of s, in the kubelet's file order, all by one kubelet (a node runs
 // one): reader when given, else the version s carries (the one collect recorded for copies, the
 // node's own live), else the newest release that writes the files together
-// (decode.ChooseJudge). It then adds a row for each file over the size cap and each leftover
+// (decode.ChooseWritingRelease). It then adds a row for each file over the size cap and each leftover
 // temp file. Whoever judges, files no release writes beside the others are marked apart (row
 // and Judgement). kindOf names a file's kind. Judgement.Why is left empty for a given reader:
 // the caller knows why it gave one.
-func Judge(s *fetch.Snapshot, kindOf func(path string) decode.Kind, reader *decode.Kubelet, rootDir string) ([]render.FileRow, Judgement) {
+func JudgeFiles(s *fetch.Snapshot, kindOf func(path string) decode.Kind, reader *decode.Kubelet, rootDir string) ([]FileRow, Judgement) {
 	j := Judgement{Kubelet: reader, Basis: BasisConfig}
 	var versionNote string
 	if reader == nil && s.KubeletVersion != "" {
@@ -136,7 +137,7 @@ func Judge(s *fetch.Snapshot, kindOf func(path string) decode.Kind, reader *deco
 	for i, r := range reps {
 		formats[i] = decode.FileFormat{File: r.File, Kind: r.Kind, Format: r.Format}
 	}
-	if choice, ok := decode.ChooseJudge(formats); ok {
+	if choice, ok := decode.ChooseWritingRelease(formats); ok {
 		if j.Kubelet == nil {
 			j.Kubelet, j.Basis, j.Why = &choice.Kubelet, BasisFiles, choice.Why()
 			reps = decodeAll(j.Kubelet)
@@ -154,26 +155,18 @@ func Judge(s *fetch.Snapshot, kindOf func(path string) decode.Kind, reader *deco
 			}
 		}
 	}
-	rows := make([]render.FileRow, 0, len(reps)+len(s.Oversized)+len(s.TempFiles))
+	rows := make([]FileRow, 0, len(reps)+len(s.Oversized)+len(s.TempFiles))
 	for _, rep := range reps {
-		rows = append(rows, render.FileRow{Node: s.Node, Report: rep})
+		rows = append(rows, FileRow{Node: s.Node, Report: rep})
 	}
 	for _, p := range s.Oversized {
 		kind, _ := decode.ParseKind(p)
-		rows = append(rows, render.OversizedRow(s.Node, p, kind))
+		rows = append(rows, OversizedRow(s.Node, p, kind))
 	}
 	for _, p := range s.TempFiles {
-		rows = append(rows, render.TempFileRow(s.Node, p))
+		rows = append(rows, TempFileRow(s.Node, p))
 	}
 	return rows, j
-}
-
-// joinAnd lists names: "a", "a and b", "a, b and c".
-func joinAnd(names []string) string {
-	if len(names) <= 1 {
-		return strings.Join(names, "")
-	}
-	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
 
 // sortedPaths orders files as decode.Files lists them, then any other path (--from-file).
@@ -200,7 +193,7 @@ func sortedPaths(files map[string][]byte) []string {
 	return paths
 }
 
-// podNames adapts the fetch pod index to render.PodNames.
+// podNames adapts the fetch pod index to PodNames.
 type podNames struct{ ix *fetch.PodIndex }
 
 func (p podNames) Pod(uid string) (string, string, bool) {
@@ -216,6 +209,6 @@ func (p podNames) Container(id string) (string, string, string, bool) {
 func (p podNames) DebugPod(uid string) bool { return p.ix.DebugPod(uid) }
 
 var (
-	_ render.PodNames  = podNames{}
-	_ render.DebugPods = podNames{}
+	_ PodNames  = podNames{}
+	_ DebugPods = podNames{}
 )

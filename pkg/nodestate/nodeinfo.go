@@ -65,8 +65,8 @@ func canProxy(ctx context.Context, client kubernetes.Interface) (bool, string) {
 }
 
 // withExtras asks the fetcher for what Config.Machine and Config.KubeletConfig need.
-func (r *Reader) withExtras(ctx context.Context, f *fetch.Fetcher) {
-	f.Machine = r.cfg.Machine
+func (r *Runner) withExtras(ctx context.Context, f *fetch.Fetcher) {
+	f.Dumps = r.dumps()
 	if !r.cfg.KubeletConfig {
 		return
 	}
@@ -79,18 +79,21 @@ func (r *Reader) withExtras(ctx context.Context, f *fetch.Fetcher) {
 	}
 }
 
+// sysfsDump is the machine's sysfs dump, run in the exec that reads the files.
+var sysfsDump = fetch.StderrDump{Script: machine.SysfsScript, Header: machine.SysfsHeader, End: machine.SysfsEnd, Max: machine.MaxSysfsBytes}
+
 // addExtras moves config.yaml out of the snapshot's checkpoint files and fills in the node's
 // machine and kubelet config.
-func (r *Reader) addExtras(ctx context.Context, res *NodeResult) {
+func (r *Runner) addExtras(ctx context.Context, res *NodeResult) {
 	s := res.Snapshot
 	if s == nil {
 		return
 	}
 	if r.cfg.Machine {
-		if s.Sysfs == nil {
+		if dump := s.Dumps[machine.SysfsHeader]; dump == nil {
 			res.MachineErr = fmt.Errorf("the debug pod printed no sysfs dump")
 		} else {
-			res.Machine, res.MachineErr = machine.FromSysfs(s.Sysfs)
+			res.Machine, res.MachineErr = machine.FromSysfs(dump)
 		}
 	}
 	if !r.cfg.KubeletConfig {

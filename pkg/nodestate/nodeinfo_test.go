@@ -17,6 +17,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
 )
 
 // The machine and kubelet config ride on the one exec: the sysfs dump on stderr, config.yaml
@@ -74,6 +76,7 @@ func TestLiveMachineAndConfig(t *testing.T) {
 			exec := func(_ context.Context, _, _, _ string, cmd []string, stdout, stderr io.Writer) error {
 				gotCommand = cmd
 				_, _ = stderr.Write(dump)
+				defer io.WriteString(stderr, fetch.CollectEnd)
 				tw := tar.NewWriter(stdout)
 				files := map[string]string{"./cpu_manager_state": string(cpu)}
 				if !tc.noYAML {

@@ -10,16 +10,17 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"sync"
 	"sync/atomic"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cgroup"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch/local"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/machine"
-	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/render"
 )
 
 // Config says what to read and how to judge it. Set one source: FromDir or FromFile (files
@@ -56,16 +57,34 @@ type Config struct {
 	// server when the user may already GET nodes/proxy, else config.yaml from the kubelet
 	// root dir (NodeResult.KubeletConfig).
 	KubeletConfig bool
+	// NodeFiles also reads each node's device plugin sockets and CDI specs (NodeResult's
+	// NodeFiles): live, in the same exec, with the CDI dirs mounted read-only; offline, from a
+	// bundle's files.
+	NodeFiles bool
+	// Cgroups also reads what each node's cgroups show its containers run on (NodeResult's
+	// Cgroups): live, in the same exec, with the host's cgroup filesystem mounted read-only;
+	// offline, from a bundle's file when it has one.
+	Cgroups bool
 	// Configz replaces the GET of configz through the API server, for tests.
 	Configz ConfigzFunc
 
 	// Kubelet judges every file as this kubelet would; nil judges a node's files by the version
 	// collect recorded with copies (node.json), else a live node's own version, else the newest
-	// release that writes the files together (see Judge).
+	// release that writes the files together (see JudgeFiles).
 	Kubelet *decode.Kubelet
 	// KubeletWhy says, for the header line, why Kubelet judges ("the kubelet version asked for"
 	// when empty).
 	KubeletWhy string
+
+	// Engines are the engines run beyond decode.
+	Engines
+}
+
+// Engines configures the engines beyond decode: each runs in the node's worker, on the judged
+// files, when its config is set, and answers in the NodeResult field of its name.
+type Engines struct {
+	Doctor *DoctorConfig
+	Admit  *AdmitConfig
 }
 
 // Offline reports whether the files come from copies on disk.
@@ -81,12 +100,12 @@ type NodeResult struct {
 	Snapshot *fetch.Snapshot
 	// Rows are the judged files in the kubelet's file order, then oversized and temp files; a
 	// node that could not be read has the one row saying why.
-	Rows []render.FileRow
+	Rows []FileRow
 	// Judged is the one kubelet that judged the files, why, and the files apart from the others
 	// (findings); zero when Err is set.
 	Judged Judgement
 	// Names resolves the pod UIDs and container IDs of the files (nil offline).
-	Names render.PodNames
+	Names PodNames
 	// Err is why the node could not be read at all (a *fetch.Error for live nodes).
 	Err error
 
@@ -99,6 +118,17 @@ type NodeResult struct {
 	KubeletConfigFrom string
 	// KubeletConfigNote says why configz was not used, or why there is no config at all.
 	KubeletConfigNote string
+	// NodeFiles are the sockets and CDI specs (Config.NodeFiles).
+	NodeFiles
+	// Cgroups is what the node's cgroups show (Config.Cgroups, or a bundle's), or why not in
+	// CgroupsErr.
+	Cgroups    *cgroup.Node
+	CgroupsErr error
+
+	// Doctor is the start prediction (Config.Doctor); nil when not asked or Err is set.
+	Doctor *DoctorResult
+	// Admit is the admission of Config.Admit's pods; nil when not asked or Err is set.
+	Admit *AdmitResult
 }
 
 // Warnings are the non-fatal problems of the read.
@@ -118,8 +148,8 @@ func (n *NodeResult) Skipped() bool {
 // reported, and every debug pod created was deleted before Run returned.
 var ErrInterrupted = errors.New("interrupted; every debug pod created was deleted")
 
-// Reader runs a Config. New resolves the node list; Run reads.
-type Reader struct {
+// Runner runs a Config. New resolves the node list; Run reads.
+type Runner struct {
 	cfg   Config
 	nodes []string
 	// infos are the nodes to read; listed ones carry what reading needs, so a node is not
@@ -129,14 +159,30 @@ type Reader struct {
 	// configz reads a node's configz, nil when the user may not (noConfigz says why).
 	configz   ConfigzFunc
 	noConfigz string
+	// getClaim gets a ResourceClaim, nil when the server serves none (noClaims says so).
+	claimsOnce sync.Once
+	getClaim   claimGetter
+	noClaims   string
 }
 
 // New checks the config and, for live nodes, lists them when AllNodes is set.
-func New(ctx context.Context, cfg Config) (*Reader, error) {
+func New(ctx context.Context, cfg Config) (*Runner, error) {
 	if cfg.KubeletRootDir == "" {
 		cfg.KubeletRootDir = decode.DefaultRootDir
 	}
-	r := &Reader{cfg: cfg}
+	// Live nodes bring their own machine and config, unless the ones to be are given.
+	if d := cfg.Doctor; d != nil {
+		cfg.Machine = cfg.Machine || d.Machine == nil
+		cfg.KubeletConfig = cfg.KubeletConfig || d.KubeletConfig == nil
+		// The files against the node: device plugin sockets, CDI specs, ResourceClaims, cgroups.
+		cfg.NodeFiles = true
+		cfg.Cgroups = true
+	}
+	if a := cfg.Admit; a != nil {
+		cfg.Machine = cfg.Machine || a.Machine == nil
+		cfg.KubeletConfig = cfg.KubeletConfig || a.KubeletConfig == nil
+	}
+	r := &Runner{cfg: cfg}
 	switch {
 	case cfg.FromDir != "" && cfg.FromFile != "":
 		return nil, errors.New("read a directory or a file, not both")
@@ -147,6 +193,12 @@ func New(ctx context.Context, cfg Config) (*Reader, error) {
 	}
 	opts := cfg.Fetch
 	opts.KubeletRootDir = cfg.KubeletRootDir
+	if cfg.NodeFiles {
+		opts.HostDirs = append(opts.HostDirs, cdiHostDirs()...)
+	}
+	if cfg.Cgroups {
+		opts.HostDirs = append(opts.HostDirs, cgroupHostDir)
+	}
 	r.fetcher = &fetch.Fetcher{Client: cfg.Client, Config: cfg.RESTConfig, Paths: decode.Paths(), Options: opts, Exec: cfg.Exec}
 	if err := r.fetcher.Validate(); err != nil {
 		return nil, err
@@ -174,20 +226,22 @@ func New(ctx context.Context, cfg Config) (*Reader, error) {
 }
 
 // Nodes is the live node list being read (nil offline).
-func (r *Reader) Nodes() []string { return r.nodes }
+func (r *Runner) Nodes() []string { return r.nodes }
 
 // Run reads every source and calls each with its result as soon as it is judged: live nodes
 // in the order they complete, at most Concurrency at a time. Calls to each never overlap. An
 // error from each stops the reporting (nodes already started still finish and clean up) and
 // is returned. Copies that cannot be read at all are an error of Run; a live node that cannot
 // be read is a result with Err. After ctx is cancelled Run returns ErrInterrupted.
-func (r *Reader) Run(ctx context.Context, each func(*NodeResult) error) error {
+func (r *Runner) Run(ctx context.Context, each func(*NodeResult) error) error {
 	if r.cfg.Offline() {
 		snap, err := r.loadOffline()
 		if err != nil {
 			return err
 		}
-		return each(r.judge(snap))
+		res := r.decodeSnapshot(snap)
+		r.offlineExtras(res)
+		return each(r.runEngines(res))
 	}
 	// Reading extras and judging happen in each node's worker, concurrently; only each is
 	// called one node at a time.
@@ -199,16 +253,23 @@ func (r *Reader) Run(ctx context.Context, each func(*NodeResult) error) error {
 		}
 		res := &NodeResult{Node: fr.Node, Where: "node " + fr.Node, Err: fr.Err}
 		if fr.Err != nil {
-			res.Rows = []render.FileRow{render.NodeFailedRow(fr.Node, res.Skipped(), failureReason(fr.Err), fr.Err.Error())}
+			res.Rows = []FileRow{NodeFailedRow(fr.Node, res.Skipped(), failureReason(fr.Err), fr.Err.Error())}
 			return res
 		}
 		// Extras first: they take config.yaml out of the checkpoint files.
 		extras := &NodeResult{Node: fr.Node, Snapshot: fr.Files}
 		r.addExtras(ctx, extras)
-		res = r.judge(fr.Files)
+		res = r.decodeSnapshot(fr.Files)
 		res.Machine, res.MachineErr = extras.Machine, extras.MachineErr
 		res.KubeletConfig, res.KubeletConfigFrom, res.KubeletConfigNote = extras.KubeletConfig, extras.KubeletConfigFrom, extras.KubeletConfigNote
-		return res
+		if r.cfg.NodeFiles {
+			res.NodeFiles = readNodeFiles(fr.Files)
+			r.addClaims(ctx, res)
+		}
+		if r.cfg.Cgroups {
+			res.Cgroups, res.CgroupsErr = readCgroups(fr.Files.Dumps[cgroup.Header], fr.Files.Pods)
+		}
+		return r.runEngines(res)
 	}
 	fetch.FetchNodesThen(ctx, r.fetcher, r.infos, r.cfg.Concurrency, work, func(res *NodeResult) {
 		if eachErr != nil || res == nil {
@@ -237,12 +298,13 @@ func failureReason(err error) string {
 }
 
 // loadOffline reads FromDir or FromFile.
-func (r *Reader) loadOffline() (*fetch.Snapshot, error) {
+func (r *Runner) loadOffline() (*fetch.Snapshot, error) {
 	if r.cfg.FromDir != "" {
-		snap, err := local.Read(r.cfg.FromDir, append(decode.Paths(), NodeInfoFile), local.DefaultLimits)
+		snap, err := local.Read(r.cfg.FromDir, append(decode.Paths(), bundleFiles()...), local.DefaultLimits)
 		if err != nil {
 			return nil, err
 		}
+		takeBundleDumps(snap)
 		// A collect bundle records the node's kubelet version: it judges the copies.
 		if b, ok := snap.Files[NodeInfoFile]; ok {
 			delete(snap.Files, NodeInfoFile)
@@ -252,6 +314,9 @@ func (r *Reader) loadOffline() (*fetch.Snapshot, error) {
 			} else if info.KubeletVersion != "" {
 				snap.KubeletVersion = info.KubeletVersion
 				snap.KubeletVersionFrom = fmt.Sprintf("node %s's version, recorded by collect in %s", info.Node, NodeInfoFile)
+			}
+			if err == nil && info.Devices != nil {
+				snap.Devices = info.Devices
 			}
 		}
 		return snap, nil
@@ -267,15 +332,15 @@ func (r *Reader) loadOffline() (*fetch.Snapshot, error) {
 }
 
 // fileKind is the kind of FromFile: Kind, else the file's name on the node.
-func (r *Reader) fileKind() (decode.Kind, bool) {
+func (r *Runner) fileKind() (decode.Kind, bool) {
 	if r.cfg.Kind != "" {
 		return r.cfg.Kind, true
 	}
 	return decode.ParseKind(path.Base(r.cfg.FromFile))
 }
 
-// judge decodes a snapshot into a result.
-func (r *Reader) judge(s *fetch.Snapshot) *NodeResult {
+// decodeSnapshot decodes and judges a snapshot into a result.
+func (r *Runner) decodeSnapshot(s *fetch.Snapshot) *NodeResult {
 	res := &NodeResult{Node: s.Node, Where: s.Source, Snapshot: s}
 	if s.Node != "" {
 		res.Where = "node " + s.Node
@@ -283,19 +348,23 @@ func (r *Reader) judge(s *fetch.Snapshot) *NodeResult {
 	if s.Pods != nil {
 		res.Names = podNames{s.Pods}
 	}
-	kindOf := func(p string) decode.Kind {
-		k, _ := decode.ParseKind(p)
-		return k
-	}
-	if r.cfg.FromFile != "" {
-		kindOf = func(string) decode.Kind { k, _ := r.fileKind(); return k }
-	}
-	res.Rows, res.Judged = Judge(s, kindOf, r.cfg.Kubelet, r.cfg.KubeletRootDir)
+	res.Rows, res.Judged = JudgeFiles(s, r.kindOf, r.cfg.Kubelet, r.cfg.KubeletRootDir)
 	if r.cfg.Kubelet != nil {
 		res.Judged.Why = r.cfg.KubeletWhy
 		if res.Judged.Why == "" {
 			res.Judged.Why = "the kubelet version asked for"
 		}
+	}
+	return res
+}
+
+// runEngines runs the engines configured beyond decode on a judged node.
+func (r *Runner) runEngines(res *NodeResult) *NodeResult {
+	if r.cfg.Doctor != nil && res.Err == nil {
+		res.Doctor = r.diagnose(res)
+	}
+	if r.cfg.Admit != nil && res.Err == nil {
+		res.Admit = r.admit(res)
 	}
 	return res
 }

@@ -20,7 +20,6 @@ import (
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
-	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/render"
 )
 
 const repo = "../.."
@@ -81,7 +80,7 @@ func TestFromDir(t *testing.T) {
 		t.Fatalf("results: %+v", res)
 	}
 	last := res[0].Rows[len(res[0].Rows)-1]
-	if last.File() != ".482910377" || last.NotDecoded == nil || last.NotDecoded.Reason != render.TempFile || last.Verdict() != decode.NotRead {
+	if last.File() != ".482910377" || last.NotDecoded == nil || last.NotDecoded.Reason != TempFile || last.Verdict() != decode.NotRead {
 		t.Errorf("temp row: %+v", last)
 	}
 }
@@ -95,7 +94,7 @@ func TestJudgeRowsAndOrder(t *testing.T) {
 		}
 	}
 	s := &fetch.Snapshot{Files: files, Oversized: []string{"pod_status_manager_state"}, TempFiles: []string{".123", "device-plugins/.9"}}
-	rs, _ := Judge(s, byName, nil, "")
+	rs, _ := JudgeFiles(s, byName, nil, "")
 	var got []string
 	for _, r := range rs {
 		got = append(got, r.File()+"="+string(r.Verdict()))
@@ -111,22 +110,22 @@ func TestJudgeRowsAndOrder(t *testing.T) {
 	// The oversized row carries its kind (so the show commands count it) and a cause; no
 	// report is made up for it.
 	over := rs[7]
-	if over.Report != nil || over.Kind() != decode.KindPodStatus || over.NotDecoded.Reason != render.Oversized || over.Why() != render.CauseOversized {
+	if over.Report != nil || over.Kind() != decode.KindPodStatus || over.NotDecoded.Reason != Oversized || over.Why() != CauseOversized {
 		t.Errorf("oversized row: %+v", over.NotDecoded)
 	}
-	if rs[8].Report != nil || rs[8].Kind() != "" || rs[8].Why() != render.CauseTempFile {
+	if rs[8].Report != nil || rs[8].Kind() != "" || rs[8].Why() != CauseTempFile {
 		t.Errorf("temp row: %+v", rs[8].NotDecoded)
 	}
 	for _, r := range rs[:7] {
-		if r.Kind() == "" || r.Reader() == "" {
-			t.Errorf("%s: kind %q reader %q", r.File(), r.Kind(), r.Reader())
+		if r.Kind() == "" || r.Kubelet() == "" {
+			t.Errorf("%s: kind %q reader %q", r.File(), r.Kind(), r.Kubelet())
 		}
 	}
 }
 
 func byName(p string) decode.Kind { k, _ := decode.ParseKind(p); return k }
 
-func TestJudgeReader(t *testing.T) {
+func TestJudgeFilesKubelet(t *testing.T) {
 	raw, err := os.ReadFile(filepath.Join(repo, "examples/kubelet-root/cpu_manager_state"))
 	if err != nil {
 		t.Fatal(err)
@@ -135,17 +134,17 @@ func TestJudgeReader(t *testing.T) {
 		return &fetch.Snapshot{Node: "n1", KubeletVersion: version, Files: map[string][]byte{"cpu_manager_state": raw}}
 	}
 	// No version known: the newest release writing the file.
-	if rs, j := Judge(snap(""), byName, nil, ""); rs[0].Reader() != "v1.37.1" || j.Basis != BasisFiles || j.Kubelet.String() != "v1.37.1" {
-		t.Errorf("offline reader: %q, judgement %+v", rs[0].Reader(), j)
+	if rs, j := JudgeFiles(snap(""), byName, nil, ""); rs[0].Kubelet() != decode.HomeKubelet || j.Basis != BasisFiles || j.Kubelet.String() != decode.HomeKubelet {
+		t.Errorf("offline reader: %q, judgement %+v", rs[0].Kubelet(), j)
 	}
 	// Live: the node's own kubelet version.
-	if rs, j := Judge(snap("v1.36.4"), byName, nil, ""); rs[0].Reader() != "v1.36.4" || rs[0].Node != "n1" || j.Basis != BasisNode {
+	if rs, j := JudgeFiles(snap("v1.36.4"), byName, nil, ""); rs[0].Kubelet() != "v1.36.4" || rs[0].Node != "n1" || j.Basis != BasisNode {
 		t.Errorf("node reader: %+v, judgement %+v", rs[0].Report, j)
 	}
 	// Copies: the version collect recorded, said so.
 	rec := snap("v1.35.8")
 	rec.KubeletVersionFrom = "recorded"
-	if rs, j := Judge(rec, byName, nil, ""); rs[0].Reader() != "v1.35.8" || j.Basis != BasisRecorded || j.Why != "recorded" {
+	if rs, j := JudgeFiles(rec, byName, nil, ""); rs[0].Kubelet() != "v1.35.8" || j.Basis != BasisRecorded || j.Why != "recorded" {
 		t.Errorf("recorded reader: %+v, judgement %+v", rs[0].Report, j)
 	}
 	// An explicit kubelet wins over the node's version.
@@ -153,13 +152,13 @@ func TestJudgeReader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rs, j := Judge(snap("v1.36.4"), byName, &k, ""); rs[0].Reader() != "v1.35.8" || j.Basis != BasisConfig {
+	if rs, j := JudgeFiles(snap("v1.36.4"), byName, &k, ""); rs[0].Kubelet() != "v1.35.8" || j.Basis != BasisConfig {
 		t.Errorf("explicit reader: %+v", rs[0].Report)
 	}
 	// A version naming no release does not stop the read: the format's own rules judge, and the
 	// report says why.
-	rs, _ := Judge(snap("garbage"), byName, nil, "")
-	if notes := rs[0].Report.Notes; rs[0].Reader() == "" || len(notes) == 0 || !strings.Contains(notes[len(notes)-1], `"garbage"`) {
+	rs, _ := JudgeFiles(snap("garbage"), byName, nil, "")
+	if notes := rs[0].Report.Notes; rs[0].Kubelet() == "" || len(notes) == 0 || !strings.Contains(notes[len(notes)-1], `"garbage"`) {
 		t.Errorf("bad node version: %+v", rs[0].Report)
 	}
 }
@@ -186,7 +185,8 @@ func TestLive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exec := func(_ context.Context, _, _, _ string, _ []string, stdout, _ io.Writer) error {
+	exec := func(_ context.Context, _, _, _ string, _ []string, stdout, stderr io.Writer) error {
+		defer io.WriteString(stderr, fetch.CollectEnd)
 		tw := tar.NewWriter(stdout)
 		if err := tw.WriteHeader(&tar.Header{Name: "cpu_manager_state", Mode: 0o600, Size: int64(len(cpu)), Typeflag: tar.TypeReg}); err != nil {
 			return err
@@ -212,12 +212,12 @@ func TestLive(t *testing.T) {
 	if a.Err != nil || a.Where != "node a" || a.Names == nil || len(a.Rows) != 1 {
 		t.Fatalf("node a: %+v", a)
 	}
-	if row := a.Rows[0]; row.Node != "a" || row.File() != "cpu_manager_state" || row.Verdict() != decode.Valid || row.Reader() != "v1.36.4" {
+	if row := a.Rows[0]; row.Node != "a" || row.File() != "cpu_manager_state" || row.Verdict() != decode.Valid || row.Kubelet() != "v1.36.4" {
 		t.Errorf("node a row: %+v", row.Report)
 	}
 	b := got["b"]
 	if b.Err == nil || b.Snapshot != nil || len(b.Rows) != 1 || b.Rows[0].File() != "-" || b.Rows[0].Verdict() != decode.Unreadable ||
-		b.Rows[0].NotDecoded.Reason != render.NodeUnreadable || b.Rows[0].Why() == "" {
+		b.Rows[0].NotDecoded.Reason != NodeUnreadable || b.Rows[0].Why() == "" {
 		t.Errorf("node b: err %v, rows %+v", b.Err, b.Rows)
 	}
 	// An error of each stops the reporting and comes back.
@@ -252,8 +252,8 @@ func TestNewErrors(t *testing.T) {
 func TestJudgeMarksDebugPods(t *testing.T) {
 	ix := fetch.NewPodIndex(nil)
 	ix.Debug["uid-debug"] = true
-	res := (&Reader{}).judge(&fetch.Snapshot{Node: "n1", Pods: ix})
-	d, ok := res.Names.(render.DebugPods)
+	res := (&Runner{}).decodeSnapshot(&fetch.Snapshot{Node: "n1", Pods: ix})
+	d, ok := res.Names.(DebugPods)
 	if !ok || !d.DebugPod("uid-debug") || d.DebugPod("uid-app") {
 		t.Errorf("result names %#v do not mark exactly the debug pod", res.Names)
 	}
@@ -263,21 +263,10 @@ func TestJudgeMarksDebugPods(t *testing.T) {
 // DRA file beside 1.37 files are judged by 1.37 too, and are findings; a collect bundle's
 // recorded version judges the copies.
 func TestOfflineJudgement(t *testing.T) {
-	read := func(cfg Config) *NodeResult {
-		t.Helper()
-		r, err := New(context.Background(), cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var res *NodeResult
-		if err := r.Run(context.Background(), func(n *NodeResult) error { res = n; return nil }); err != nil {
-			t.Fatal(err)
-		}
-		return res
-	}
+	read := func(cfg Config) *NodeResult { return readOne(t, cfg) }
 	broken := read(Config{FromDir: filepath.Join(repo, "examples/broken-node")})
 	j := broken.Judged
-	if j.Basis != BasisFiles || j.Kubelet.String() != "v1.37.1" || len(j.Apart) != 2 ||
+	if j.Basis != BasisFiles || j.Kubelet.String() != decode.HomeKubelet || len(j.Apart) != 2 ||
 		j.Apart[0].File != "device-plugins/kubelet_internal_checkpoint" || j.Apart[0].WrittenBy != "1.11-1.19" {
 		t.Fatalf("judgement %+v", j)
 	}
@@ -290,8 +279,8 @@ func TestOfflineJudgement(t *testing.T) {
 			continue
 		}
 		apart := r.File() == "device-plugins/kubelet_internal_checkpoint" || r.File() == "dra_manager_state"
-		if r.Reader() != "v1.37.1" || r.Report.Apart != apart {
-			t.Errorf("%s: reader %s, apart %v", r.File(), r.Reader(), r.Report.Apart)
+		if r.Kubelet() != decode.HomeKubelet || r.Report.Apart != apart {
+			t.Errorf("%s: reader %s, apart %v", r.File(), r.Kubelet(), r.Report.Apart)
 		}
 	}
 
@@ -308,13 +297,27 @@ func TestOfflineJudgement(t *testing.T) {
 	}
 	res := read(Config{FromDir: dir})
 	if res.Judged.Basis != BasisRecorded || res.Judged.Sentence() != "Judged by kubelet v1.36.4: node w9's version, recorded by collect in node.json." ||
-		len(res.Rows) != 1 || res.Rows[0].Reader() != "v1.36.4" {
+		len(res.Rows) != 1 || res.Rows[0].Kubelet() != "v1.36.4" {
 		t.Errorf("recorded: %+v, rows %d", res.Judged, len(res.Rows))
 	}
 	// The config's kubelet wins, with the caller's why.
-	k := decode.MustParseKubelet("v1.37.1")
+	k := decode.MustParseKubelet(decode.HomeKubelet)
 	res = read(Config{FromDir: dir, Kubelet: &k, KubeletWhy: "--kubelet-version"})
-	if res.Judged.Sentence() != "Judged by kubelet v1.37.1: --kubelet-version." || res.Rows[0].Reader() != "v1.37.1" {
+	if res.Judged.Sentence() != "Judged by kubelet "+decode.HomeKubelet+": --kubelet-version." || res.Rows[0].Kubelet() != decode.HomeKubelet {
 		t.Errorf("config: %+v", res.Judged)
 	}
+}
+
+// readOne runs an offline config and returns its one result.
+func readOne(t *testing.T, cfg Config) *NodeResult {
+	t.Helper()
+	r, err := New(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res *NodeResult
+	if err := r.Run(context.Background(), func(n *NodeResult) error { res = n; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return res
 }

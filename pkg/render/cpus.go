@@ -26,6 +26,10 @@ type CPURow struct {
 	CPUs     string `json:"cpus"`
 	Baseline string `json:"baseline,omitempty"`
 	Policy   string `json:"policy,omitempty"`
+	// Cgroup is the container's cgroup cpuset.cpus as the node has it ("(not running)" when
+	// none of its pod's containers runs); for the shared pool, the distinct cpusets of the
+	// containers running in it.
+	Cgroup string `json:"cgroup,omitempty"`
 }
 
 // CPURows flattens the states into rows: containers, pod-level entries, then the shared pool.
@@ -38,7 +42,8 @@ func CPURows(in []CPUs) []CPURow {
 			ns, name := podName(n.Names, uid)
 			for c, cpus := range containers {
 				node = append(node, CPURow{Node: n.Node, Namespace: ns, Pod: name, PodUID: uid, Container: c,
-					Scope: "container", CPUs: cpus, Baseline: s.Baselines[uid][c], Policy: s.PolicyName})
+					Scope: "container", CPUs: cpus, Baseline: s.Baselines[uid][c], Policy: s.PolicyName,
+					Cgroup: cgroupValue(n.Cgroups, uid, c, cpusOf)})
 			}
 		}
 		for id, cpus := range s.ContainerIDEntries {
@@ -56,7 +61,8 @@ func CPURows(in []CPUs) []CPURow {
 		}
 		sort.Slice(node, func(i, j int) bool { return cpuRowKey(node[i]) < cpuRowKey(node[j]) })
 		rows = append(rows, node...)
-		rows = append(rows, CPURow{Node: n.Node, Scope: "shared", CPUs: s.DefaultCPUSet, Policy: s.PolicyName})
+		rows = append(rows, CPURow{Node: n.Node, Scope: "shared", CPUs: s.DefaultCPUSet, Policy: s.PolicyName,
+			Cgroup: sharedCgroupCPUs(n.Cgroups, s.Entries)})
 	}
 	return rows
 }
@@ -77,7 +83,8 @@ func PrintCPUs(w io.Writer, o Options, in []CPUs) error {
 	}
 	headers := []string{"POD", "CONTAINER", "CPUS"}
 	if o.Format == Wide {
-		headers = append(headers, "SCOPE", "BASELINE", "POD-UID/CONTAINER-ID", "POLICY")
+		// The cgroup's cpuset beside the file's.
+		headers = append(headers, "CGROUP", "SCOPE", "BASELINE", "POD-UID/CONTAINER-ID", "POLICY")
 	}
 	t := newTable(w, o, headers...)
 	for _, r := range rows {
@@ -97,7 +104,7 @@ func PrintCPUs(w io.Writer, o Options, in []CPUs) error {
 			if r.ContainerID != "" {
 				id = r.ContainerID
 			}
-			cells = append(cells, r.Scope, r.Baseline, id, r.Policy)
+			cells = append(cells, r.Cgroup, r.Scope, r.Baseline, id, r.Policy)
 		}
 		t.add(r.Node, cells...)
 	}

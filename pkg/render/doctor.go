@@ -8,6 +8,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubectl-nodestate/kubectl-nodestate/internal/text"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/doctor"
 )
 
@@ -33,7 +34,7 @@ func Doctor(w io.Writer, o Options, results []DoctorResult) error {
 	t := newTable(w, o, headers...).fixedWidths(8, 22, 28, 24, 80)
 	for _, r := range results {
 		for _, row := range doctorRows(r) {
-			t.add(r.Node, row.severity, row.check, row.file, row.entry, oneLine(row.message), oneLine(row.fix))
+			t.add(r.Node, row.severity, row.check, row.file, row.entry, text.OneLine(row.message), text.OneLine(row.fix))
 		}
 	}
 	t.render()
@@ -83,7 +84,7 @@ func startRow(s doctor.KubeletStart) findingRow {
 	return findingRow{"error", "kubelet-start", file, s.Phase, msg, fix}
 }
 
-func printOne(w io.Writer, f Format, r DoctorResult) error {
+func printOne(w io.Writer, f Format, r any) error {
 	var b []byte
 	var err error
 	if f == JSON {

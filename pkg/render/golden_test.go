@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
 )
 
 // go test ./pkg/render -update rewrites testdata/golden from the current printers.
@@ -56,7 +58,7 @@ func decodeFile(t testing.TB, kind decode.Kind, rel string) *decode.Report {
 		t.Fatal(err)
 	}
 	rep := decode.Decode(kind, raw, decode.Options{})
-	if rep.Decoded == nil && rep.Verdict == decode.Valid {
+	if rep.Decoded.IsZero() && rep.Verdict == decode.Valid {
 		t.Fatalf("%s: valid but nothing decoded", rel)
 	}
 	return rep
@@ -65,9 +67,9 @@ func decodeFile(t testing.TB, kind decode.Kind, rel string) *decode.Report {
 func model[T any](t testing.TB, kind decode.Kind, rel string) T {
 	t.Helper()
 	rep := decodeFile(t, kind, rel)
-	m, ok := rep.Decoded.(T)
+	m, ok := rep.Decoded.Any().(T)
 	if !ok {
-		t.Fatalf("%s: decoded %T (verdict %s: %s)", rel, rep.Decoded, rep.Verdict, rep.Error)
+		t.Fatalf("%s: decoded %T (verdict %s: %s)", rel, rep.Decoded.Any(), rep.Verdict, rep.Error)
 	}
 	return m
 }
@@ -83,7 +85,7 @@ const (
 	v2pod = "testdata/kubelet/pod_status_manager_state/v1.28.15/two-containers.json"
 )
 
-// src returns the Source of a node: offline (one directory) it has no name and no PodNames.
+// src returns the Source of a node: offline (one directory) it has no name and no nodestate.PodNames.
 func src(node string, multi bool) Source {
 	if !multi {
 		return Source{}
@@ -94,48 +96,34 @@ func src(node string, multi bool) Source {
 // verifyResults is what verify prints: offline, examples/broken-node (with a leftover temp file
 // and an oversized file as the nodestate library reports them); with nodes, worker-1 all valid, worker-2 the
 // broken node and worker-3 a node that could not be read.
-func verifyResults(t testing.TB, multi bool) []FileRow {
-	broken := func(node string) []FileRow {
+func verifyResults(t testing.TB, multi bool) []nodestate.FileRow {
+	broken := func(node string) []nodestate.FileRow {
 		return append(judgedTogether(t, "examples/broken-node", node),
-			OversizedRow(node, "pod_status_manager_state", decode.KindPodStatus),
-			TempFileRow(node, ".482910377"))
+			nodestate.OversizedRow(node, "pod_status_manager_state", decode.KindPodStatus),
+			nodestate.TempFileRow(node, ".482910377"))
 	}
 	if !multi {
 		return broken("")
 	}
 	out := append(judgedTogether(t, root1, "worker-1"), broken("worker-2")...)
-	return append(out, NodeFailedRow("worker-3", false, "API error",
+	return append(out, nodestate.NodeFailedRow("worker-3", false, "API error",
 		`Get "https://10.0.0.1:6443/api/v1/nodes/worker-3": dial tcp 10.0.0.1:6443: connect: connection refused`))
 }
 
-// judgedTogether decodes a kubelet dir's files as the nodestate library does offline: all by the
-// one kubelet that writes most of them (decode.ChooseJudge), the files it does not write marked
-// apart.
-func judgedTogether(t testing.TB, dir, node string) []FileRow {
-	var formats []decode.FileFormat
-	raws := map[string][]byte{}
+// judgedTogether is a kubelet dir's files as the nodestate library judges them offline.
+func judgedTogether(t testing.TB, dir, node string) []nodestate.FileRow {
+	files := map[string][]byte{}
 	for _, f := range decode.Files {
-		raw, err := os.ReadFile(filepath.Join(repo, dir, f.Path))
-		if err != nil {
-			continue
+		if raw, err := os.ReadFile(filepath.Join(repo, dir, f.Path)); err == nil {
+			files[f.Path] = raw
 		}
-		raws[f.Path] = raw
-		formats = append(formats, decode.FileFormat{File: f.Path, Kind: f.Kind, Format: decode.Decode(f.Kind, raw, decode.Options{}).Format})
 	}
-	judge, ok := decode.ChooseJudge(formats)
-	if !ok {
+	kindOf := func(p string) decode.Kind { k, _ := decode.ParseKind(p); return k }
+	rows, j := nodestate.JudgeFiles(&fetch.Snapshot{Node: node, Files: files}, kindOf, nil, "")
+	if j.Kubelet == nil {
 		t.Fatalf("%s: no judge", dir)
 	}
-	var out []FileRow
-	for _, f := range formats {
-		rep := decode.Decode(f.Kind, raws[f.File], decode.Options{Kubelet: &judge.Kubelet})
-		rep.File = f.File
-		for _, a := range judge.Apart {
-			rep.Apart = rep.Apart || a.File == f.File
-		}
-		out = append(out, FileRow{Node: node, Report: rep})
-	}
-	return out
+	return rows
 }
 
 func cpuInput(t testing.TB, multi bool) []CPUs {
@@ -263,7 +251,7 @@ func TestGoldenStream(t *testing.T) {
 			o := Options{Format: f, ShowNode: true, Stream: true, NodeWidth: len("worker-1")}
 			var b bytes.Buffer
 			for _, node := range []string{"worker-1", "worker-2", "worker-3"} {
-				var block []FileRow
+				var block []nodestate.FileRow
 				for _, r := range rows {
 					if r.Node == node {
 						block = append(block, r)

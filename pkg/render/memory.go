@@ -48,6 +48,9 @@ type MemoryAssignRow struct {
 	Type      string `json:"type"`
 	Size      uint64 `json:"size"`
 	NUMANodes []int  `json:"numaNodes"`
+	// CgroupMems is the container's cgroup cpuset.mems as the node has it ("(not running)"
+	// when none of its pod's containers runs).
+	CgroupMems string `json:"cgroupMems,omitempty"`
 }
 
 // MemoryNodes builds the per-node views.
@@ -70,8 +73,12 @@ func MemoryNodes(in []Memory) []MemoryNode {
 		add := func(uid, container string, blocks []decode.MemoryBlock) {
 			ns, name := podName(n.Names, uid)
 			for _, b := range blocks {
-				mn.Assignments = append(mn.Assignments, MemoryAssignRow{Namespace: ns, Pod: name, PodUID: uid,
-					Container: container, Type: b.Type, Size: b.Size, NUMANodes: b.NUMAAffinity})
+				row := MemoryAssignRow{Namespace: ns, Pod: name, PodUID: uid,
+					Container: container, Type: b.Type, Size: b.Size, NUMANodes: b.NUMAAffinity}
+				if container != "" {
+					row.CgroupMems = cgroupValue(n.Cgroups, uid, container, memsOf)
+				}
+				mn.Assignments = append(mn.Assignments, row)
 			}
 		}
 		for uid, containers := range s.Entries {
@@ -115,7 +122,8 @@ func PrintMemory(w io.Writer, o Options, in []Memory) error {
 	fmt.Fprintln(w)
 	headers = []string{"POD", "CONTAINER", "TYPE", "SIZE", "NUMA"}
 	if o.Format == Wide {
-		headers = append(headers, "POD-UID")
+		// The cgroup's cpuset.mems beside the file's NUMA nodes.
+		headers = append(headers, "CGROUP-MEMS", "POD-UID")
 	}
 	t = newTable(w, o, headers...)
 	for _, n := range nodes {
@@ -126,7 +134,7 @@ func PrintMemory(w io.Writer, o Options, in []Memory) error {
 			}
 			cells := []string{pod, container, r.Type, bytesQ(r.Size), ints(r.NUMANodes)}
 			if o.Format == Wide {
-				cells = append(cells, r.PodUID)
+				cells = append(cells, r.CgroupMems, r.PodUID)
 			}
 			t.add(n.Node, cells...)
 		}

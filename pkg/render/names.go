@@ -1,24 +1,13 @@
 package render
 
-// PodNames resolves the pod UIDs and container IDs in checkpoints to names. A nil PodNames (or
-// one that does not know an ID) leaves the raw IDs in place.
-type PodNames interface {
-	// Pod returns namespace/name of the pod with this UID.
-	Pod(uid string) (namespace, name string, ok bool)
-	// Container returns the pod and container holding this container ID (V1 CPU files).
-	Container(id string) (namespace, pod, container string, ok bool)
-}
-
-// DebugPods is implemented by a PodNames that knows this plugin's own debug pods: the pods
-// view marks them, so they are not taken for workloads. (Only that view can list them: the
-// debug pod is BestEffort, so the CPU, memory and device managers record nothing for it.)
-type DebugPods interface {
-	DebugPod(uid string) bool
-}
+import (
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cgroup"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
+)
 
 // isDebugPod reports whether names says uid is one of this plugin's debug pods.
-func isDebugPod(names PodNames, uid string) bool {
-	d, ok := names.(DebugPods)
+func isDebugPod(names nodestate.PodNames, uid string) bool {
+	d, ok := names.(nodestate.DebugPods)
 	return ok && d.DebugPod(uid)
 }
 
@@ -26,7 +15,7 @@ func isDebugPod(names PodNames, uid string) bool {
 const DebugPodMark = " (nodestate debug pod)"
 
 // podName resolves a pod UID to its namespace and name ("" when unknown).
-func podName(names PodNames, uid string) (namespace, name string) {
+func podName(names nodestate.PodNames, uid string) (namespace, name string) {
 	if names != nil {
 		if ns, n, ok := names.Pod(uid); ok {
 			return ns, n
@@ -46,5 +35,7 @@ func podCell(namespace, name, uid string) string {
 // Source is one node's (or one directory's) decoded files with the names to show them by.
 type Source struct {
 	Node  string
-	Names PodNames
+	Names nodestate.PodNames
+	// Cgroups is what the node's cgroups show its containers run on (nil: not read).
+	Cgroups *cgroup.Node
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/internal/tabletest"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
 )
 
 // checkStructured parses json/yaml output as the List envelope.
@@ -95,11 +96,11 @@ func (liar) Container(string) (string, string, string, bool) { return "ns", "pod
 func TestPodNamesUnknownAndNil(t *testing.T) {
 	v1 := model[*decode.CPUState](t, decode.KindCPU, v2cpu)
 	v4 := model[*decode.CPUState](t, decode.KindCPU, root1+"cpu_manager_state")
-	for name, n := range map[string]PodNames{"nil": nil, "liar": liar{}, "empty": fakeNames{}} {
+	for name, n := range map[string]nodestate.PodNames{"nil": nil, "liar": liar{}, "empty": fakeNames{}} {
 		t.Run(name, func(t *testing.T) {
 			for _, r := range CPURows([]CPUs{{Source: Source{Names: n}, State: v1}, {Source: Source{Names: n}, State: v4}}) {
 				if r.Namespace != "" || r.Pod != "" || (r.ContainerID != "" && r.Container != "") {
-					t.Errorf("row resolved by a PodNames that knows nothing: %+v", r)
+					t.Errorf("row resolved by a nodestate.PodNames that knows nothing: %+v", r)
 				}
 			}
 			for _, r := range DeviceRows(deviceInput(t, false)) {
@@ -302,7 +303,7 @@ func TestVerifyChecksumStates(t *testing.T) {
 	zero := decodeFile(t, decode.KindCPU, "testdata/kubelet/cpu_manager_state/v1.18.0/static-numa.checksum-zero.json")
 	altered := decodeFile(t, decode.KindCPU, "testdata/kubelet/cpu_manager_state/v1.18.0/static-numa.checksum-altered.json")
 	out := printed(t, func(b *bytes.Buffer) error {
-		return Verify(b, Options{Format: Wide}, []FileRow{{Report: zero}, {Report: altered}})
+		return Verify(b, Options{Format: Wide}, []nodestate.FileRow{{Report: zero}, {Report: altered}})
 	})
 	rs := rows(out)
 	if len(rs) != 3 {
@@ -316,7 +317,7 @@ func TestVerifyChecksumStates(t *testing.T) {
 		t.Errorf("altered checksum row: %q, want DETAIL %q", rs[2], want)
 	}
 	out = printed(t, func(b *bytes.Buffer) error {
-		return Verify(b, Options{}, []FileRow{{Report: zero}, {Report: altered}})
+		return Verify(b, Options{}, []nodestate.FileRow{{Report: zero}, {Report: altered}})
 	})
 	rs = rows(out)
 	if want := "checksum is 0, which kubelet " + zero.Reader + " accepts unverified: it restores the file"; rs[1][3] != want {
@@ -360,7 +361,7 @@ func TestTableCellsNeverEmpty(t *testing.T) {
 	}
 }
 
-// debugNames is a PodNames that also knows the plugin's own debug pods.
+// debugNames is a nodestate.PodNames that also knows the plugin's own debug pods.
 type debugNames struct {
 	fakeNames
 	debug map[string]bool
@@ -418,8 +419,8 @@ func TestMeaning(t *testing.T) {
 		want string
 	}{
 		{"valid, the device file's capitalised field in lower case",
-			decode.Report{Reader: "v1.37.1", Verdict: decode.Valid, Checksums: []decode.ChecksumResult{ok("Checksum")}},
-			"checksum matches: kubelet v1.37.1 restores it"},
+			decode.Report{Reader: decode.HomeKubelet, Verdict: decode.Valid, Checksums: []decode.ChecksumResult{ok("Checksum")}},
+			"checksum matches: kubelet " + decode.HomeKubelet + " restores it"},
 		{"valid for the judge, refused by newer kubelets",
 			decode.Report{Reader: "v1.36.4", Verdict: decode.Valid, Checksums: []decode.ChecksumResult{bad("dataChecksum"), ok("checksum")},
 				Breaks: &decode.Breaks{Newer: "1.37"}},
@@ -429,22 +430,22 @@ func TestMeaning(t *testing.T) {
 				Breaks: &decode.Breaks{Older: "1.29", Newer: "1.31"}},
 			"a matches: kubelet v1.30.14 restores it; b does not match: a downgrade to 1.29 or older would refuse it, and an upgrade to 1.31 or newer would refuse it"},
 		{"valid, with device entries the restore skips",
-			decode.Report{Reader: "v1.37.1", Verdict: decode.Valid, Checksums: []decode.ChecksumResult{ok("Checksum")},
+			decode.Report{Reader: decode.HomeKubelet, Verdict: decode.Valid, Checksums: []decode.ChecksumResult{ok("Checksum")},
 				Dropped: []decode.DroppedEntry{{Index: 1, PodUID: "p1", ContainerName: "c1", ResourceName: "nvidia.com/gpu", Error: "unexpected EOF"},
 					{Index: 3, PodUID: "p2", ContainerName: "c2", ResourceName: "nvidia.com/gpu", Error: "unexpected EOF"}}},
-			"checksum matches: kubelet v1.37.1 restores it, but skips 2 device entries (pod p1 container c1 nvidia.com/gpu: unexpected EOF; and 1 more): their devices count as free"},
+			"checksum matches: kubelet " + decode.HomeKubelet + " restores it, but skips 2 device entries (pod p1 container c1 nvidia.com/gpu: unexpected EOF; and 1 more): their devices count as free"},
 		{"not read by the judge",
 			decode.Report{Reader: "v1.33.13", Verdict: decode.NotRead, WrittenBy: "1.34+"},
 			"kubelet v1.33.13 does not read this file (written by kubelet 1.34+)"},
 		{"unreadable, no checksum to blame",
-			decode.Report{Reader: "v1.37.1", Verdict: decode.Unreadable, Cause: "unexpected end of JSON input"},
-			"kubelet v1.37.1 cannot decode it: unexpected end of JSON input"},
+			decode.Report{Reader: decode.HomeKubelet, Verdict: decode.Unreadable, Cause: "unexpected end of JSON input"},
+			"kubelet " + decode.HomeKubelet + " cannot decode it: unexpected end of JSON input"},
 		{"unknown format: no kubelet judged it",
 			decode.Report{Verdict: decode.UnknownFormat, Error: "JSON, but not a cpu_manager_state checkpoint of any known kubelet version"},
 			"JSON, but not a cpu_manager_state checkpoint of any known kubelet version"},
 		{"apart from the node's other files",
-			decode.Report{Reader: "v1.37.1", Verdict: decode.Valid, Checksums: []decode.ChecksumResult{ok("checksum")}, WrittenBy: "1.31-1.34", Apart: true},
-			"checksum matches: kubelet v1.37.1 restores it; left by kubelet 1.31-1.34, never rewritten since"},
+			decode.Report{Reader: decode.HomeKubelet, Verdict: decode.Valid, Checksums: []decode.ChecksumResult{ok("checksum")}, WrittenBy: "1.31-1.34", Apart: true},
+			"checksum matches: kubelet " + decode.HomeKubelet + " restores it; left by kubelet 1.31-1.34, never rewritten since"},
 	} {
 		if got := Meaning(&tc.r); got != tc.want {
 			t.Errorf("%s:\n got %q\nwant %q", tc.name, got, tc.want)

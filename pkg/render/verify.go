@@ -1,155 +1,14 @@
 package render
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 
+	"github.com/kubectl-nodestate/kubectl-nodestate/internal/text"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
 )
-
-// FileRow is one row of verify: one file of one node with the decoder's Report, or, when the
-// file was never decoded, why not (NotDecoded). Exactly one of the two is set.
-type FileRow struct {
-	Node       string
-	Report     *decode.Report
-	NotDecoded *NotDecoded
-}
-
-// NotDecodedReason is why a row has no decoder report.
-type NotDecodedReason string
-
-// The reasons a file (or a whole node) has no report.
-const (
-	Oversized      NotDecodedReason = "oversized"       // over the per-file cap: not read
-	TempFile       NotDecodedReason = "temp-file"       // a leftover temp file, which no kubelet reads
-	NodeUnreadable NotDecodedReason = "node-unreadable" // the node could not be read at all
-	NodeSkipped    NotDecodedReason = "node-skipped"    // the node is not read by design (Windows)
-)
-
-// The messages of the not-decoded rows that do not come from an error.
-var (
-	MsgOversized = fmt.Sprintf("larger than the %d MiB cap for a checkpoint; not read", decode.MaxFileSize>>20)
-	MsgTempFile  = "leftover temp file of an interrupted kubelet write; the kubelet ignores it and it is safe to delete"
-	// Their causes: the few words a row's sentence has room for.
-	CauseOversized = fmt.Sprintf("over the %d MiB cap; not read", decode.MaxFileSize>>20)
-	CauseTempFile  = "temp file of an interrupted write; safe to delete"
-)
-
-// NotDecoded is a row's state when there is no report.
-type NotDecoded struct {
-	Reason NotDecodedReason
-	File   string      // the file, or "-" for a whole node
-	Kind   decode.Kind // the file's kind when known by its name
-	Cause  string      // the few words the table has room for
-	Error  string      // the whole explanation
-}
-
-// OversizedRow is the row of a file over the size cap; its kind lets the show commands warn
-// about (and count) an oversized file of theirs.
-func OversizedRow(node, file string, kind decode.Kind) FileRow {
-	return FileRow{Node: node, NotDecoded: &NotDecoded{Reason: Oversized, File: file, Kind: kind, Cause: CauseOversized, Error: MsgOversized}}
-}
-
-// TempFileRow is the row of a leftover temp file.
-func TempFileRow(node, file string) FileRow {
-	return FileRow{Node: node, NotDecoded: &NotDecoded{Reason: TempFile, File: file, Cause: CauseTempFile, Error: MsgTempFile}}
-}
-
-// NodeFailedRow is the row of a node that was not read: a short reason in the table, the
-// whole explanation with its fix in -o wide and json. skipped marks a node not read by design.
-func NodeFailedRow(node string, skipped bool, short, explanation string) FileRow {
-	reason := NodeUnreadable
-	if skipped {
-		reason = NodeSkipped
-	}
-	return FileRow{Node: node, NotDecoded: &NotDecoded{Reason: reason, File: "-", Cause: short, Error: explanation}}
-}
-
-// File is the row's file ("-" for a node that was not read).
-func (r FileRow) File() string {
-	if r.Report != nil {
-		return r.Report.File
-	}
-	return r.NotDecoded.File
-}
-
-// Kind is the row's file kind ("" when not known).
-func (r FileRow) Kind() decode.Kind {
-	if r.Report != nil {
-		return r.Report.Kind
-	}
-	return r.NotDecoded.Kind
-}
-
-// Verdict is the report's verdict; a row never decoded is unreadable, or not-read when nothing
-// is wrong with it (a temp file, a node skipped by design).
-func (r FileRow) Verdict() decode.Verdict {
-	if r.Report != nil {
-		return r.Report.Verdict
-	}
-	switch r.NotDecoded.Reason {
-	case TempFile, NodeSkipped:
-		return decode.NotRead
-	}
-	return decode.Unreadable
-}
-
-// Reader is the kubelet the verdict is for ("" when not decoded).
-func (r FileRow) Reader() string {
-	if r.Report == nil {
-		return ""
-	}
-	return r.Report.Reader
-}
-
-// Why is the short reason a file is not valid: the cause, else the error.
-func (r FileRow) Why() string {
-	cause, err := "", ""
-	if r.Report != nil {
-		cause, err = r.Report.Cause, r.Report.Error
-	} else {
-		cause, err = r.NotDecoded.Cause, r.NotDecoded.Error
-	}
-	if cause != "" {
-		return cause
-	}
-	return err
-}
-
-// Decoded is the decoded model, nil when there is none.
-func (r FileRow) Decoded() any {
-	if r.Report == nil {
-		return nil
-	}
-	return r.Report.Decoded
-}
-
-// notDecodedJSON is a not-decoded row on the wire: the report's fields that apply, so scripts
-// read every row alike.
-type notDecodedJSON struct {
-	Node    string         `json:"node,omitempty"`
-	File    string         `json:"file"`
-	Kind    decode.Kind    `json:"kind"`
-	Format  string         `json:"format"`
-	Verdict decode.Verdict `json:"verdict"`
-	Reader  string         `json:"reader"`
-	Error   string         `json:"error,omitempty"`
-	Cause   string         `json:"cause,omitempty"`
-}
-
-// MarshalJSON writes the node and the report's fields, or their not-decoded equivalents.
-func (r FileRow) MarshalJSON() ([]byte, error) {
-	if r.Report != nil {
-		return json.Marshal(struct {
-			Node string `json:"node,omitempty"`
-			*decode.Report
-		}{r.Node, r.Report})
-	}
-	n := r.NotDecoded
-	return json.Marshal(notDecodedJSON{Node: r.Node, File: n.File, Kind: n.Kind, Verdict: r.Verdict(), Error: n.Error, Cause: n.Cause})
-}
 
 // VerifyListKind is the kind of verify's json/yaml list (see ListWriter).
 const VerifyListKind = "CheckpointVerificationList"
@@ -159,7 +18,7 @@ const VerifyListKind = "CheckpointVerificationList"
 // it (the kubelet, the rule id that accepted the file, each checksum with its values when they
 // differ) so that a row fits a 160-column terminal; -o json has everything, the kubelet's error
 // word for word included.
-func Verify(w io.Writer, o Options, rows []FileRow) error {
+func Verify(w io.Writer, o Options, rows []nodestate.FileRow) error {
 	if done, err := printStructured(w, o, VerifyListKind, rows); done {
 		return err
 	}
@@ -177,9 +36,9 @@ func Verify(w io.Writer, o Options, rows []FileRow) error {
 		if r == nil {
 			// Never decoded (a file over the cap, a temp file, a node not read): why.
 			if o.Format == Wide {
-				t.add(row.Node, row.File(), "", string(row.Verdict()), "", "", oneLine(row.Why()))
+				t.add(row.Node, row.File(), "", string(row.Verdict()), "", "", text.OneLine(row.Why()))
 			} else {
-				t.add(row.Node, row.File(), "", string(row.Verdict()), oneLine(row.Why()))
+				t.add(row.Node, row.File(), "", string(row.Verdict()), text.OneLine(row.Why()))
 			}
 			continue
 		}
@@ -191,7 +50,7 @@ func Verify(w io.Writer, o Options, rows []FileRow) error {
 			}
 			detail := checksumValues(r)
 			if n := len(r.Dropped); n > 0 {
-				detail += fmt.Sprintf("; %d %s dropped", n, plural(n, "entry", "entries"))
+				detail += fmt.Sprintf("; %d %s dropped", n, text.Plural(n, "entry", "entries"))
 			}
 			if r.Reader == "" {
 				detail = Meaning(r) // not judged by a kubelet: why
@@ -239,9 +98,9 @@ func Meaning(r *decode.Report) string {
 	if r.Reader == "" {
 		// Not judged by a kubelet: a node that could not be read, a temp file, an unknown file.
 		if r.Cause != "" {
-			return oneLine(r.Cause)
+			return text.OneLine(r.Cause)
 		}
-		return oneLine(r.Error)
+		return text.OneLine(r.Error)
 	}
 	k := "kubelet " + r.Reader
 	var matched, mismatched []string
@@ -292,13 +151,13 @@ func Meaning(r *decode.Report) string {
 		case len(mismatched) > 0:
 			s = strings.Join(mismatched, ", ") + " does not match: " + refuses
 			if r.Cause != "" {
-				s += " (" + oneLine(r.Cause) + ")"
+				s += " (" + text.OneLine(r.Cause) + ")"
 			}
 		case len(matched) > 0 && r.ReadBy != "":
 			// Intact, refused all the same: the judge reads the format another way, or not at all.
 			s = checked(matched) + ", but " + refuses + ": " + r.Format + " files are read by kubelet " + r.ReadBy
 		default:
-			s = refuses + ": " + oneLine(firstOf(r.Cause, r.Error))
+			s = refuses + ": " + text.OneLine(firstOf(r.Cause, r.Error))
 		}
 	case decode.NotRead:
 		s = k + " does not read this file"
@@ -306,7 +165,7 @@ func Meaning(r *decode.Report) string {
 			s += " (written by kubelet " + r.WrittenBy + ")"
 		}
 	default:
-		s = oneLine(r.Error)
+		s = text.OneLine(r.Error)
 	}
 	if r.Apart && r.WrittenBy != "" {
 		s += "; left by kubelet " + r.WrittenBy + ", never rewritten since"
@@ -330,18 +189,11 @@ func droppedClause(r *decode.Report) string {
 		why = fmt.Sprintf("replaced by entry %d", *d.ReplacedBy)
 	}
 	s := fmt.Sprintf(", but skips %d %s (pod %s container %s %s: %s",
-		len(r.Dropped), plural(len(r.Dropped), "device entry", "device entries"), d.PodUID, d.ContainerName, d.ResourceName, why)
+		len(r.Dropped), text.Plural(len(r.Dropped), "device entry", "device entries"), d.PodUID, d.ContainerName, d.ResourceName, why)
 	if len(r.Dropped) > 1 {
 		s += fmt.Sprintf("; and %d more", len(r.Dropped)-1)
 	}
 	return s + "): their devices count as free"
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 // checked says which checksums matched: "both checksums match", "dataChecksum matches".
@@ -365,5 +217,3 @@ func firstOf(s ...string) string {
 	}
 	return ""
 }
-
-func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " ") }

@@ -21,7 +21,7 @@ import (
 // node is the one real node hack/e2e-node/up.sh started; its env file says where things are.
 var node struct {
 	Name, Kubeconfig, State, KubeletRoot, KubeletConfig, CgroupRoot, ToolsBin string
-	Plugin, Repo                                                              string
+	Plugin, Repo, CRIEndpoint                                                 string
 	Client                                                                    kubernetes.Interface
 }
 
@@ -52,7 +52,7 @@ func setup() error {
 	}
 	node.Name, node.Kubeconfig, node.State = env["NODE"], env["KUBECONFIG"], env["STATE"]
 	node.KubeletRoot, node.KubeletConfig, node.CgroupRoot = env["KUBELET_ROOT"], env["KUBELET_CONFIG"], env["CGROUP_ROOT"]
-	node.ToolsBin = env["TOOLS_BIN"]
+	node.ToolsBin, node.CRIEndpoint = env["TOOLS_BIN"], env["CRI_ENDPOINT"]
 	node.Plugin = os.Getenv("NODESTATE_PLUGIN")
 	node.Repo = os.Getenv("NODESTATE_REPO")
 	if node.Plugin == "" || node.Repo == "" {

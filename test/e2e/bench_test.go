@@ -81,15 +81,15 @@ func requestCount(t testing.TB) (total int64, byVerb map[string]int64) {
 
 // benchRun is one measured run of a program.
 type benchRun struct {
-	wall     time.Duration
-	rssKiB   int64
+	wall   time.Duration
+	rssKiB int64
 	// Peaks of the two parts of RSS, sampled: the program's own memory (RssAnon) and the pages
 	// of its binary (RssFile, shared and clean; all of a large binary on a kernel that maps
 	// file pages in 2 MiB folios).
 	anonKiB, fileKiB int64
-	requests int64            // API server's count minus the harness's
-	byVerb   map[string]int64 // API server's count (harness included), by verb and resource
-	stdout   string
+	requests         int64            // API server's count minus the harness's
+	byVerb           map[string]int64 // API server's count (harness included), by verb and resource
+	stdout           string
 }
 
 // measure runs bin with args and measures its wall time, its peak RSS and the API requests
@@ -232,7 +232,7 @@ func TestBenchScale(t *testing.T) {
 				labels[sizeLabel(s)] = "true"
 			}
 		}
-		return NodeOptions{KubeletVersion: "v1.37.1", KubeletDir: dir, Labels: labels}
+		return NodeOptions{KubeletVersion: decode.HomeKubelet, KubeletDir: dir, Labels: labels}
 	})
 	t.Logf("%d nodes created and Ready in %s", n, time.Since(start).Round(time.Millisecond))
 

@@ -45,10 +45,15 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
 )
 
 // Versions the harness expects from hack/tools/build.sh.
 const kubeVersion = "v1.37.1"
+
+// pluginNamespace is the plugin's default debug namespace, created from deploy/rbac.yaml.
+const pluginNamespace = fetch.DefaultNamespace
 
 var (
 	crdGVR  = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
@@ -69,6 +74,12 @@ type controlPlane struct {
 
 	mu    sync.Mutex
 	procs []*proc
+
+	// The kube-apiserver and its command line, for the fault suite's pause and restart.
+	apiserver     *proc
+	apiserverArgs []string
+	// faultDir holds the exec fault injector (faultDir/bin/tar) and one mode file per node.
+	faultDir string
 }
 
 // ---------------------------------------------------------------- processes
@@ -448,32 +459,34 @@ func startControlPlane(repoRoot, toolsBin string) (cp *controlPlane, err error) 
 	logf2("etcd ready at %s in %s", etcdURL, time.Since(begin).Round(time.Millisecond))
 
 	// kube-apiserver.
-	api, err := cp.start("kube-apiserver", filepath.Join(toolsBin, "kube-apiserver"),
-		"--etcd-servers="+etcdURL,
+	cp.apiserverArgs = []string{
+		"--etcd-servers=" + etcdURL,
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
-		"--secure-port="+strconv.Itoa(apiPort),
-		"--cert-dir="+pkiDir,
-		"--tls-cert-file="+apiCrt,
-		"--tls-private-key-file="+apiKey,
-		"--client-ca-file="+caPath,
-		"--kubelet-client-certificate="+klCrt,
-		"--kubelet-client-key="+klKey,
-		"--kubelet-certificate-authority="+caPath,
+		"--secure-port=" + strconv.Itoa(apiPort),
+		"--cert-dir=" + pkiDir,
+		"--tls-cert-file=" + apiCrt,
+		"--tls-private-key-file=" + apiKey,
+		"--client-ca-file=" + caPath,
+		"--kubelet-client-certificate=" + klCrt,
+		"--kubelet-client-key=" + klKey,
+		"--kubelet-certificate-authority=" + caPath,
 		"--kubelet-preferred-address-types=InternalIP,Hostname",
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--service-account-key-file="+saPubPath,
-		"--service-account-signing-key-file="+saKeyPath,
+		"--service-account-key-file=" + saPubPath,
+		"--service-account-signing-key-file=" + saKeyPath,
 		"--service-cluster-ip-range=10.96.0.0/16",
 		"--authorization-mode=Node,RBAC",
 		"--enable-admission-plugins=NodeRestriction,PodSecurity",
 		"--allow-privileged=true",
 		"--endpoint-reconciler-type=none",
 		"--profiling=false",
-	)
+	}
+	api, err := cp.start("kube-apiserver", filepath.Join(toolsBin, "kube-apiserver"), cp.apiserverArgs...)
 	if err != nil {
 		return cp, err
 	}
+	cp.apiserver = api
 	cfg, err := clientcmd.BuildConfigFromFlags("", cp.kubeconfig)
 	if err != nil {
 		return cp, err
@@ -490,12 +503,10 @@ func startControlPlane(repoRoot, toolsBin string) (cp *controlPlane, err error) 
 	if cp.dynamic, err = dynamic.NewForConfig(cfg); err != nil {
 		return cp, err
 	}
-	if err := waitFor(api, 120*time.Second, func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		b, err := cp.client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
-		return err == nil && string(b) == "ok"
-	}); err != nil {
+	if err := cp.waitAPIServerReady(api); err != nil {
+		return cp, err
+	}
+	if err := cp.writeExecFaults(); err != nil {
 		return cp, err
 	}
 	logf2("kube-apiserver ready at %s in %s", cp.server, time.Since(begin).Round(time.Millisecond))
@@ -508,6 +519,15 @@ func startControlPlane(repoRoot, toolsBin string) (cp *controlPlane, err error) 
 		if err := ensureDefaultServiceAccount(ctx, cp.client, ns); err != nil {
 			return cp, err
 		}
+	}
+	// The plugin's own namespace, Role and ClusterRole, installed as a user would: the plugin's
+	// default debug namespace exists then, as on a cluster set up by its README.
+	if out, err := exec.CommandContext(ctx, filepath.Join(toolsBin, "kubectl"), "--kubeconfig", cp.kubeconfig,
+		"apply", "-f", filepath.Join(repoRoot, "deploy", "rbac.yaml")).CombinedOutput(); err != nil {
+		return cp, fmt.Errorf("kubectl apply -f deploy/rbac.yaml: %w: %s", err, out)
+	}
+	if err := ensureDefaultServiceAccount(ctx, cp.client, pluginNamespace); err != nil {
+		return cp, err
 	}
 	// kwok's Exec and ClusterExec CRDs.
 	if err := cp.applyCRDs(ctx, filepath.Join(repoRoot, "hack", "e2e", "kwok", "crd")); err != nil {
@@ -550,6 +570,16 @@ func startControlPlane(repoRoot, toolsBin string) (cp *controlPlane, err error) 
 	}
 	logf2("kwok ready at 127.0.0.1:%d; control plane up in %s", kwokPort, time.Since(begin).Round(time.Millisecond))
 	return cp, nil
+}
+
+// waitAPIServerReady waits until the kube-apiserver answers /readyz.
+func (cp *controlPlane) waitAPIServerReady(api *proc) error {
+	return waitFor(api, 120*time.Second, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		b, err := cp.client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		return err == nil && string(b) == "ok"
+	})
 }
 
 func ensureDefaultServiceAccount(ctx context.Context, c kubernetes.Interface, ns string) error {

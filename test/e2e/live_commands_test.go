@@ -16,6 +16,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 )
 
 // liveNode is a simulated node for TestLiveCommands.
@@ -50,9 +52,9 @@ func TestLiveCommands(t *testing.T) {
 			"allocated_pods_state/v1.33.13/one-pod-two-containers.json",
 		}},
 		// A healthy 1.37 node with every file kind.
-		{name: "live-v137", version: "v1.37.1", examples: true},
+		{name: "live-v137", version: decode.HomeKubelet, examples: true},
 		// A 1.37 node still holding a device checkpoint V1, which 1.37 cannot read.
-		{name: "live-v137-olddevices", version: "v1.37.1", examples: true, vectors: []string{
+		{name: "live-v137-olddevices", version: decode.HomeKubelet, examples: true, vectors: []string{
 			"kubelet_internal_checkpoint/v1.17.17/multi-resource.json",
 		}},
 	}
@@ -172,7 +174,7 @@ func TestLiveCommands(t *testing.T) {
 
 	t.Run("verify --kubelet-version -o yaml", func(t *testing.T) {
 		// The 1.17 node's files, as a 1.37.1 kubelet would read them after an upgrade.
-		r := run(t, "verify", old.name, "-n", ns, "--kubelet-version", "v1.37.1", "-o", "yaml")
+		r := run(t, "verify", old.name, "-n", ns, "--kubelet-version", decode.HomeKubelet, "-o", "yaml")
 		if r.ExitCode != 1 {
 			t.Fatalf("want exit 1: %s", r)
 		}
@@ -182,7 +184,7 @@ func TestLiveCommands(t *testing.T) {
 		}
 		rows := byNode(parseVerify(t, string(j)))[old.name]
 		for _, v := range old.vectors {
-			checkVectorRow(t, old.name, rows[vectorFile{v}.NodePath()], v, "v1.37.1")
+			checkVectorRow(t, old.name, rows[vectorFile{v}.NodePath()], v, decode.HomeKubelet)
 		}
 	})
 
@@ -196,7 +198,7 @@ func TestLiveCommands(t *testing.T) {
 			t.Errorf("wide header %q", rows[0])
 		}
 		for _, row := range rows[1:] {
-			if !strings.Contains(strings.Join(row, " "), "v1.37.1") {
+			if !strings.Contains(strings.Join(row, " "), decode.HomeKubelet) {
 				t.Errorf("wide row without the node's kubelet version: %q", row)
 			}
 		}

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 	nodestatelib "github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
 )
 
@@ -60,7 +61,7 @@ func TestLiveAllNodes100(t *testing.T) {
 	}
 	start := time.Now()
 	CreateNodes(t, names, func(name string) NodeOptions {
-		o := NodeOptions{KubeletVersion: "v1.37.1", KubeletDir: healthy, Labels: map[string]string{healthLabel: "healthy"}}
+		o := NodeOptions{KubeletVersion: decode.HomeKubelet, KubeletDir: healthy, Labels: map[string]string{healthLabel: "healthy"}}
 		e, ok := broken[name]
 		if !ok {
 			return o
@@ -125,13 +126,13 @@ func TestLiveAllNodes100(t *testing.T) {
 			for file, row := range rows {
 				want := "valid"
 				if file == "cpu_manager_state" {
-					want = vectorRead(t, corruptVector, "v1.37.1").Verdict
+					want = vectorRead(t, corruptVector, decode.HomeKubelet).Verdict
 				}
 				if row.Verdict != want {
 					t.Errorf("%s %s: %s, want %s", name, file, row.Verdict, want)
 				}
 			}
-			checkVectorRow(t, name, rows["cpu_manager_state"], corruptVector, "v1.37.1")
+			checkVectorRow(t, name, rows["cpu_manager_state"], corruptVector, decode.HomeKubelet)
 		default:
 			row, ok := rows["-"]
 			if len(rows) != 1 || !ok || row.Verdict != e.verdict || row.Cause != e.cause || !strings.Contains(row.Error, e.errorHas) {

@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"testing"
 	"time"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 )
 
 // TestLiveBrokenPipe: `kubectl nodestate verify --all-nodes | head -1` closes stdout in the middle
@@ -20,7 +22,7 @@ func TestLiveBrokenPipe(t *testing.T) {
 		names[i] = fmt.Sprintf("pipe-%02d", i)
 	}
 	CreateNodes(t, names, func(string) NodeOptions {
-		return NodeOptions{KubeletVersion: "v1.37.1", KubeletDir: KubeletDir(t, files)}
+		return NodeOptions{KubeletVersion: decode.HomeKubelet, KubeletDir: KubeletDir(t, files)}
 	})
 	ns := NewNamespace(t, nil)
 

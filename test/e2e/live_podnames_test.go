@@ -18,6 +18,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 )
 
 func TestLivePodNames(t *testing.T) {
@@ -25,7 +27,7 @@ func TestLivePodNames(t *testing.T) {
 	other := NewNamespace(t, nil)
 	dir := KubeletDir(t, nil)
 	node := "live-names"
-	CreateNode(t, node, "v1.37.1", nil, dir)
+	CreateNode(t, node, decode.HomeKubelet, nil, dir)
 	expectNoLeftovers(t)
 
 	// Workload pods bound to the node (no scheduler needed), in two namespaces.

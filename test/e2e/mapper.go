@@ -206,7 +206,7 @@ func (m *execMapper) sync(ctx context.Context, key string) error {
 			"annotations": map[string]any{execPodUIDAnnotation: string(pod.UID)},
 		},
 		"spec": map[string]any{
-			"execs": []any{map[string]any{"local": map[string]any{"workDir": workDir}}},
+			"execs": []any{map[string]any{"local": map[string]any{"workDir": workDir, "envs": m.cp.execEnv(pod.Spec.NodeName)}}},
 		},
 	}}
 	_, err := execs.Create(ctx, want, metav1.CreateOptions{})

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmdutil"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 )
 
 // TestLiveScale runs `kubectl nodestate verify --all-nodes` over many simulated nodes
@@ -34,7 +35,7 @@ func TestLiveScale(t *testing.T) {
 	}
 	start := time.Now()
 	CreateNodes(t, names, func(string) NodeOptions {
-		return NodeOptions{KubeletVersion: "v1.37.1", KubeletDir: KubeletDir(t, files)}
+		return NodeOptions{KubeletVersion: decode.HomeKubelet, KubeletDir: KubeletDir(t, files)}
 	})
 	t.Logf("%d nodes created and Ready in %s", n, time.Since(start).Round(time.Millisecond))
 

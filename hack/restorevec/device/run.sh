@@ -50,3 +50,4 @@ done
 "$work/devgen-$v2writer" -mode vectors -dir "$work/files" -reads "$(IFS=,; echo "${reads[*]}")" -out "$repo/testdata/kubelet" \
   -writers "$v2writer=dev-v2,$v1writer=dev-v1"
 echo "vectors written to testdata/kubelet" >&2
+"$repo/hack/vectors-manifest.sh"

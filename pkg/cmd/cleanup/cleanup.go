@@ -57,9 +57,9 @@ func (o *Options) Complete([]string) error {
 		return err
 	}
 	if !o.AllNamespaces {
-		o.namespace, _, err = o.ConfigFlags.ToRawKubeConfigLoader().Namespace()
+		o.namespace = cmdutil.DebugNamespace(o.ConfigFlags)
 	}
-	return err
+	return nil
 }
 
 // Validate checks the flags.

@@ -19,12 +19,15 @@ import (
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/render"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/version"
 )
 
 // Options is the collect command's state.
 type Options struct {
 	cmdutil.ReadOptions
 	Dir string
+	// PrintScript prints the collect script for a node whose kubelet is down, and reads nothing.
+	PrintScript bool
 
 	genericiooptions.IOStreams
 }
@@ -32,9 +35,9 @@ type Options struct {
 // NewCmdCollect returns the collect command.
 func NewCmdCollect(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &Options{ReadOptions: cmdutil.NewReadOptions(flags), IOStreams: streams}
-	o.ReadMachine, o.ReadKubeletConfig = true, true
+	o.ReadMachine, o.ReadKubeletConfig, o.ReadNodeFiles, o.ReadCgroups = true, true, true, true
 	cmd := &cobra.Command{
-		Use:   "collect NODE... | --all-nodes -d DIR",
+		Use:   "collect NODE... | --all-nodes -d DIR | --print-script",
 		Short: "Copy nodes' raw checkpoint files into a directory, with a verification summary",
 		Long: cmdutil.LongDesc(`
 			Collect copies every checkpoint file of each node to DIR/<node>/<path under the kubelet
@@ -46,14 +49,27 @@ func NewCmdCollect(flags *genericclioptions.ConfigFlags, streams genericiooption
 			machine.json (the node's CPUs, NUMA memory and hugepages, from sysfs), the kubelet
 			config it could read (kubelet-config.json from configz, when you may GET
 			nodes/proxy; else kubelet-config.yaml, the config.yaml of the kubelet root dir), and
-			node.json (the kubelet version and where each came from).`) + "\n\n" + cmdutil.ExitStatusHelp,
+			node.json (the kubelet version and where each came from); and, raw, the sections
+			the debug pod printed: machine.sysfs, device-plugins.sockets (the device plugins'
+			sockets) and cdi.specs (the CDI spec files of /etc/cdi and /var/run/cdi).
+
+			A node whose kubelet is down cannot run the debug pod. --print-script prints a POSIX sh
+			script that reads the same files on the node itself and writes the same bundle, with
+			the kubelet's version from its binary, as one tar.gz on stdout: run it as root over
+			ssh or a serial console, then read the tar.gz with --from-dir.`) + "\n\n" + cmdutil.ExitStatusHelp,
 		Example: cmdutil.Examples(`
 			kubectl nodestate collect worker-1 worker-2 -d ./nodestate-bundle
-			kubectl nodestate collect --all-nodes -l node-role.kubernetes.io/gpu -d ./bundle`),
+			kubectl nodestate collect --all-nodes -l node-role.kubernetes.io/gpu -d ./bundle
+
+		# A node whose kubelet is down: the same bundle, read on the node itself
+		kubectl nodestate collect --print-script > collect.sh
+		ssh worker-1 sudo sh -s < collect.sh > worker-1.tar.gz
+		kubectl nodestate doctor --from-dir worker-1.tar.gz`),
 		ValidArgsFunction: cmdutil.CompleteNodeNames(flags),
 		RunE:              cmdutil.RunE(o),
 	}
 	cmd.Flags().StringVarP(&o.Dir, "dir", "d", "", "Directory to write into (created if missing)")
+	cmd.Flags().BoolVar(&o.PrintScript, "print-script", false, "Print a POSIX sh script that writes the same bundle as one tar.gz on stdout when run on a node, for a node whose kubelet is down; --kubelet-root-dir is its default root dir")
 	cmd.Flags().StringVar(&o.Source.KubeletVersion, "kubelet-version", "", "Judge the files for this kubelet version instead of each node's")
 	cmd.Flags().StringVar(&o.Source.KubeletRootDir, "kubelet-root-dir", decode.DefaultRootDir, "The kubelet's --root-dir on the node")
 	o.Live.AddFlags(cmd)
@@ -62,6 +78,12 @@ func NewCmdCollect(flags *genericclioptions.ConfigFlags, streams genericiooption
 
 // Validate checks the flags.
 func (o *Options) Validate() error {
+	if o.PrintScript {
+		if o.Dir != "" || len(o.Nodes) > 0 || o.Live.AllNodes {
+			return fmt.Errorf("--print-script prints the script and reads no node: it takes no node, --all-nodes or --dir")
+		}
+		return nil
+	}
 	if o.Dir == "" {
 		return fmt.Errorf("you must give a directory to write into with -d/--dir")
 	}
@@ -81,18 +103,22 @@ type nodeSummary struct {
 	Node string `json:"node"`
 	// KubeletVersion is the node's status.nodeInfo.kubeletVersion, also written to
 	// DIR/<node>/node.json so that --from-dir DIR/<node> judges by it.
-	KubeletVersion string           `json:"kubeletVersion,omitempty"`
-	Error          string           `json:"error,omitempty"`
-	Files          []render.FileRow `json:"files,omitempty"`
+	KubeletVersion string              `json:"kubeletVersion,omitempty"`
+	Error          string              `json:"error,omitempty"`
+	Files          []nodestate.FileRow `json:"files,omitempty"`
 }
 
 // Run copies, verifies and summarises.
 func (o *Options) Run(ctx context.Context) error {
+	if o.PrintScript {
+		_, err := fmt.Fprint(o.Out, nodestate.CollectScript(o.Source.KubeletRootDir, version.Get().Version))
+		return err
+	}
 	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
 		return err
 	}
 	var summary []nodeSummary
-	var all []render.FileRow
+	var all []nodestate.FileRow
 	worst := cmdutil.ExitOK
 	err := o.Read(ctx, o.ErrOut, func(n *nodestate.NodeResult) error {
 		if n.Err != nil {
@@ -104,14 +130,14 @@ func (o *Options) Run(ctx context.Context) error {
 		if err := fetch.WriteFiles(nodeDir, n.Snapshot.Files); err != nil {
 			return err
 		}
-		rows := make([]render.FileRow, len(n.Rows))
+		rows := make([]nodestate.FileRow, len(n.Rows))
 		for i, r := range n.Rows {
 			if v := r.Verdict(); v != decode.Valid && v != decode.NotRead {
 				worst = max(worst, cmdutil.ExitNotValid)
 			}
 			if r.Report != nil {
 				rep := *r.Report
-				rep.Decoded = nil // the raw files are next to it
+				rep.Decoded = decode.Model{} // the raw files are next to it
 				r.Report = &rep
 			}
 			rows[i] = r
@@ -120,6 +146,9 @@ func (o *Options) Run(ctx context.Context) error {
 			return err
 		}
 		if err := o.writeNodeInfo(nodeDir, n); err != nil {
+			return err
+		}
+		if err := nodestate.WriteDumps(nodeDir, n.Snapshot); err != nil {
 			return err
 		}
 		summary = append(summary, nodeSummary{Node: n.Node, KubeletVersion: n.Snapshot.KubeletVersion, Files: rows})
@@ -143,6 +172,7 @@ func (o *Options) Run(ctx context.Context) error {
 // is said on stderr and in node.json, and is no failure of collect.
 func (o *Options) writeNodeInfo(dir string, n *nodestate.NodeResult) error {
 	info := nodestate.NodeInfo{Schema: nodestate.NodeInfoSchema, Node: n.Node, KubeletVersion: n.Snapshot.KubeletVersion, KubeletConfigNote: n.KubeletConfigNote}
+	info.Devices = n.Snapshot.Devices
 	if n.Machine != nil {
 		if err := writeJSON(filepath.Join(dir, nodestate.MachineFile), n.Machine); err != nil {
 			return err

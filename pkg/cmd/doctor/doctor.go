@@ -5,18 +5,12 @@ package doctor
 import (
 	"context"
 	"fmt"
-	"path"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmdutil"
-	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
-	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/doctor"
-	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch/local"
-	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/machine"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/render"
 )
@@ -39,25 +33,13 @@ var example = cmdutil.Examples(`
 	# After a resize or with a CPU offlined: the machine as it will be
 	kubectl nodestate doctor --from-dir ./worker-1 --machine ./machine-after.json --kubelet-version v1.37.1 -o json`)
 
-// Bundle files that default --machine and --kubelet-config (collect writes them). The
-// bundle's node.json defaults the kubelet version: the library reads it, as for verify.
-var (
-	bundleMachine = nodestate.MachineFile
-	bundleConfigs = []string{nodestate.ConfigYAMLFile, nodestate.ConfigzFile}
-)
-
 // Options is the doctor command's state.
 type Options struct {
 	cmdutil.ReadOptions
 	genericiooptions.IOStreams
-	MachineFile string
-	ConfigFile  string
+	cmdutil.MachineConfigOptions
 
-	machine *machine.Machine
-	config  *doctor.KubeletConfig
-	notes   []string
-	// nodeNotes says a note that repeats across nodes once.
-	nodeNotes *cmdutil.Notes
+	notes []string
 }
 
 // NewCmdDoctor returns the doctor command.
@@ -91,11 +73,8 @@ func NewCmdDoctor(flags *genericclioptions.ConfigFlags, streams genericiooptions
 		ValidArgsFunction: cmdutil.CompleteNodeNames(flags),
 		RunE:              cmdutil.RunE(o),
 	}
-	o.AddFlags(cmd)
-	cmd.Flags().StringVar(&o.MachineFile, "machine", "", "The machine (machine.json: online CPUs, NUMA memory, hugepages); default: the bundle's machine.json")
-	cmd.Flags().StringVar(&o.ConfigFile, "kubelet-config", "", "The KubeletConfiguration (YAML or JSON, or configz's answer); default: the bundle's kubelet-config.yaml")
-	_ = cmd.MarkFlagFilename("machine", "json")
-	_ = cmd.MarkFlagFilename("kubelet-config", "yaml", "yml", "json")
+	o.ReadOptions.AddFlags(cmd)
+	o.MachineConfigOptions.AddFlags(cmd)
 	return cmd
 }
 
@@ -104,50 +83,9 @@ func (o *Options) Complete(args []string) error {
 	if err := o.ReadOptions.Complete(args); err != nil {
 		return err
 	}
-	// Live nodes bring their own machine and config, unless the flags give the ones to be.
-	o.ReadMachine, o.ReadKubeletConfig = o.MachineFile == "", o.ConfigFile == ""
-	bundle := map[string][]byte{}
-	if o.Source.FromDir != "" && (o.MachineFile == "" || o.ConfigFile == "") {
-		want := append([]string{bundleMachine}, bundleConfigs...)
-		if snap, err := local.Read(o.Source.FromDir, want, local.DefaultLimits); err == nil {
-			bundle = snap.Files
-		}
-	}
-	raw, from, err := input(o.MachineFile, o.Source.FromDir, bundle, bundleMachine)
-	if err != nil {
-		return err
-	}
-	if raw != nil {
-		if o.machine, err = machine.Parse(raw); err != nil {
-			return fmt.Errorf("%s: %w", from, err)
-		}
-		o.notes = append(o.notes, "machine: "+from+": "+o.machine.Summary())
-	}
-	raw, from, err = input(o.ConfigFile, o.Source.FromDir, bundle, bundleConfigs...)
-	if err != nil {
-		return err
-	}
-	if raw != nil {
-		if o.config, err = doctor.ParseKubeletConfig(raw); err != nil {
-			return fmt.Errorf("%s: %w", from, err)
-		}
-		o.notes = append(o.notes, "kubelet config: "+from)
-	}
-	return nil
-}
-
-// input is the flag's file, else the first bundle file present.
-func input(flag, dir string, bundle map[string][]byte, names ...string) ([]byte, string, error) {
-	if flag != "" {
-		b, err := local.ReadFile(flag, local.DefaultLimits)
-		return b, flag, err
-	}
-	for _, n := range names {
-		if b, ok := bundle[n]; ok {
-			return b, filepath.Join(dir, n), nil
-		}
-	}
-	return nil, "", nil
+	var err error
+	o.Engines.Doctor, o.notes, err = nodestate.LoadDoctorConfig(o.MachineFile, o.ConfigFile, o.Source.FromDir)
+	return err
 }
 
 // Validate checks the flags together.
@@ -162,10 +100,11 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	var results []render.DoctorResult
 	worst := cmdutil.ExitOK
-	o.nodeNotes = cmdutil.NewNotes(o.ErrOut)
+	// A note that repeats across nodes is said once (-v=1: each).
+	notes := cmdutil.NewNotes(o.ErrOut)
 	err := o.Read(ctx, o.ErrOut, func(n *nodestate.NodeResult) error {
 		for _, w := range n.Warnings() {
-			o.nodeNotes.Addf(n.Node, "warning: node %s: %s", n.Node, w)
+			notes.Addf(n.Node, "warning: node %s: %s", n.Node, w)
 		}
 		if n.Err != nil {
 			worst = max(worst, cmdutil.ReportNodeError(o.ErrOut, n.Err))
@@ -178,15 +117,20 @@ func (o *Options) Run(ctx context.Context) error {
 		case j.Basis == nodestate.BasisFiles && j.Kubelet != nil:
 			fmt.Fprintf(o.ErrOut, "using kubelet %s for the files only: %s\n", j.Kubelet, j.Why)
 		}
-		res, code := o.diagnose(n)
-		worst = max(worst, code)
+		for _, note := range n.Doctor.Notes {
+			notes.Addf(n.Node, "%s: %s", n.Where, note)
+		}
+		res := n.Doctor.Result
+		if res.HasErrors() {
+			worst = max(worst, cmdutil.ExitNotValid)
+		}
 		for _, sk := range res.Skipped {
-			o.nodeNotes.Addf(n.Node, "%s: skipped %s", n.Where, sk)
+			notes.Addf(n.Node, "%s: skipped %s", n.Where, sk)
 		}
 		results = append(results, render.DoctorResult{Node: n.Node, Result: res})
 		return nil
 	})
-	o.nodeNotes.Flush()
+	notes.Flush()
 	if err != nil && !cmdutil.Interrupted(err) {
 		return err
 	}
@@ -198,115 +142,4 @@ func (o *Options) Run(ctx context.Context) error {
 		return err
 	}
 	return cmdutil.Exit(worst)
-}
-
-// diagnose judges the node's files for the target kubelet and runs doctor on them.
-func (o *Options) diagnose(n *nodestate.NodeResult) (doctor.Result, int) {
-	s := n.Snapshot
-	// The kubelet the library judged the files by: --kubelet-version, else the version collect
-	// recorded, else the live node's. A release only guessed from the files' formats predicts
-	// no start: the start depends on the version, which the files do not say.
-	kubelet := n.Judged.Kubelet
-	if n.Judged.Basis == nodestate.BasisFiles {
-		kubelet = nil
-	}
-	judgedBy := kubelet
-	config := o.config
-	if config == nil && n.KubeletConfig != nil {
-		config = o.nodeConfig(n)
-	}
-	// The config's feature gates are the kubelet's too (the command line wins): they change
-	// how it reads some files.
-	if kubelet != nil && config != nil && len(config.FeatureGates) > 0 {
-		gates := map[string]bool{}
-		for k, v := range config.FeatureGates {
-			gates[k] = v
-		}
-		for k, v := range kubelet.Gates {
-			gates[k] = v
-		}
-		k := *kubelet
-		k.Gates = gates
-		kubelet = &k
-	}
-	rows := n.Rows
-	if kubelet != judgedBy {
-		rows, _ = nodestate.Judge(s, o.kindOf, kubelet, o.Source.KubeletRootDir)
-	}
-	in := doctor.Input{Machine: o.machine, Config: config, Kubelet: kubelet, RootDir: o.Source.KubeletRootDir}
-	o.liveInputs(n, &in)
-	for _, r := range rows {
-		if r.Report != nil {
-			in.Files = append(in.Files, r.Report)
-		}
-	}
-	if len(in.Files) == 0 {
-		o.nodeNotes.Addf(n.Node, "%s: no checkpoint files found: the kubelet would start with fresh state", n.Where)
-	}
-	res := doctor.Diagnose(in)
-	code := cmdutil.ExitOK
-	if res.HasErrors() {
-		code = cmdutil.ExitNotValid
-	}
-	return res, code
-}
-
-// nodeConfig parses the kubelet config read from a live node, saying where it came from.
-func (o *Options) nodeConfig(n *nodestate.NodeResult) *doctor.KubeletConfig {
-	from := "configz"
-	if n.KubeletConfigFrom == nodestate.FromConfigYAML {
-		from = path.Join(o.Source.KubeletRootDir, nodestate.KubeletConfigFile)
-	}
-	c, err := doctor.ParseKubeletConfig(n.KubeletConfig)
-	if err != nil {
-		o.nodeNotes.Addf(n.Node, "%s: kubelet config from %s: %v", n.Where, from, err)
-		return nil
-	}
-	note := ""
-	if n.KubeletConfigNote != "" {
-		note = " (" + n.KubeletConfigNote + ")"
-	}
-	o.nodeNotes.Addf(n.Node, "%s: using kubelet config from %s%s", n.Where, from, note)
-	return c
-}
-
-// liveInputs fills in what a live node brings: its machine (unless --machine gives one), and
-// its pods, for the stale-entry checks. The plugin's own debug pods count as live: the files
-// still list the one that just read them, and it is no finding.
-func (o *Options) liveInputs(n *nodestate.NodeResult, in *doctor.Input) {
-	if n.Node == "" {
-		return
-	}
-	if in.Machine == nil {
-		switch {
-		case n.Machine != nil:
-			in.Machine = n.Machine
-		case n.MachineErr != nil:
-			o.nodeNotes.Addf(n.Node, "%s: machine not read: %v", n.Where, n.MachineErr)
-		}
-	}
-	if in.Config == nil && n.KubeletConfig == nil && o.ReadKubeletConfig {
-		o.nodeNotes.Addf(n.Node, "%s: kubelet config not read: %s", n.Where, n.KubeletConfigNote)
-	}
-	ix := n.Snapshot.Pods
-	if ix == nil {
-		return
-	}
-	in.LivePods = map[string]bool{}
-	for uid := range ix.Pods {
-		in.LivePods[uid] = true
-	}
-	for uid := range ix.Debug {
-		in.LivePods[uid] = true
-	}
-	in.LiveContainers = ix.ContainerNames
-}
-
-// kindOf is a file's kind: --kind for --from-file, else its path's.
-func (o *Options) kindOf(p string) decode.Kind {
-	if o.Source.FromFile != "" && o.Source.Kind != "" {
-		return decode.Kind(o.Source.Kind)
-	}
-	k, _ := decode.ParseKind(p)
-	return k
 }

@@ -22,6 +22,9 @@ import (
 type view struct {
 	Use, Short, Long, Example string
 	Kinds                     []decode.Kind
+	// WideCgroups: -o wide (and json, yaml) also show what the node's cgroups hold (read live in
+	// the same exec).
+	WideCgroups bool
 	// Print prints the models decoded from the nodes' files (see eachModel).
 	Print func(w io.Writer, o render.Options, nodes []*nodestate.NodeResult) error
 }
@@ -83,6 +86,8 @@ func (o *Options) Run(ctx context.Context) error {
 	var nodes []*nodestate.NodeResult
 	worst := cmdutil.ExitOK
 	ro := o.RenderOptions()
+	// -o wide shows the cgroups' values, and json/yaml carry every field.
+	o.ReadCgroups = o.view.WideCgroups && ro.Format != render.Table
 	if !o.Source.Offline() {
 		ro.List = render.NewListWriter[any](o.Out, ro, "")
 	}
@@ -103,10 +108,10 @@ func (o *Options) Run(ctx context.Context) error {
 			switch r.Verdict() {
 			case decode.Valid:
 			case decode.NotRead:
-				fmt.Fprintf(o.ErrOut, "note: %s: kubelet %s does not read %s; showing what it holds\n", n.Where, r.Reader(), r.File())
+				fmt.Fprintf(o.ErrOut, "note: %s: kubelet %s does not read %s; showing what it holds\n", n.Where, r.Kubelet(), r.File())
 			default:
 				worst = max(worst, cmdutil.ExitNotValid)
-				fmt.Fprintf(o.ErrOut, "warning: %s: %s is %s (%s)%s\n", n.Where, r.File(), r.Verdict(), r.Why(), shownAnyway(r.Decoded()))
+				fmt.Fprintf(o.ErrOut, "warning: %s: %s is %s (%s)%s\n", n.Where, r.File(), r.Verdict(), r.Why(), shownAnyway(r.Model()))
 			}
 		}
 		if !found {
@@ -139,21 +144,21 @@ func (o *Options) Run(ctx context.Context) error {
 	return cmdutil.Exit(worst)
 }
 
-func shownAnyway(decoded any) string {
-	if decoded == nil {
+func shownAnyway(decoded decode.Model) string {
+	if decoded.IsZero() {
 		return "; nothing to show"
 	}
 	return "; showing what it holds, but the kubelet would not accept it"
 }
 
-// eachModel calls fn with every decoded model of type T in the nodes' files, and where it
+// eachModel calls fn with every decoded model in the nodes' files, and where it
 // came from: the one step from the library's rows to the printers' inputs.
-func eachModel[T any](nodes []*nodestate.NodeResult, fn func(render.Source, decode.Kind, T)) {
+func eachModel(nodes []*nodestate.NodeResult, fn func(render.Source, decode.Kind, decode.Model)) {
 	for _, n := range nodes {
-		src := render.Source{Node: n.Node, Names: n.Names}
+		src := render.Source{Node: n.Node, Names: n.Names, Cgroups: n.Cgroups}
 		for _, r := range n.Rows {
-			if m, ok := r.Decoded().(T); ok {
-				fn(src, r.Kind(), m)
+			if r.Report != nil {
+				fn(src, r.Kind(), r.Report.Decoded)
 			}
 		}
 	}

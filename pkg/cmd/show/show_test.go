@@ -12,7 +12,7 @@ import (
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/internal/cmdtest"
 	"github.com/kubectl-nodestate/kubectl-nodestate/internal/tabletest"
-	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/render"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
 )
 
 const repo = "../../.."
@@ -69,9 +69,10 @@ func TestShowExampleDir(t *testing.T) {
 			{cart, "sidecar", "actuated", "cpu=100m,memory=64Mi", "-"},
 			{shop, "web", "allocated", "cpu=250m", "-"},
 		}},
-		{[]string{"cpus", "-o", "wide"}, []string{"POD", "CONTAINER", "CPUS", "SCOPE", "BASELINE", "POD-UID/CONTAINER-ID", "POLICY"}, [][]string{
-			{pl, "(pod-level)", "12-15", "pod", "-", pl, "static"},
-			{"(shared pool)", "-", "0,4-11", "shared", "-", "-", "static"},
+		// Offline without the node's cgroups: the CGROUP column is empty.
+		{[]string{"cpus", "-o", "wide"}, []string{"POD", "CONTAINER", "CPUS", "CGROUP", "SCOPE", "BASELINE", "POD-UID/CONTAINER-ID", "POLICY"}, [][]string{
+			{pl, "(pod-level)", "12-15", "-", "pod", "-", pl, "static"},
+			{"(shared pool)", "-", "0,4-11", "-", "shared", "-", "-", "static"},
 		}},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
@@ -184,7 +185,7 @@ func TestShowOversizedFileWarns(t *testing.T) {
 	if code != 1 {
 		t.Errorf("exit %d, want 1", code)
 	}
-	want := "warning: " + dir + ": cpu_manager_state is unreadable (" + render.CauseOversized + "); nothing to show\n"
+	want := "warning: " + dir + ": cpu_manager_state is unreadable (" + nodestate.CauseOversized + "); nothing to show\n"
 	if errOut != want {
 		t.Errorf("stderr:\n got %q\nwant %q", errOut, want)
 	}

@@ -18,11 +18,14 @@ var views = []*view{
 		Example: `
 			kubectl nodestate cpus worker-1
 			kubectl nodestate cpus --from-dir ./var-lib-kubelet -o wide`,
-		Kinds: []decode.Kind{decode.KindCPU},
+		Kinds:       []decode.Kind{decode.KindCPU},
+		WideCgroups: true,
 		Print: func(w io.Writer, o render.Options, nodes []*nodestate.NodeResult) error {
 			var in []render.CPUs
-			eachModel(nodes, func(src render.Source, _ decode.Kind, m *decode.CPUState) {
-				in = append(in, render.CPUs{Source: src, State: m})
+			eachModel(nodes, func(src render.Source, _ decode.Kind, m decode.Model) {
+				if m.CPU != nil {
+					in = append(in, render.CPUs{Source: src, State: m.CPU})
+				}
 			})
 			return render.PrintCPUs(w, o, in)
 		},
@@ -36,11 +39,14 @@ var views = []*view{
 		Example: `
 			kubectl nodestate memory worker-1
 			kubectl nodestate memory --from-file ./memory_manager_state -o yaml`,
-		Kinds: []decode.Kind{decode.KindMemory},
+		Kinds:       []decode.Kind{decode.KindMemory},
+		WideCgroups: true,
 		Print: func(w io.Writer, o render.Options, nodes []*nodestate.NodeResult) error {
 			var in []render.Memory
-			eachModel(nodes, func(src render.Source, _ decode.Kind, m *decode.MemoryState) {
-				in = append(in, render.Memory{Source: src, State: m})
+			eachModel(nodes, func(src render.Source, _ decode.Kind, m decode.Model) {
+				if m.Memory != nil {
+					in = append(in, render.Memory{Source: src, State: m.Memory})
+				}
 			})
 			return render.PrintMemory(w, o, in)
 		},
@@ -57,8 +63,10 @@ var views = []*view{
 		Kinds: []decode.Kind{decode.KindDevices},
 		Print: func(w io.Writer, o render.Options, nodes []*nodestate.NodeResult) error {
 			var in []render.Devices
-			eachModel(nodes, func(src render.Source, _ decode.Kind, m *decode.DeviceState) {
-				in = append(in, render.Devices{Source: src, State: m})
+			eachModel(nodes, func(src render.Source, _ decode.Kind, m decode.Model) {
+				if m.Devices != nil {
+					in = append(in, render.Devices{Source: src, State: m.Devices})
+				}
 			})
 			return render.PrintDevices(w, o, in)
 		},
@@ -77,10 +85,16 @@ var claimsView = &view{
 	Kinds: []decode.Kind{decode.KindDRA, decode.KindDRAHealth},
 	Print: func(w io.Writer, o render.Options, nodes []*nodestate.NodeResult) error {
 		health := map[string]*decode.DRAHealthState{}
-		eachModel(nodes, func(src render.Source, _ decode.Kind, m *decode.DRAHealthState) { health[src.Node] = m })
+		eachModel(nodes, func(src render.Source, _ decode.Kind, m decode.Model) {
+			if m.DRAHealth != nil {
+				health[src.Node] = m.DRAHealth
+			}
+		})
 		var in []render.Claims
-		eachModel(nodes, func(src render.Source, _ decode.Kind, m *decode.DRAState) {
-			in = append(in, render.Claims{Source: src, State: m, Health: health[src.Node]})
+		eachModel(nodes, func(src render.Source, _ decode.Kind, m decode.Model) {
+			if m.DRA != nil {
+				in = append(in, render.Claims{Source: src, State: m.DRA, Health: health[src.Node]})
+			}
 		})
 		return render.PrintClaims(w, o, in)
 	},
@@ -99,8 +113,10 @@ var podsView = &view{
 	Kinds: []decode.Kind{decode.KindAllocated, decode.KindActuated, decode.KindPodStatus},
 	Print: func(w io.Writer, o render.Options, nodes []*nodestate.NodeResult) error {
 		var in []render.PodAllocations
-		eachModel(nodes, func(src render.Source, kind decode.Kind, m *decode.PodAllocationState) {
-			in = append(in, render.PodAllocations{Source: src, File: kind, State: m})
+		eachModel(nodes, func(src render.Source, kind decode.Kind, m decode.Model) {
+			if m.PodAllocations != nil {
+				in = append(in, render.PodAllocations{Source: src, File: kind, State: m.PodAllocations})
+			}
 		})
 		return render.PrintPods(w, o, in)
 	},

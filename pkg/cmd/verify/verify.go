@@ -65,10 +65,10 @@ func NewCmdVerify(flags *genericclioptions.ConfigFlags, streams genericiooptions
 // Run reads, judges and prints. Live nodes print as they complete: table rows in blocks, json
 // and yaml items into a list written as it grows, so nothing is held until the end.
 func (o *Options) Run(ctx context.Context) error {
-	var rows []render.FileRow
+	var rows []nodestate.FileRow
 	worst := cmdutil.ExitOK
 	ro := o.RenderOptions()
-	list := render.NewListWriter[render.FileRow](o.Out, ro, render.VerifyListKind)
+	list := render.NewListWriter[nodestate.FileRow](o.Out, ro, render.VerifyListKind)
 	stream := !o.Source.Offline() && list == nil
 	ro.Stream = stream
 	notes := cmdutil.NewNotes(o.ErrOut)

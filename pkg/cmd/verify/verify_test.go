@@ -16,6 +16,7 @@ import (
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/internal/cmdtest"
 	"github.com/kubectl-nodestate/kubectl-nodestate/internal/tabletest"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
 )
 
@@ -36,7 +37,7 @@ func table(out string) [][]string { return tabletest.Rows(out) }
 func TestVerifyExampleDirAllValid(t *testing.T) {
 	out, errOut, code := run(t, "verify", "--from-dir", kubeletRoot)
 	// One kubelet judges the node's files, said on stderr (stdout stays the table).
-	if code != 0 || errOut != "Judged by kubelet v1.37.1: the newest release that writes all these files in their formats.\n" {
+	if code != 0 || errOut != "Judged by kubelet "+decode.HomeKubelet+": the newest release that writes all these files in their formats.\n" {
 		t.Fatalf("exit %d, stderr %q\n%s", code, errOut, out)
 	}
 	rows := table(out)
@@ -49,7 +50,7 @@ func TestVerifyExampleDirAllValid(t *testing.T) {
 		t.Fatalf("want %d rows:\n%s", len(wantFiles), out)
 	}
 	for i, r := range rows[1:] {
-		if r[0] != wantFiles[i] || r[2] != "valid" || !strings.Contains(r[3], "kubelet v1.37.1 ") || strings.Contains(r[3], "not match") {
+		if r[0] != wantFiles[i] || r[2] != "valid" || !strings.Contains(r[3], "kubelet "+decode.HomeKubelet+" ") || strings.Contains(r[3], "not match") {
 			t.Errorf("row %d: %q", i, r)
 		}
 	}
@@ -80,8 +81,8 @@ func TestVerifyBrokenNode(t *testing.T) {
 		}
 	}
 	for _, want := range []string{
-		"dataChecksum does not match: kubelet v1.37.1 refuses it (checkpoint is corrupted)",
-		"dataChecksum matches: kubelet v1.37.1 restores it; checksum does not match: a downgrade to 1.36 or older would refuse it",
+		"dataChecksum does not match: kubelet " + decode.HomeKubelet + " refuses it (checkpoint is corrupted)",
+		"dataChecksum matches: kubelet " + decode.HomeKubelet + " restores it; checksum does not match: a downgrade to 1.36 or older would refuse it",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q:\n%s", want, out)
@@ -89,7 +90,7 @@ func TestVerifyBrokenNode(t *testing.T) {
 	}
 	// Judged by one kubelet, the 1.19 device file and the 1.30 DRA file beside 1.37 files are
 	// findings.
-	if !strings.HasPrefix(errOut, "Judged by kubelet v1.37.1: the newest release that writes cpu_manager_state and memory_manager_state") ||
+	if !strings.HasPrefix(errOut, "Judged by kubelet "+decode.HomeKubelet+": the newest release that writes cpu_manager_state and memory_manager_state") ||
 		strings.Count(errOut, "Finding: ") != 2 ||
 		!strings.Contains(errOut, "Finding: device-plugins/kubelet_internal_checkpoint (dev-v1) is written only by kubelet 1.11-1.19") {
 		t.Errorf("stderr:\n%s", errOut)
@@ -127,8 +128,8 @@ func TestVerifyCollectedBundle(t *testing.T) {
 		}
 	}
 	// --kubelet-version still asks what another kubelet would make of the copy.
-	_, errOut, _ = run(t, "verify", "--from-dir", dir, "--kubelet-version", "v1.37.1")
-	if errOut != "Judged by kubelet v1.37.1: --kubelet-version.\n" {
+	_, errOut, _ = run(t, "verify", "--from-dir", dir, "--kubelet-version", decode.HomeKubelet)
+	if errOut != "Judged by kubelet "+decode.HomeKubelet+": --kubelet-version.\n" {
 		t.Errorf("stderr %q", errOut)
 	}
 	// A node file collect did not write (not JSON, or another schema such as a Node object
@@ -139,7 +140,7 @@ func TestVerifyCollectedBundle(t *testing.T) {
 		}
 		_, errOut, _ = run(t, "verify", "--from-dir", dir)
 		if !strings.HasPrefix(errOut, "warning: node.json is not what collect writes") ||
-			!strings.Contains(errOut, "Judged by kubelet v1.37.1: the newest release") {
+			!strings.Contains(errOut, "Judged by kubelet "+decode.HomeKubelet+": the newest release") {
 			t.Errorf("%s: stderr %q", other, errOut)
 		}
 	}
@@ -155,8 +156,8 @@ type item struct {
 }
 
 func TestVerifyJSONWithKubeletVersion(t *testing.T) {
-	out, errOut, code := run(t, "verify", "--from-dir", kubeletRoot, "--kubelet-version", "v1.37.1", "-o", "json")
-	if code != 0 || errOut != "Judged by kubelet v1.37.1: --kubelet-version.\n" {
+	out, errOut, code := run(t, "verify", "--from-dir", kubeletRoot, "--kubelet-version", decode.HomeKubelet, "-o", "json")
+	if code != 0 || errOut != "Judged by kubelet "+decode.HomeKubelet+": --kubelet-version.\n" {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 	var list struct {
@@ -175,7 +176,7 @@ func TestVerifyJSONWithKubeletVersion(t *testing.T) {
 				t.Errorf("item %v: no %s", it["file"], k)
 			}
 		}
-		if it["verdict"] != "valid" || it["reader"] != "v1.37.1" {
+		if it["verdict"] != "valid" || it["reader"] != decode.HomeKubelet {
 			t.Errorf("%v: verdict %v reader %v", it["file"], it["verdict"], it["reader"])
 		}
 		if _, ok := it["node"]; ok {
@@ -201,7 +202,7 @@ func TestVerifyJSONWithKubeletVersion(t *testing.T) {
 }
 
 func TestVerifyYAMLBrokenNodeWithKubeletVersion(t *testing.T) {
-	out, _, code := run(t, "verify", "--from-dir", brokenNode, "--kubelet-version", "v1.37.1", "-o", "yaml")
+	out, _, code := run(t, "verify", "--from-dir", brokenNode, "--kubelet-version", decode.HomeKubelet, "-o", "yaml")
 	if code != 1 {
 		t.Errorf("exit %d, want 1", code)
 	}

@@ -1,8 +1,9 @@
 // Command cri-stop stops and removes every pod sandbox of a CRI runtime, as the kubelet would,
 // so make e2e-node (hack/e2e-node/down.sh) leaves no pod running once containerd stops: a
-// containerd stopped with pods still up leaves their shims and containers behind.
+// containerd stopped with pods still up leaves their shims and containers behind. Given a pod
+// UID, it removes that pod's sandboxes only (a pod removed while the kubelet is stopped).
 //
-//	cri-stop unix:///path/to/containerd.sock
+//	cri-stop unix:///path/to/containerd.sock [POD_UID]
 package main
 
 import (
@@ -17,17 +18,21 @@ import (
 )
 
 func main() {
-	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: cri-stop unix:///path/to/runtime.sock")
+	if len(os.Args) != 2 && len(os.Args) != 3 {
+		fmt.Fprintln(os.Stderr, "usage: cri-stop unix:///path/to/runtime.sock [POD_UID]")
 		os.Exit(2)
 	}
-	if err := run(os.Args[1]); err != nil {
+	uid := ""
+	if len(os.Args) == 3 {
+		uid = os.Args[2]
+	}
+	if err := run(os.Args[1], uid); err != nil {
 		fmt.Fprintln(os.Stderr, "cri-stop:", err)
 		os.Exit(1)
 	}
 }
 
-func run(endpoint string) error {
+func run(endpoint, uid string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	conn, err := grpc.NewClient(endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -36,9 +41,16 @@ func run(endpoint string) error {
 	}
 	defer conn.Close()
 	rt := runtimeapi.NewRuntimeServiceClient(conn)
-	list, err := rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	filter := &runtimeapi.PodSandboxFilter{}
+	if uid != "" {
+		filter.LabelSelector = map[string]string{"io.kubernetes.pod.uid": uid}
+	}
+	list, err := rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: filter})
 	if err != nil {
 		return err
+	}
+	if uid != "" && len(list.Items) == 0 {
+		return fmt.Errorf("no pod sandbox of pod %s", uid)
 	}
 	var failed error
 	for _, sb := range list.Items {

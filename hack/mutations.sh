@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Applies, one at a time, each mutation that issue 21 found the suite missed (and the deletions
+# it must notice) to a temporary copy of the tree, runs `go test` there, and reports whether the
+# suite caught it (go test failed). Code is found by pattern, not by file or line, so the table
+# survives files moving between packages. Exits 1 if any mutation survives.
+#
+#   hack/mutations.sh                # every mutation, `go test ./...` each (one copy, warm cache)
+#   PKGS=./pkg/doctor/... hack/mutations.sh
+#   ONLY=numa-first hack/mutations.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+pkgs=${PKGS:-./...}
+work=$(mktemp -d "${TMPDIR:-/tmp}/nodestate-mutations.XXXXXX")
+trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
+tree="$work/tree"
+mkdir -p "$tree"
+# The working tree as it is (tracked and new files), not build output.
+repo=$(pwd)
+git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf - | tar -xf - -C "$tree"
+
+# NAME :: FIXED-STRING that locates the code (in non-test .go files under pkg/) :: perl substitution
+mutations=(
+  'fix-verified-always :: fix.Verified = fix.Verified || ok :: s/fix\.Verified = fix\.Verified \|\| ok/fix.Verified = true/'
+  'propose-fix-stub :: func proposeFix( :: s/(func proposeFix\([^)]*\) \*Fix \{\n)/$1\treturn \&Fix{Text: "x"}\n/'
+  'picker-no-full-cores :: steps = append(steps, a.takeFullCores) :: s/\n[ \t]*steps = append\(steps, a\.takeFullCores\)//'
+  'align-by-socket-text :: Align by socket is not compatible :: s/Align by socket is not compatible/Align by socket is incompatible/'
+  'numa-first :: numaFirst: t.NumSockets >= t.NumNUMANodes :: s/numaFirst: t\.NumSockets >= t\.NumNUMANodes/numaFirst: t.NumSockets > t.NumNUMANodes/'
+)
+# NAME :: what to delete (a shell snippet run in the copy's root)
+deletions=(
+  'delete-one-vector :: rm "$(sed -n "/^[^#]/{s/ .*//p;q}" testdata/kubelet/MANIFEST | sed "s|^|testdata/kubelet/|")"'
+  'delete-one-expectation :: rm "$(find testdata/kubelet/expected -name "*.json" | sort | sed -n 7p)"'
+  'delete-one-hashed-text :: rm "$(find testdata/kubelet/expected -name "*.hashed.txt" | sort | sed -n 3p)"'
+  'delete-one-start-case :: python3 -c "import json; p=\"testdata/kubelet-start/MANIFEST.json\"; m=json.load(open(p)); del m[\"cases\"][sorted(m[\"cases\"])[11]]; json.dump(m, open(p, \"w\"), indent=1)"'
+  'delete-one-start-result :: python3 -c "import json; p=\"testdata/kubelet-start/MANIFEST.json\"; m=json.load(open(p)); c=m[\"cases\"][sorted(m[\"cases\"])[23]]; c[\"results\"].pop(sorted(c[\"results\"])[0]); json.dump(m, open(p, \"w\"), indent=1)"'
+  'delete-one-start-file :: rm "$(ls -d testdata/kubelet-start/cases/*/ | sed -n 42p)cpu_manager_state"'
+)
+
+caught=0 survived=0 broken=0
+report() { printf '%-26s %s\n' "$1" "$2"; }
+# failed names the packages and tests that failed, from go test's output.
+failed() {
+  printf '%s ' $(grep -oE '^FAIL[[:space:]]+[^[:space:]]+' "$work/out" | awk '{print $2}' | sed 's|.*/kubectl-nodestate/||' | sort -u)
+  grep -oE -- '--- FAIL: [A-Za-z0-9_]+' "$work/out" | sed 's/--- FAIL: //' | sort -u | head -4 | tr '\n' ' '
+}
+run_tests() { (cd "$tree" && go test -count=1 $pkgs >"$work/out" 2>&1); }
+# judge runs the tests on the mutated copy and counts the mutation caught or survived.
+judge() {
+  if run_tests; then
+    report "$1" "SURVIVED $2: go test $pkgs passes"
+    survived=$((survived + 1))
+  else
+    report "$1" "caught $2: $(failed)"
+    caught=$((caught + 1))
+  fi
+}
+restore() { cp -- "$repo/$1" "$tree/$1"; } # put back the file the mutation touched
+snapshot() { cp -a "$tree/testdata" "$work/testdata.orig"; }
+unsnapshot() { rm -rf "$tree/testdata" && mv "$work/testdata.orig" "$tree/testdata"; }
+
+for m in "${mutations[@]}"; do
+  name=${m%% :: *} rest=${m#* :: }
+  where=${rest%% :: *} subst=${rest#* :: }
+  [[ -n "${ONLY:-}" && "$ONLY" != "$name" ]] && continue
+  mapfile -t files < <(cd "$tree" && grep -rlF --include='*.go' --exclude='*_test.go' -- "$where" pkg || true)
+  if [[ ${#files[@]} -ne 1 ]]; then
+    report "$name" "NOT APPLIED: '$where' found in ${#files[@]} files (${files[*]:-none})"
+    broken=$((broken + 1))
+    continue
+  fi
+  f=${files[0]}
+  perl -0pi -e "$subst" "$tree/$f"
+  if cmp -s "$f" "$tree/$f"; then
+    report "$name" "NOT APPLIED: the substitution changed nothing in $f"
+    broken=$((broken + 1))
+    continue
+  fi
+  judge "$name" "($f)"
+  restore "$f"
+done
+
+for d in "${deletions[@]}"; do
+  name=${d%% :: *} how=${d#* :: }
+  [[ -n "${ONLY:-}" && "$ONLY" != "$name" ]] && continue
+  snapshot
+  (cd "$tree" && eval "$how")
+  judge "$name" ""
+  unsnapshot
+done
+
+echo "mutations: $caught caught, $survived survived, $broken not applied"
+[[ $survived -eq 0 && $broken -eq 0 ]]

@@ -1,0 +1,269 @@
+// Package admit predicts the kubelet's admission of pods on one node: whether each pod is
+// admitted, the kubelet's reason and message word for word, and the CPUs and memory NUMA nodes
+// each container gets. It replays, for the node's kubelet release, the admit handlers that
+// depend on resources, in the kubelet's order: the resource managers' handler (the topology
+// manager with the CPU and memory managers as hint providers, pkg/replay) and the
+// node-resource predicate (OutOfcpu, OutOfmemory, OutOfpods, OutOf<resource>). Pods are
+// admitted in order on the same kubelet, so their allocations stack.
+//
+// It is a pure engine: decoded checkpoints, a machine, a kubelet config and version, the
+// node's allocatable and bound pods in; admissions out. It knows nothing of clusters.
+package admit
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/utils/cpuset"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/machine"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/replay"
+)
+
+// Input is everything the admission reads about one node.
+type Input struct {
+	// CPU and Memory are the node's checkpoints, decoded for Kubelet; nil = no file.
+	CPU, Memory *decode.Report
+	Machine     *machine.Machine
+	Config      *replay.KubeletConfig
+	Kubelet     decode.Kubelet
+	RootDir     string
+	// Node is the node's allocatable and the pods bound to it; nil skips the node-resource
+	// predicate (offline, without a node object).
+	Node *NodeResources
+	// Pods are admitted in this order.
+	Pods []*v1.Pod
+}
+
+// NodeResources is what the kubelet's predicate handler reads: the node's allocatable and the
+// pods it already runs.
+type NodeResources struct {
+	Allocatable v1.ResourceList
+	Pods        []*v1.Pod
+}
+
+// Hint providers the kubelet registers with the topology manager.
+const (
+	ProviderCPU     = "cpu"
+	ProviderMemory  = "memory"
+	ProviderDevices = "devices"
+	ProviderDRA     = "dra"
+)
+
+// Handlers that can refuse a pod here, in the kubelet's order.
+const (
+	HandlerResourceManagers = "resource-managers"
+	HandlerNodeResources    = "node-resources"
+)
+
+// Result is the admission of every pod, or why there is none.
+type Result struct {
+	Kubelet string `json:"kubelet"`
+	// KubeletStart is the start prediction; when it does not start there are no admissions.
+	KubeletStart replay.Prediction `json:"kubeletStart"`
+	// AllocatableCPUs is the CPU manager's GetAllocatableCPUs (empty for policy none).
+	AllocatableCPUs string `json:"allocatableCPUs,omitempty"`
+	// Replayed and NotReplayed name the topology manager's hint providers: device-plugin and
+	// DRA hints need a device topology no checkpoint holds.
+	Replayed    []string `json:"hintProvidersReplayed"`
+	NotReplayed []string `json:"hintProvidersNotReplayed"`
+	// NodeResourcesChecked: the node-resource predicate was replayed (a node was given).
+	NodeResourcesChecked bool        `json:"nodeResourcesChecked"`
+	Admissions           []Admission `json:"admissions"`
+}
+
+// Admission is one pod's.
+type Admission struct {
+	Pod       string `json:"pod"`
+	Namespace string `json:"namespace,omitempty"`
+	UID       string `json:"uid,omitempty"`
+	Admitted  bool   `json:"admitted"`
+	Reason    string `json:"reason"`
+	Message   string `json:"message"`
+	// Handler is the admit handler that refused the pod.
+	Handler    string      `json:"handler,omitempty"`
+	Containers []Container `json:"containers"`
+	// PodCPUs is the pod-level CPU set (pod-level resources).
+	PodCPUs string `json:"podCPUs,omitempty"`
+	// Unreplayed says what of this pod the replay could not judge (device requests).
+	Unreplayed []string `json:"unreplayed,omitempty"`
+	// Before is the node as the pod found it, and what it asked: the numbers behind a refusal.
+	Before *Context `json:"before,omitempty"`
+	// Why names the policy or option that refused the pod, with those numbers, for people.
+	Why []string `json:"why,omitempty"`
+	// StateAfter is the managers' state after this admission (before any cleanup).
+	StateAfter replay.State `json:"-"`
+}
+
+// Container is what one container gets.
+type Container struct {
+	Name string `json:"name"`
+	// CPUs is the cpuset the kubelet gives it ("" = none set, CPU policy none).
+	CPUs      string `json:"cpus"`
+	Exclusive bool   `json:"exclusive"`
+	// MemoryNUMANodes is cpuset.mems; empty when the memory manager pins nothing.
+	MemoryNUMANodes []int                `json:"memoryNUMANodes"`
+	MemoryBlocks    []decode.MemoryBlock `json:"memoryBlocks,omitempty"`
+	// Init and Sidecar mark init containers (a sidecar is a restartable one).
+	Init    bool `json:"init,omitempty"`
+	Sidecar bool `json:"sidecar,omitempty"`
+}
+
+// Predict replays the kubelet's start, then each pod's admission.
+func Predict(in Input) (Result, error) {
+	res := Result{Replayed: []string{ProviderCPU, ProviderMemory}, NotReplayed: []string{ProviderDevices, ProviderDRA},
+		NodeResourcesChecked: in.Node != nil, Admissions: []Admission{}}
+	if in.Kubelet.Version != nil {
+		res.Kubelet = in.Kubelet.String()
+	}
+	node, start, err := replay.Start(replay.StartInput{CPU: in.CPU, Memory: in.Memory, Machine: in.Machine, Config: in.Config, Kubelet: in.Kubelet, RootDir: in.RootDir})
+	if err != nil {
+		return res, err
+	}
+	res.KubeletStart = start
+	if node == nil {
+		return res, nil // no admission to predict
+	}
+	res.AllocatableCPUs = node.AllocatableCPUs().String()
+	var bound []*v1.Pod
+	if in.Node != nil {
+		bound = append(bound, in.Node.Pods...)
+	}
+	for _, pod := range in.Pods {
+		// The numbers behind a refusal are the node as the pod found it; kept cheap until needed.
+		freeCPUs, freeMemory := node.FreeCPUs(), node.FreeMemory()
+		a := Admission{Pod: pod.Name, Namespace: pod.Namespace, UID: string(pod.UID), Containers: []Container{}, Unreplayed: unreplayed(pod)}
+		pa := node.Admit(pod)
+		a.Admitted, a.Reason, a.Message = pa.Admit, pa.Reason, pa.Message
+		if !pa.Admit {
+			a.Handler = HandlerResourceManagers
+		} else if in.Node != nil {
+			if r := nodeResourcesAdmit(pod, in.Node.Allocatable, bound); !r.Admit {
+				a.Admitted, a.Reason, a.Message, a.Handler = false, r.Reason, r.Message, HandlerNodeResources
+				node.Forget(pod)
+			}
+		}
+		if a.Admitted {
+			a.Containers = containers(pod, pa)
+			if !pa.PodCPUs.IsEmpty() {
+				a.PodCPUs = pa.PodCPUs.String()
+			}
+			bound = append(bound, pod)
+		}
+		if !a.Admitted {
+			a.Before = describe(node, pod, freeCPUs, freeMemory)
+			a.Why = why(&a)
+		}
+		a.StateAfter = node.State()
+		res.Admissions = append(res.Admissions, a)
+	}
+	return res, nil
+}
+
+func containers(pod *v1.Pod, pa replay.PodAdmission) []Container {
+	kind := map[string][2]bool{}
+	for _, c := range pod.Spec.InitContainers {
+		kind[c.Name] = [2]bool{true, c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways}
+	}
+	out := make([]Container, 0, len(pa.Containers))
+	for _, c := range pa.Containers {
+		nodes := c.MemoryNUMANodes
+		if nodes == nil {
+			nodes = []int{}
+		}
+		out = append(out, Container{Name: c.Name, CPUs: c.CPUs.String(), Exclusive: c.Exclusive, MemoryNUMANodes: nodes,
+			MemoryBlocks: c.MemoryBlocks, Init: kind[c.Name][0], Sidecar: kind[c.Name][1]})
+	}
+	return out
+}
+
+// unreplayed lists the pod's requests whose hints come from providers not replayed.
+func unreplayed(pod *v1.Pod) []string {
+	set := map[string]bool{}
+	for _, c := range append(append([]v1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
+		for name := range c.Resources.Requests {
+			if strings.Contains(string(name), "/") && !strings.HasPrefix(string(name), "kubernetes.io/") {
+				set[fmt.Sprintf("%s: device plugin resource %s (the device manager's hints and allocation are not replayed)", ProviderDevices, name)] = true
+			}
+		}
+		for _, claim := range c.Resources.Claims {
+			set[fmt.Sprintf("%s: resource claim %s (DRA hints and allocation are not replayed)", ProviderDRA, claim.Name)] = true
+		}
+	}
+	out := make([]string, 0, len(set))
+	for s := range set {
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Context is the node as a pod found it.
+type Context struct {
+	// Policy names the managers' policies and options in force.
+	Policy Policy `json:"policy"`
+	// FreeCPUs are the CPUs an exclusive allocation can take (the shared pool less reserved).
+	FreeCPUs       string            `json:"freeCPUs"`
+	FreeCPUsByNUMA map[int]string    `json:"freeCPUsByNUMA,omitempty"`
+	FreeCPUsBySock map[int]string    `json:"freeCPUsBySocket,omitempty"`
+	FreeCores      int               `json:"freeCores"`
+	FreeMemory     map[int]NodeFree  `json:"freeMemoryByNUMA,omitempty"`
+	Asked          map[string]string `json:"asked,omitempty"`
+}
+
+// NodeFree is one NUMA node's free memory by type, in bytes.
+type NodeFree map[string]uint64
+
+// Policy is the configuration that decides the admission.
+type Policy struct {
+	CPU             string   `json:"cpu"`
+	CPUOptions      []string `json:"cpuOptions,omitempty"`
+	Memory          string   `json:"memory"`
+	Topology        string   `json:"topology"`
+	TopologyScope   string   `json:"topologyScope"`
+	TopologyOptions []string `json:"topologyOptions,omitempty"`
+}
+
+func describe(n *replay.Node, pod *v1.Pod, free cpuset.CPUSet, freeMemory map[int]map[string]uint64) *Context {
+	c := &Context{FreeCPUsByNUMA: map[int]string{}, FreeCPUsBySock: map[int]string{}, Asked: map[string]string{}}
+	cfg := n.Config()
+	c.Policy = Policy{CPU: cfg.CPUPolicy(), Memory: cfg.MemoryPolicy(), Topology: cfg.TopologyPolicy(), TopologyScope: cfg.TopologyScope()}
+	for k, v := range cfg.CPUManagerPolicyOptions {
+		c.Policy.CPUOptions = append(c.Policy.CPUOptions, k+"="+v)
+	}
+	for k, v := range cfg.TopologyManagerPolicyOptions {
+		c.Policy.TopologyOptions = append(c.Policy.TopologyOptions, k+"="+v)
+	}
+	sort.Strings(c.Policy.CPUOptions)
+	sort.Strings(c.Policy.TopologyOptions)
+	c.FreeCPUs = free.String()
+	topo := n.CPUTopology()
+	for _, id := range topo.CPUDetails.NUMANodes().List() {
+		c.FreeCPUsByNUMA[id] = free.Intersection(topo.CPUDetails.CPUsInNUMANodes(id)).String()
+	}
+	for _, id := range topo.CPUDetails.Sockets().List() {
+		c.FreeCPUsBySock[id] = free.Intersection(topo.CPUDetails.CPUsInSockets(id)).String()
+	}
+	for _, core := range topo.CPUDetails.Cores().List() {
+		if all := topo.CPUDetails.CPUsInCores(core); all.Size() > 0 && all.IsSubsetOf(free) {
+			c.FreeCores++
+		}
+	}
+	c.FreeMemory = map[int]NodeFree{}
+	for id, types := range freeMemory {
+		c.FreeMemory[id] = types
+	}
+	for _, ctr := range append(append([]v1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
+		var parts []string
+		for _, r := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
+			if q, ok := ctr.Resources.Requests[r]; ok {
+				parts = append(parts, string(r)+"="+q.String())
+			}
+		}
+		c.Asked[ctr.Name] = strings.Join(parts, ",")
+	}
+	return c
+}

@@ -1,0 +1,335 @@
+// Package admit is `kubectl nodestate admit`: would the kubelet of a node admit this pod, on
+// which CPUs and NUMA nodes, and if not, why? The logic is pkg/admit's (on pkg/replay, the
+// kubelet's resource managers); this is the glue.
+package admit
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmdutil"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch/local"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/render"
+)
+
+var example = cmdutil.Examples(`
+	# Would the kubelet of worker-1 admit this pod as the node is now, and on which CPUs?
+	kubectl nodestate admit worker-1 -f pod.yaml
+
+	# Several pods, admitted in order on the same kubelet (their allocations stack)
+	kubectl nodestate admit worker-1 -f db.yaml -f cache.yaml -o json
+
+	# Which nodes of the pool admit it, and where
+	kubectl nodestate admit --all-nodes -l pool=cpu-pinned -f pod.yaml
+
+	# Why was this pod rejected (TopologyAffinityError, SMTAlignmentError, ...), and what fits?
+	kubectl nodestate admit pod/db-0 -n databases
+
+	# Offline, on the files copied off a node (collect bundle), with the machine and config to be
+	kubectl nodestate admit --from-dir ./worker-1 --machine machine.json --kubelet-config config.yaml --kubelet-version v1.37.1 -f pod.yaml`)
+
+// maxPods bounds the pods read from -f files.
+const maxPods = 1000
+
+// Options is the admit command's state.
+type Options struct {
+	cmdutil.ReadOptions
+	genericiooptions.IOStreams
+	cmdutil.MachineConfigOptions
+	PodFiles []string
+
+	// podName is NAME of a pod/NAME argument; podRef is that pod as read, with the status the
+	// kubelet gave it.
+	podName string
+	podRef  *v1.Pod
+	notes   []string
+}
+
+// NewCmdAdmit returns the admit command.
+func NewCmdAdmit(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &Options{ReadOptions: cmdutil.NewReadOptions(flags), IOStreams: streams}
+	cmd := &cobra.Command{
+		Use:   "admit (NODE... | --all-nodes | --from-dir DIR) -f POD.yaml... | pod/NAME",
+		Short: "Say whether the kubelet admits a pod, on which CPUs and NUMA nodes, and why not",
+		Long: cmdutil.LongDesc(`
+			Admit replays, for the node's kubelet release, the kubelet's admission of a pod: its
+			topology manager with the CPU and memory managers as hint providers (every policy and
+			option of that release), on the node's checkpoints, machine and config as they are,
+			then the node-resource predicate (OutOfcpu, OutOfmemory, OutOfpods) on live nodes.
+			It prints whether the pod is admitted, the kubelet's Reason and Message word for word,
+			each container's CPU set and memory NUMA nodes, and for a refusal the policy or
+			option that forbade it with the free CPUs per NUMA node, socket and core.
+
+			With several -f, the pods are admitted in that order on the same kubelet. pod/NAME
+			takes a pod the kubelet rejected, replays its admission on its node now and says
+			the largest exclusive CPU request that node admits under its options.
+
+			The device manager's and DRA's hints are not replayed (no checkpoint holds the
+			devices' topology): the result names them, and pods asking for devices say so.
+
+			Exit status: 0 when every pod is admitted, 1 when one is not (or the kubelet would
+			not start), 2 when a node could not be read, 3 on a usage error.`),
+		Example:           example,
+		ValidArgsFunction: cmdutil.CompleteNodeNames(flags),
+		RunE:              cmdutil.RunE(o),
+	}
+	o.ReadOptions.AddFlags(cmd)
+	cmd.Flags().StringArrayVarP(&o.PodFiles, "filename", "f", nil, "A pod manifest (YAML or JSON, several documents allowed); repeat for more pods, admitted in order")
+	o.MachineConfigOptions.AddFlags(cmd)
+	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
+	return cmd
+}
+
+// Complete reads the pods (-f, or pod/NAME from the API), the machine and the config.
+func (o *Options) Complete(args []string) error {
+	var nodes []string
+	var ref string
+	for _, a := range args {
+		if name, ok := strings.CutPrefix(a, "pod/"); ok {
+			ref = name
+		} else if name, ok := strings.CutPrefix(a, "pods/"); ok {
+			ref = name
+		} else {
+			nodes = append(nodes, a)
+		}
+	}
+	if err := o.ReadOptions.Complete(nodes); err != nil {
+		return err
+	}
+	cfg, notes, err := nodestate.LoadDoctorConfig(o.MachineFile, o.ConfigFile, o.Source.FromDir)
+	if err != nil {
+		return err
+	}
+	o.notes = notes
+	var pods []*v1.Pod
+	for _, f := range o.PodFiles {
+		b, err := local.ReadFile(f, local.DefaultLimits)
+		if err != nil {
+			return err
+		}
+		got, err := parsePods(b)
+		if err != nil {
+			return fmt.Errorf("%s: %w", f, err)
+		}
+		pods = append(pods, got...)
+	}
+	if ref != "" && (len(pods) > 0 || len(nodes) > 0) {
+		return errors.New("pod/NAME takes no node and no -f: it is read from the API and replayed on its node")
+	}
+	o.podName = ref
+	if len(pods) > maxPods {
+		return fmt.Errorf("%d pods: over the %d this command admits at once", len(pods), maxPods)
+	}
+	for i, p := range pods {
+		// The managers key their state by UID: a manifest has none, so each pod gets its own.
+		if p.UID == "" {
+			p.UID = types.UID(fmt.Sprintf("nodestate-admit-%d", i))
+		}
+	}
+	o.Engines.Admit = &nodestate.AdmitConfig{Machine: cfg.Machine, KubeletConfig: cfg.KubeletConfig, Pods: pods, Largest: ref != "" && !o.Live.AllNodes}
+	return nil
+}
+
+// readPodRef reads pod/NAME and admits it anew on its node (or on the nodes asked for).
+func (o *Options) readPodRef() error {
+	pod, err := o.getPod(o.podName)
+	if err != nil {
+		return &cmdutil.ExitError{Code: cmdutil.ExitUnreadable, Message: err.Error()}
+	}
+	o.podRef = pod
+	p := pod.DeepCopy()
+	p.Status = v1.PodStatus{} // admitted anew
+	o.Engines.Admit.Pods = []*v1.Pod{p}
+	if o.Live.AllNodes {
+		return nil
+	}
+	if p.Spec.NodeName == "" {
+		return &cmdutil.ExitError{Code: cmdutil.ExitUsage, Message: fmt.Sprintf("pod %s/%s is not bound to a node: no kubelet saw it (the scheduler placed it nowhere); try --all-nodes", p.Namespace, p.Name)}
+	}
+	o.Nodes = []string{p.Spec.NodeName}
+	return nil
+}
+
+// getPod reads pod/NAME in the namespace of the flags.
+func (o *Options) getPod(name string) (*v1.Pod, error) {
+	flags := o.Live.ConfigFlags
+	config, err := flags.ToRESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	client, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return nil, err
+	}
+	ns, _, err := flags.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return nil, err
+	}
+	return client.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+}
+
+// parsePods reads pods from YAML or JSON documents.
+func parsePods(b []byte) ([]*v1.Pod, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
+	var out []*v1.Pod
+	for {
+		var p v1.Pod
+		if err := dec.Decode(&p); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			return nil, err
+		}
+		if p.Kind == "" && p.Name == "" && len(p.Spec.Containers) == 0 {
+			continue // an empty document
+		}
+		if p.Kind != "" && p.Kind != "Pod" {
+			return nil, fmt.Errorf("kind %q: want Pod", p.Kind)
+		}
+		if p.Name == "" {
+			return nil, fmt.Errorf("a pod without metadata.name")
+		}
+		if p.Namespace == "" {
+			p.Namespace = metav1.NamespaceDefault
+		}
+		out = append(out, &p)
+		if len(out) > maxPods {
+			return nil, fmt.Errorf("over %d pods", maxPods)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no pod in the file")
+	}
+	return out, nil
+}
+
+// Validate checks the flags together.
+func (o *Options) Validate() error {
+	if o.podName != "" {
+		if o.Source.Offline() {
+			return errors.New("pod/NAME is read from the API: it replays on live nodes only")
+		}
+		return nil // its node is known once it is read
+	}
+	if err := o.ReadOptions.Validate(); err != nil {
+		return err
+	}
+	if len(o.Engines.Admit.Pods) == 0 {
+		return errors.New("no pod to admit: give -f POD.yaml, or pod/NAME")
+	}
+	if o.Source.FromFile != "" {
+		return errors.New("admit reads a node's checkpoints together: use --from-dir, not --from-file")
+	}
+	if o.Source.Format == render.Wide {
+		return errors.New("admit prints no wide table: use -o json or yaml for every detail")
+	}
+	return nil
+}
+
+// Run reads each node, replays the admissions and prints.
+func (o *Options) Run(ctx context.Context) error {
+	for _, n := range o.notes {
+		fmt.Fprintln(o.ErrOut, "using "+n)
+	}
+	if o.podName != "" {
+		if err := o.readPodRef(); err != nil {
+			return err
+		}
+	}
+	if p := o.podRef; p != nil {
+		fmt.Fprintf(o.ErrOut, "pod %s/%s on node %s: phase %s, reason %q, message %q\n", p.Namespace, p.Name, orNone(p.Spec.NodeName), p.Status.Phase, p.Status.Reason, p.Status.Message)
+	}
+	var results []render.AdmitResult
+	worst := cmdutil.ExitOK
+	// A note that repeats across nodes is said once (-v=1: each), as doctor does.
+	notes := cmdutil.NewNotes(o.ErrOut)
+	err := o.Read(ctx, o.ErrOut, func(n *nodestate.NodeResult) error {
+		for _, w := range n.Warnings() {
+			notes.Addf(n.Node, "warning: node %s: %s", n.Node, w)
+		}
+		if n.Err != nil {
+			worst = max(worst, cmdutil.ReportNodeError(o.ErrOut, n.Err))
+			results = append(results, render.AdmitResult{Node: n.Node, Error: n.Err.Error()})
+			return nil
+		}
+		a := n.Admit
+		for _, note := range a.Notes {
+			notes.Addf(n.Node, "%s: %s", n.Where, note)
+		}
+		if a.Err != nil {
+			fmt.Fprintf(o.ErrOut, "error: %s: %v\n", n.Where, a.Err)
+			worst = max(worst, cmdutil.ExitUnreadable)
+			results = append(results, render.AdmitResult{Node: n.Node, Error: a.Err.Error()})
+			return nil
+		}
+		if !a.KubeletStart.Starts {
+			worst = max(worst, cmdutil.ExitNotValid)
+		}
+		for _, adm := range a.Admissions {
+			if !adm.Admitted {
+				worst = max(worst, cmdutil.ExitNotValid)
+			}
+		}
+		results = append(results, render.AdmitResult{Node: n.Node, Result: a.Result, LargestCPURequest: a.Largest})
+		return nil
+	})
+	notes.Flush()
+	if err != nil && !cmdutil.Interrupted(err) {
+		return err
+	}
+	sort.SliceStable(results, func(i, j int) bool { return results[i].Node < results[j].Node })
+	ro := o.RenderOptions()
+	if perr := render.Admit(o.Out, ro, results); perr != nil {
+		return perr
+	}
+	if len(results) > 1 && ro.Format == render.Table {
+		fmt.Fprintln(o.Out, summary(results))
+	}
+	if err != nil {
+		return err
+	}
+	return cmdutil.Exit(worst)
+}
+
+// summary says which nodes admit every pod.
+func summary(results []render.AdmitResult) string {
+	var yes []string
+	for _, r := range results {
+		if r.Error != "" || !r.KubeletStart.Starts {
+			continue
+		}
+		all := true
+		for _, a := range r.Admissions {
+			all = all && a.Admitted
+		}
+		if all {
+			yes = append(yes, r.Node)
+		}
+	}
+	if len(yes) == 0 {
+		return fmt.Sprintf("no node of %d admits the pods", len(results))
+	}
+	return fmt.Sprintf("%d of %d nodes admit the pods: %s", len(yes), len(results), strings.Join(yes, ", "))
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}

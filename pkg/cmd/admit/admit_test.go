@@ -1,0 +1,106 @@
+package admit_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/internal/cmdtest"
+)
+
+const example = "../../../examples/admit-node"
+
+func offline(args ...string) []string {
+	return append([]string{"admit", "--from-dir", example, "--machine", filepath.Join(example, "machine.json"),
+		"--kubelet-config", filepath.Join(example, "kubelet-config.yaml"), "--kubelet-version", "v1.37.1"}, args...)
+}
+
+// The JSON contract: "admissions" in -f order, each with pod, admitted, reason, message and
+// containers {name, cpus, exclusive, memoryNUMANodes}; exit 1 when one is refused.
+func TestAdmitJSONContract(t *testing.T) {
+	cmdtest.Isolate(t)
+	out, stderr, code := cmdtest.Run(t, offline("-o", "json",
+		"-f", filepath.Join(example, "pod-db.yaml"), "-f", filepath.Join(example, "pod-wide.yaml"))...)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1 (a pod refused); stderr %s", code, stderr)
+	}
+	var got struct {
+		KubeletStart struct {
+			Starts *bool `json:"starts"`
+		} `json:"kubeletStart"`
+		Admissions []map[string]json.RawMessage `json:"admissions"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if got.KubeletStart.Starts == nil || !*got.KubeletStart.Starts || len(got.Admissions) != 2 {
+		t.Fatalf("got %s", out)
+	}
+	for _, key := range []string{"pod", "admitted", "reason", "message", "containers"} {
+		for i, a := range got.Admissions {
+			if _, ok := a[key]; !ok {
+				t.Errorf("admission %d lacks %q", i, key)
+			}
+		}
+	}
+	var db struct {
+		Pod        string `json:"pod"`
+		Admitted   bool   `json:"admitted"`
+		Containers []struct {
+			Name            string `json:"name"`
+			CPUs            string `json:"cpus"`
+			Exclusive       bool   `json:"exclusive"`
+			MemoryNUMANodes []int  `json:"memoryNUMANodes"`
+		} `json:"containers"`
+	}
+	raw, _ := json.Marshal(got.Admissions[0])
+	if err := json.Unmarshal(raw, &db); err != nil {
+		t.Fatal(err)
+	}
+	if db.Pod != "db" || !db.Admitted || len(db.Containers) != 1 || db.Containers[0].CPUs != "2-4,18-20" ||
+		!db.Containers[0].Exclusive || len(db.Containers[0].MemoryNUMANodes) != 1 || db.Containers[0].MemoryNUMANodes[0] != 0 {
+		t.Errorf("db: %s", raw)
+	}
+	// The real kubelet v1.37.1 refused this pod on this state with these words.
+	var wide struct {
+		Admitted bool   `json:"admitted"`
+		Reason   string `json:"reason"`
+		Message  string `json:"message"`
+	}
+	raw, _ = json.Marshal(got.Admissions[1])
+	if err := json.Unmarshal(raw, &wide); err != nil || wide.Admitted || wide.Reason != "TopologyAffinityError" ||
+		wide.Message != "Resources cannot be allocated with Topology locality" {
+		t.Errorf("wide: %s", raw)
+	}
+}
+
+func TestAdmitExitCodes(t *testing.T) {
+	cmdtest.Isolate(t)
+	if out, stderr, code := cmdtest.Run(t, offline("-f", filepath.Join(example, "pod-db.yaml"))...); code != 0 ||
+		!strings.Contains(strings.Join(strings.Fields(out), " "), "default/db yes app 2-4,18-20 0") {
+		t.Errorf("admitted pod: exit %d:\n%s%s", code, out, stderr)
+	}
+	// A refusal says which option forbade it, with the free CPUs.
+	out, _, code := cmdtest.Run(t, offline("-f", filepath.Join(example, "pod-odd.yaml"))...)
+	if code != 1 || !strings.Contains(out, "SMT Alignment Error: requested 3 cpus not multiple cpus per core = 2") ||
+		!strings.Contains(out, "default/odd-3: cpuManagerPolicyOptions full-pcpus-only") || !strings.Contains(out, "free whole cores: 14") {
+		t.Errorf("refused pod: exit %d:\n%s", code, out)
+	}
+	if _, _, code := cmdtest.Run(t, offline()...); code != 3 {
+		t.Errorf("no pod: exit %d, want 3", code)
+	}
+	bad := filepath.Join(t.TempDir(), "svc.yaml")
+	if err := os.WriteFile(bad, []byte("apiVersion: v1\nkind: Service\nmetadata: {name: s}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := cmdtest.Run(t, offline("-f", bad)...); code != 3 || !strings.Contains(stderr, `kind "Service": want Pod`) {
+		t.Errorf("a Service: exit %d: %s", code, stderr)
+	}
+	// A kubelet that would not start admits nothing: "starts": false, exit 1.
+	out, _, code = cmdtest.Run(t, append(offline("-f", filepath.Join(example, "pod-db.yaml"), "-o", "json"), "--kubelet-version", "v1.31.14")...)
+	if code != 1 || !strings.Contains(out, `"starts": false`) || !strings.Contains(out, `"admissions": []`) {
+		t.Errorf("no start: exit %d\n%s", code, out)
+	}
+}

@@ -1,0 +1,99 @@
+package decode
+
+import "k8s.io/apimachinery/pkg/util/version"
+
+// The one table of kubelet releases and feature gates: decode's eras (eras.go) and doctor's
+// start rules key on the versions parsed here, once. A release that changes no format and no
+// rule is one row of releases (plus its vectors); see docs/adding-a-kubelet-release.md.
+
+// releases are the newest patch release of each minor the vectors cover: the candidates for an
+// era's home reader (the newest one writing the era and reading it back by its own rule).
+var releases = parseReleases("v1.17.17", "v1.18.20", "v1.19.16", "v1.20.15", "v1.21.14", "v1.22.5", "v1.25.16",
+	"v1.27.16", "v1.28.15", "v1.29.15", "v1.30.14", "v1.31.14", "v1.32.13", "v1.33.13", "v1.34.10", "v1.35.8",
+	"v1.36.4", "v1.37.1")
+
+// HomeKubelet is the newest release the table knows: it judges files whose formats it writes
+// when nothing else names a kubelet. Tests name it so, not by its number.
+var HomeKubelet = "v" + releases[len(releases)-1].String()
+
+// Release parses a release of the tables ("1.25"), once, where the table is built.
+func Release(v string) *version.Version { return version.MustParseGeneric(v) }
+
+// A GateSpan is one feature gate over the releases [Since, Until) (Until nil: still there), as
+// each release's pkg/features/kube_features.go declares it.
+type GateSpan struct {
+	Gate         string
+	Since, Until *version.Version
+	Default      bool
+	// Locked: GA; setting it against Default stops the kubelet.
+	Locked bool
+	// Removed: the gate is gone (setting it stops the kubelet), its feature always Default.
+	Removed bool
+}
+
+// Gates are the feature gates the checkpoint readers and the CPU and memory managers' start
+// read, by release. A gate not listed is unknown here (doctor assumes it exists, and says so).
+var Gates = []GateSpan{
+	{Gate: "CPUManager", Since: Release("1.25"), Until: Release("1.26"), Default: true},
+	{Gate: "CPUManager", Since: Release("1.26"), Until: Release("1.33"), Default: true, Locked: true},
+	{Gate: "CPUManager", Since: Release("1.33"), Default: true, Removed: true},
+	{Gate: "MemoryManager", Since: Release("1.25"), Until: Release("1.32"), Default: true},
+	{Gate: "MemoryManager", Since: Release("1.32"), Until: Release("1.36"), Default: true, Locked: true},
+	{Gate: "MemoryManager", Since: Release("1.36"), Default: true, Removed: true},
+	{Gate: "CPUManagerPolicyOptions", Since: Release("1.25"), Until: Release("1.33"), Default: true},
+	{Gate: "CPUManagerPolicyOptions", Since: Release("1.33"), Default: true, Locked: true},
+	{Gate: GateCPUManagerPolicyAlphaOptions, Since: Release("1.25"), Default: false},
+	{Gate: GateCPUManagerPolicyBetaOptions, Since: Release("1.25"), Default: true},
+	{Gate: GateInPlacePodVerticalScalingExclusiveCPUs, Since: Release("1.32"), Default: false},
+	{Gate: GatePodLevelResourceManagers, Since: Release("1.36"), Default: false},
+	// What the resource managers read at admission (pkg/replay).
+	{Gate: GatePodLevelResources, Since: Release("1.32"), Until: Release("1.34"), Default: false},
+	{Gate: GatePodLevelResources, Since: Release("1.34"), Default: true},
+	{Gate: GatePodLevelResourcesFixKubeletQOSClass, Since: Release("1.37"), Default: true},
+	{Gate: GateTopologyManagerPolicyAlphaOptions, Since: Release("1.26"), Default: false},
+	{Gate: GateTopologyManagerPolicyBetaOptions, Since: Release("1.26"), Until: Release("1.28"), Default: false},
+	{Gate: GateTopologyManagerPolicyBetaOptions, Since: Release("1.28"), Default: true},
+	{Gate: GateTopologyManagerPolicyOptions, Since: Release("1.26"), Until: Release("1.28"), Default: false},
+	{Gate: GateTopologyManagerPolicyOptions, Since: Release("1.28"), Until: Release("1.32"), Default: true},
+	{Gate: GateTopologyManagerPolicyOptions, Since: Release("1.32"), Default: true, Locked: true},
+}
+
+// Feature gates that change how a kubelet reads checkpoints, or what its managers check at start.
+const (
+	GatePodLevelResourceManagers = "PodLevelResourceManagers"
+	// GateInPlacePodVerticalScalingExclusiveCPUs only adds content (baselines); readers ignore it.
+	GateInPlacePodVerticalScalingExclusiveCPUs = "InPlacePodVerticalScalingExclusiveCPUs"
+	GateCPUManagerPolicyAlphaOptions           = "CPUManagerPolicyAlphaOptions"
+	GateCPUManagerPolicyBetaOptions            = "CPUManagerPolicyBetaOptions"
+	GatePodLevelResources                      = "PodLevelResources"
+	GatePodLevelResourcesFixKubeletQOSClass    = "PodLevelResourcesFixKubeletQOSClass"
+	GateTopologyManagerPolicyAlphaOptions      = "TopologyManagerPolicyAlphaOptions"
+	GateTopologyManagerPolicyBetaOptions       = "TopologyManagerPolicyBetaOptions"
+	GateTopologyManagerPolicyOptions           = "TopologyManagerPolicyOptions"
+)
+
+// GateAt returns the gate's row at v (nil v: any row), and whether the table knows the gate.
+func GateAt(name string, v *version.Version) (span *GateSpan, known bool) {
+	for i := range Gates {
+		g := &Gates[i]
+		if g.Gate != name {
+			continue
+		}
+		known = true
+		if v == nil || (!v.LessThan(g.Since) && (g.Until == nil || v.LessThan(g.Until))) {
+			return g, true
+		}
+	}
+	return nil, known
+}
+
+// GateDefault is the gate's default at v: false where no row has it.
+func GateDefault(name string, v *version.Version) bool {
+	if v == nil {
+		return false
+	}
+	if g, _ := GateAt(name, v); g != nil {
+		return g.Default
+	}
+	return false
+}

@@ -1,0 +1,93 @@
+package nodestate
+
+import (
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/admit"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/doctor"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/machine"
+)
+
+// AdmitConfig asks Run to predict, in each node's worker, the kubelet's admission of Pods, in
+// order, on the node as it is (package admit); the answer is NodeResult.Admit. Machine and
+// KubeletConfig are the ones about to be used; nil takes each node's own, as for doctor.
+// A live node's allocatable and running pods (read with its files, no request more) feed the
+// node-resource predicate.
+type AdmitConfig struct {
+	Machine       *machine.Machine
+	KubeletConfig *doctor.KubeletConfig
+	Pods          []*v1.Pod
+	// Largest also asks, for each refused pod, the most exclusive CPUs a pod like it is
+	// admitted with on the node as it is (AdmitResult.Largest).
+	Largest bool
+}
+
+// AdmitResult is one node's admissions, and in order what they took from the node and what
+// they lacked.
+type AdmitResult struct {
+	admit.Result
+	Notes []string
+	// Err is why nothing could be predicted (no machine, config or kubelet version).
+	Err error
+	// Largest is, by refused pod name, AdmitConfig.Largest's answer.
+	Largest map[string]int
+}
+
+// admit judges the node's files for the target kubelet and replays the admission of the pods.
+func (r *Runner) admit(n *NodeResult) *AdmitResult {
+	out := &AdmitResult{}
+	note := func(format string, a ...any) { out.Notes = append(out.Notes, fmt.Sprintf(format, a...)) }
+	mi := r.managerInputs(n, r.cfg.Admit.Machine, r.cfg.Admit.KubeletConfig, note)
+	in := admit.Input{Machine: mi.machine, Config: mi.config, RootDir: r.cfg.KubeletRootDir, Pods: r.cfg.Admit.Pods}
+	switch {
+	case mi.kubelet == nil:
+		out.Err = fmt.Errorf("no kubelet version: give --kubelet-version")
+		return out
+	case mi.machine == nil:
+		out.Err = fmt.Errorf("no machine: give --machine (machine.json)")
+		return out
+	case mi.config == nil:
+		out.Err = fmt.Errorf("no kubelet config: give --kubelet-config")
+		return out
+	}
+	in.Kubelet = *mi.kubelet
+	for _, row := range mi.rows {
+		switch {
+		case row.Report == nil:
+		case row.Report.Kind == decode.KindCPU:
+			in.CPU = row.Report
+		case row.Report.Kind == decode.KindMemory:
+			in.Memory = row.Report
+		}
+	}
+	if n.Node != "" && len(n.Snapshot.Allocatable) > 0 && n.Snapshot.Pods != nil {
+		in.Node = &admit.NodeResources{Allocatable: n.Snapshot.Allocatable, Pods: n.Snapshot.Pods.Running}
+	} else {
+		note("node-resource predicate not replayed: the node's allocatable and running pods are known on live nodes only")
+	}
+	res, err := admit.Predict(in)
+	out.Result, out.Err = res, err
+	if err != nil || !r.cfg.Admit.Largest {
+		return out
+	}
+	empty := in
+	empty.Pods = nil
+	for i, a := range res.Admissions {
+		if a.Admitted {
+			continue
+		}
+		n, err := admit.LargestCPURequest(empty, in.Pods[i])
+		if err != nil {
+			note("largest request of %s: %v", a.Pod, err)
+			continue
+		}
+		if out.Largest == nil {
+			out.Largest = map[string]int{}
+		}
+		out.Largest[a.Pod] = n
+	}
+	return out
+}

@@ -1,0 +1,107 @@
+package nodestate
+
+import (
+	"archive/tar"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
+	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
+)
+
+func guaranteedPod(name, node, cpu, memory string) *corev1.Pod {
+	res := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory)}
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name)},
+		Spec:   corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "app", Resources: corev1.ResourceRequirements{Requests: res, Limits: res}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+}
+
+// On a live node, admit runs in the node's worker on the files of the same exec, with the
+// node's allocatable and running pods for the predicate: no request more than reading it.
+func TestAdmitEngineLive(t *testing.T) {
+	dir := filepath.Join(repo, "examples/admit-node")
+	dc, _, err := LoadDoctorConfig(filepath.Join(dir, "machine.json"), filepath.Join(dir, "kubelet-config.yaml"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Status: corev1.NodeStatus{
+		NodeInfo:    corev1.NodeSystemInfo{KubeletVersion: "v1.37.1", OperatingSystem: "linux"},
+		Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+		Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("30"), corev1.ResourceMemory: resource.MustParse("60Gi"), corev1.ResourcePods: resource.MustParse("110")},
+	}}
+	running := guaranteedPod("running", "a", "26", "1Gi")
+	files := map[string][]byte{}
+	for _, f := range []string{"cpu_manager_state", "memory_manager_state"} {
+		if files[f], err = os.ReadFile(filepath.Join(dir, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exec := func(_ context.Context, _, _, _ string, _ []string, stdout, stderr io.Writer) error {
+		defer io.WriteString(stderr, fetch.CollectEnd)
+		tw := tar.NewWriter(stdout)
+		for name, b := range files {
+			if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o600, Size: int64(len(b)), Typeflag: tar.TypeReg}); err != nil {
+				return err
+			}
+			if _, err := tw.Write(b); err != nil {
+				return err
+			}
+		}
+		return tw.Close()
+	}
+	read := func(engines Engines) (*NodeResult, []string) {
+		client := fake.NewClientset(node, running)
+		client.PrependReactor("create", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
+			a.(clienttesting.CreateAction).GetObject().(*corev1.Pod).Status.Phase = corev1.PodRunning
+			return false, nil, nil
+		})
+		r, err := New(context.Background(), Config{AllNodes: true, Client: client, RESTConfig: &rest.Config{}, Exec: exec, Engines: engines})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res *NodeResult
+		if err := r.Run(context.Background(), func(n *NodeResult) error { res = n; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		// The pod index is listed while the debug pod is deleted: compare the requests, not
+		// their order.
+		var actions []string
+		for _, a := range client.Actions() {
+			actions = append(actions, a.GetVerb()+" "+a.GetResource().Resource)
+		}
+		sort.Strings(actions)
+		return res, actions
+	}
+	_, verifyActions := read(Engines{})
+	db := guaranteedPod("db", "", "6", "4Gi")
+	db.Status = corev1.PodStatus{}
+	res, admitActions := read(Engines{Admit: &AdmitConfig{Machine: dc.Machine, KubeletConfig: dc.KubeletConfig, Pods: []*corev1.Pod{db}}})
+	if !reflect.DeepEqual(admitActions, verifyActions) {
+		t.Errorf("admit's requests %q, verify's %q", admitActions, verifyActions)
+	}
+	if res.Err != nil || res.Admit == nil || res.Admit.Err != nil || len(res.Admit.Admissions) != 1 {
+		t.Fatalf("admit: %+v", res.Admit)
+	}
+	// The resource managers admit it; the predicate refuses: 6 CPUs beside the 26 running, of 30.
+	a := res.Admit.Admissions[0]
+	if a.Admitted || a.Reason != "OutOfcpu" || a.Message != "Node didn't have enough resource: cpu, requested: 6000, used: 26000, capacity: 30000" {
+		t.Errorf("db: %v %s %q", a.Admitted, a.Reason, a.Message)
+	}
+	if !res.Admit.NodeResourcesChecked || strings.Contains(strings.Join(res.Admit.Notes, "\n"), "predicate not replayed") {
+		t.Errorf("predicate not run: %q", res.Admit.Notes)
+	}
+}

@@ -1,0 +1,210 @@
+package nodestate
+
+import (
+	"fmt"
+	"path"
+	"path/filepath"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/doctor"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch/local"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/machine"
+)
+
+// DoctorConfig asks Run to predict, in each node's worker, whether the node's kubelet starts
+// with its files (package doctor); the answer is NodeResult.Doctor. Machine and KubeletConfig
+// are the ones about to be used; nil takes each node's own: a live node's sysfs and configz (or
+// config.yaml), read in the same exec as its files. The target kubelet is Config.Kubelet, else
+// the node's recorded or own version.
+type DoctorConfig struct {
+	Machine       *machine.Machine
+	KubeletConfig *doctor.KubeletConfig
+}
+
+// DoctorResult is one node's prediction, and in order what it took from the node and what it
+// lacked ("using kubelet config from configz", "machine not read: ...").
+type DoctorResult struct {
+	doctor.Result
+	Notes []string
+}
+
+// Bundle files that default the doctor's machine and kubelet config (collect writes them).
+var (
+	bundleMachine = MachineFile
+	bundleConfigs = []string{ConfigYAMLFile, ConfigzFile}
+)
+
+// LoadDoctorConfig reads the machine and kubelet config files given (machineFile, configFile),
+// else a collect bundle's own in fromDir. Notes say which were used ("machine: FILE: 8 CPUs ...").
+func LoadDoctorConfig(machineFile, configFile, fromDir string) (*DoctorConfig, []string, error) {
+	dc := &DoctorConfig{}
+	var notes []string
+	bundle := map[string][]byte{}
+	if fromDir != "" && (machineFile == "" || configFile == "") {
+		want := append([]string{bundleMachine}, bundleConfigs...)
+		if snap, err := local.Read(fromDir, want, local.DefaultLimits); err == nil {
+			bundle = snap.Files
+		}
+	}
+	raw, from, err := inputFile(machineFile, fromDir, bundle, bundleMachine)
+	if err != nil {
+		return nil, nil, err
+	}
+	if raw != nil {
+		if dc.Machine, err = machine.Parse(raw); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", from, err)
+		}
+		notes = append(notes, "machine: "+from+": "+dc.Machine.Summary())
+	}
+	raw, from, err = inputFile(configFile, fromDir, bundle, bundleConfigs...)
+	if err != nil {
+		return nil, nil, err
+	}
+	if raw != nil {
+		if dc.KubeletConfig, err = doctor.ParseKubeletConfig(raw); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", from, err)
+		}
+		notes = append(notes, "kubelet config: "+from)
+	}
+	return dc, notes, nil
+}
+
+// inputFile is the flag's file, else the first bundle file present.
+func inputFile(flag, dir string, bundle map[string][]byte, names ...string) ([]byte, string, error) {
+	if flag != "" {
+		b, err := local.ReadFile(flag, local.DefaultLimits)
+		return b, flag, err
+	}
+	for _, n := range names {
+		if b, ok := bundle[n]; ok {
+			return b, filepath.Join(dir, n), nil
+		}
+	}
+	return nil, "", nil
+}
+
+// diagnose judges the node's files for the target kubelet and runs doctor on them.
+func (r *Runner) diagnose(n *NodeResult) *DoctorResult {
+	out := &DoctorResult{}
+	note := func(format string, a ...any) { out.Notes = append(out.Notes, fmt.Sprintf(format, a...)) }
+	mi := r.managerInputs(n, r.cfg.Doctor.Machine, r.cfg.Doctor.KubeletConfig, note)
+	in := doctor.Input{Machine: mi.machine, Config: mi.config, Kubelet: mi.kubelet, RootDir: r.cfg.KubeletRootDir, Cgroups: n.Cgroups}
+	if n.CgroupsErr != nil {
+		note("cgroups not read: %v", n.CgroupsErr)
+	}
+	in.Node = n.nodeFacts()
+	r.livePods(n, &in)
+	for _, row := range mi.rows {
+		if row.Report != nil {
+			in.Files = append(in.Files, row.Report)
+		}
+	}
+	out.Result = doctor.Diagnose(in)
+	return out
+}
+
+// managerInputs is what the resource managers' replay reads of a node, for doctor and admit:
+// the target kubelet, its config, the machine and the files judged for that kubelet.
+type managerInputs struct {
+	kubelet *decode.Kubelet
+	config  *doctor.KubeletConfig
+	machine *machine.Machine
+	rows    []FileRow
+}
+
+// managerInputs takes the machine and config given (nil: the node's own), and notes what it
+// took from the node and what it lacked.
+func (r *Runner) managerInputs(n *NodeResult, m *machine.Machine, config *doctor.KubeletConfig, note func(string, ...any)) managerInputs {
+	// The kubelet the files were judged by: --kubelet-version, else the version collect
+	// recorded, else the live node's. A release only guessed from the files' formats predicts
+	// nothing: the managers depend on the version, which the files do not say.
+	kubelet := n.Judged.Kubelet
+	if n.Judged.Basis == BasisFiles {
+		kubelet = nil
+	}
+	judgedBy := kubelet
+	if config == nil && n.KubeletConfig != nil {
+		config = r.nodeConfig(n, note)
+	}
+	// The config's feature gates are the kubelet's too (the command line wins): they change
+	// how it reads some files.
+	if kubelet != nil && config != nil && len(config.FeatureGates) > 0 {
+		k := kubelet.WithConfigGates(config.FeatureGates)
+		kubelet = &k
+	}
+	mi := managerInputs{kubelet: kubelet, config: config, machine: m, rows: n.Rows}
+	if kubelet != judgedBy {
+		mi.rows, _ = JudgeFiles(n.Snapshot, r.kindOf, kubelet, r.cfg.KubeletRootDir)
+	}
+	if mi.machine == nil {
+		switch {
+		case n.Machine != nil && n.Node == "":
+			// The collect script's bundle has the raw sysfs dump, not machine.json.
+			mi.machine = n.Machine
+			note("using machine: %s: %s", SysfsFile, n.Machine.Summary())
+		case n.Machine != nil:
+			mi.machine = n.Machine
+		case n.Node != "" && n.MachineErr != nil:
+			note("machine not read: %v", n.MachineErr)
+		}
+	}
+	if n.Node != "" && mi.config == nil && n.KubeletConfig == nil && r.cfg.KubeletConfig {
+		note("kubelet config not read: %s", n.KubeletConfigNote)
+	}
+	files := 0
+	for _, row := range mi.rows {
+		if row.Report != nil {
+			files++
+		}
+	}
+	if files == 0 {
+		note("no checkpoint files found: the kubelet would start with fresh state")
+	}
+	return mi
+}
+
+// nodeConfig parses the kubelet config read from a live node, saying where it came from.
+func (r *Runner) nodeConfig(n *NodeResult, note func(string, ...any)) *doctor.KubeletConfig {
+	from := "configz"
+	if n.KubeletConfigFrom == FromConfigYAML {
+		from = path.Join(r.cfg.KubeletRootDir, KubeletConfigFile)
+	}
+	c, err := doctor.ParseKubeletConfig(n.KubeletConfig)
+	if err != nil {
+		note("kubelet config from %s: %v", from, err)
+		return nil
+	}
+	why := ""
+	if n.KubeletConfigNote != "" {
+		why = " (" + n.KubeletConfigNote + ")"
+	}
+	note("using kubelet config from %s%s", from, why)
+	return c
+}
+
+// livePods fills in a live node's pods, for the stale-entry checks. The plugin's own debug
+// pods count as live: the files still list the one that just read them, and it is no finding.
+func (r *Runner) livePods(n *NodeResult, in *doctor.Input) {
+	ix := n.Snapshot.Pods
+	if n.Node == "" || ix == nil {
+		return
+	}
+	in.LivePods = map[string]bool{}
+	for uid := range ix.Pods {
+		in.LivePods[uid] = true
+	}
+	for uid := range ix.Debug {
+		in.LivePods[uid] = true
+	}
+	in.LiveContainers = ix.ContainerNames
+}
+
+// kindOf is a file's kind: Config.Kind (or the file's name) for FromFile, else its path's.
+func (r *Runner) kindOf(p string) decode.Kind {
+	if r.cfg.FromFile != "" {
+		k, _ := r.fileKind()
+		return k
+	}
+	k, _ := decode.ParseKind(p)
+	return k
+}

@@ -1,0 +1,166 @@
+package replay
+
+import (
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/utils/cpuset"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
+)
+
+// ContainerAdmission is what the managers give one container of an admitted pod.
+type ContainerAdmission struct {
+	Name string
+	// CPUs is GetCPUAffinity (the cpuset the kubelet writes); empty under policy none.
+	CPUs cpuset.CPUSet
+	// Exclusive: the container has its own CPUs (else it runs in the shared pool).
+	Exclusive bool
+	// MemoryNUMANodes is GetMemoryNUMANodes (cpuset.mems); nil when nothing is pinned.
+	MemoryNUMANodes []int
+	MemoryBlocks    []decode.MemoryBlock
+}
+
+// PodAdmission is the resource admit handler's answer for one pod.
+type PodAdmission struct {
+	AdmitResult
+	// Containers, init and sidecar containers first, for admitted pods.
+	Containers []ContainerAdmission
+	// PodCPUs is the pod-level CPU set (pod-level resources), empty otherwise.
+	PodCPUs cpuset.CPUSet
+}
+
+// markCheckpointOwnersActive: the pods owning checkpoint entries run (with those containers).
+func (n *Node) markCheckpointOwnersActive() {
+	if n.CPU != nil && n.CPU.state != nil {
+		for pod, ctrs := range n.CPU.state.assignments {
+			for ctr := range ctrs {
+				n.activate(pod, ctr)
+			}
+		}
+	}
+	if n.Memory != nil && n.Memory.static() != nil {
+		for pod, ctrs := range n.Memory.static().assignments {
+			for ctr := range ctrs {
+				n.activate(pod, ctr)
+			}
+		}
+	}
+}
+
+func (n *Node) activate(pod, ctr string) {
+	if n.active[pod] == nil {
+		n.active[pod] = map[string]bool{}
+	}
+	n.active[pod][ctr] = true
+}
+
+// Admit is the kubelet admitting pod (operation "add") through the topology manager, the
+// handler that allocates CPUs and memory. Admissions stack: an admitted pod keeps its
+// resources, a rejected one's partial allocations are dropped before the next admission, as
+// the managers' removeStaleState does.
+func (n *Node) Admit(pod *v1.Pod) PodAdmission {
+	uid := string(pod.UID)
+	for _, c := range podContainers(pod) {
+		n.activate(uid, c.Name)
+	}
+	if n.CPU != nil {
+		n.CPU.removeStaleState(n.active)
+	}
+	if n.Memory != nil {
+		n.Memory.removeStaleState(n.active)
+	}
+	res := PodAdmission{AdmitResult: n.Topology.Admit(pod, n.env.podGates.levelManagers && isPodLevelResourcesSet(pod))}
+	if !res.Admit {
+		delete(n.active, uid)
+		return res
+	}
+	for _, c := range podContainers(pod) {
+		ca := ContainerAdmission{Name: c.Name, CPUs: cpuset.New()}
+		if n.CPU != nil {
+			ca.CPUs, ca.Exclusive = n.CPU.CPUAffinity(uid, c.Name)
+		}
+		if n.Memory != nil {
+			ca.MemoryNUMANodes = n.Memory.MemoryNUMANodes(uid, c.Name)
+			ca.MemoryBlocks = cloneBlocks(n.Memory.MemoryBlocks(uid, c.Name))
+		}
+		res.Containers = append(res.Containers, ca)
+	}
+	if n.CPU != nil && n.CPU.state != nil {
+		res.PodCPUs = n.CPU.state.podEntries[uid]
+	}
+	return res
+}
+
+// State is the managers' state now, as the checkpoints would record it.
+type State struct {
+	DefaultCPUSet     cpuset.CPUSet
+	CPUAssignments    map[string]map[string]cpuset.CPUSet
+	MemoryAssignments map[string]map[string][]decode.MemoryBlock
+}
+
+// State returns a copy of the managers' state.
+func (n *Node) State() State {
+	s := State{DefaultCPUSet: cpuset.New(), CPUAssignments: map[string]map[string]cpuset.CPUSet{}, MemoryAssignments: map[string]map[string][]decode.MemoryBlock{}}
+	if n.CPU != nil && n.CPU.state != nil {
+		s.DefaultCPUSet = n.CPU.state.defaultSet
+		for pod, ctrs := range n.CPU.state.assignments {
+			s.CPUAssignments[pod] = map[string]cpuset.CPUSet{}
+			for ctr, set := range ctrs {
+				s.CPUAssignments[pod][ctr] = set
+			}
+		}
+	}
+	if n.Memory != nil && n.Memory.static() != nil {
+		for pod, ctrs := range n.Memory.static().assignments {
+			s.MemoryAssignments[pod] = map[string][]decode.MemoryBlock{}
+			for ctr, b := range ctrs {
+				s.MemoryAssignments[pod][ctr] = cloneBlocks(b)
+			}
+		}
+	}
+	return s
+}
+
+// AllocatableCPUs is the CPU manager's GetAllocatableCPUs (empty for policy none).
+func (n *Node) AllocatableCPUs() cpuset.CPUSet {
+	if n.CPU == nil {
+		return cpuset.New()
+	}
+	return n.CPU.AllocatableCPUs()
+}
+
+// Forget drops a pod another admit handler refused after the managers admitted it: its
+// allocations go at the next admission, as the kubelet's removeStaleState does.
+func (n *Node) Forget(pod *v1.Pod) { delete(n.active, string(pod.UID)) }
+
+// Config is the kubelet config the node runs with.
+func (n *Node) Config() *KubeletConfig { return n.env.cfg }
+
+// CPUTopology is the CPU manager's view of the machine.
+func (n *Node) CPUTopology() *CPUTopology { return n.env.topo }
+
+// FreeCPUs are the CPUs an exclusive allocation can take now (GetAvailableCPUs); empty unless
+// the static policy runs.
+func (n *Node) FreeCPUs() cpuset.CPUSet {
+	if n.CPU == nil {
+		return cpuset.New()
+	}
+	return n.CPU.AvailableCPUs()
+}
+
+// FreeMemory is NUMA node -> memory type -> free bytes in the memory manager's state (Static
+// policy only).
+func (n *Node) FreeMemory() map[int]map[string]uint64 {
+	out := map[int]map[string]uint64{}
+	if n.Memory == nil || n.Memory.static() == nil {
+		return out
+	}
+	for id, node := range n.Memory.static().machineState {
+		out[id] = map[string]uint64{}
+		for name, t := range node.MemoryMap {
+			if t != nil {
+				out[id][name] = t.Free
+			}
+		}
+	}
+	return out
+}

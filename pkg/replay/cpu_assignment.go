@@ -1,0 +1,452 @@
+package replay
+
+// The CPU manager's CPU picker (cpumanager/cpu_assignment.go), ported function by function:
+// takeByTopologyNUMAPacked and takeByTopologyNUMADistributed over a cpuAccumulator.
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"sort"
+
+	"k8s.io/utils/cpuset"
+)
+
+// CPUSortingStrategy is how leftover CPUs are ordered: packed (by core) or spread (by socket,
+// distribute-cpus-across-cores).
+type CPUSortingStrategy string
+
+const (
+	CPUSortingStrategyPacked CPUSortingStrategy = "packed"
+	CPUSortingStrategySpread CPUSortingStrategy = "spread"
+)
+
+type cpuAccumulator struct {
+	topo          *CPUTopology
+	details       CPUDetails
+	numCPUsNeeded int
+	result        cpuset.CPUSet
+	// numaFirst: NUMA nodes are the bigger unit (sockets >= NUMA nodes), else sockets.
+	numaFirst bool
+	spread    bool
+	// uncoreFloor: a partial uncore cache takes needed/perCore cores, without trimming an odd
+	// request (1.32-1.33; releases.go UncorePartialRoundsUp).
+	uncoreFloor bool
+}
+
+func newCPUAccumulator(topo *CPUTopology, available cpuset.CPUSet, numCPUs int, strategy CPUSortingStrategy) *cpuAccumulator {
+	return &cpuAccumulator{topo: topo, details: topo.CPUDetails.KeepOnly(available), numCPUsNeeded: numCPUs,
+		result: cpuset.New(), numaFirst: topo.NumSockets >= topo.NumNUMANodes, spread: strategy == CPUSortingStrategySpread}
+}
+
+// sort orders ids by how many available CPUs each holds, then by id.
+func (a *cpuAccumulator) sort(ids []int, cpusIn func(ids ...int) cpuset.CPUSet) []int {
+	// Each id's size counted once (the kubelet recounts in every comparison; same order).
+	size := make(map[int]int, len(ids))
+	for _, id := range ids {
+		size[id] = cpusIn(id).Size()
+	}
+	sort.Slice(ids, func(i, j int) bool {
+		si, sj := size[ids[i]], size[ids[j]]
+		if si != sj {
+			return si < sj
+		}
+		return ids[i] < ids[j]
+	})
+	return ids
+}
+
+func (a *cpuAccumulator) sortAvailableNUMANodes() []int {
+	if a.numaFirst {
+		return a.sort(a.details.NUMANodes().UnsortedList(), a.details.CPUsInNUMANodes)
+	}
+	var out []int
+	for _, s := range a.sortAvailableSockets() {
+		out = append(out, a.sort(a.details.NUMANodesInSockets(s).UnsortedList(), a.details.CPUsInNUMANodes)...)
+	}
+	return out
+}
+
+func (a *cpuAccumulator) sortAvailableSockets() []int {
+	if !a.numaFirst {
+		return a.sort(a.details.Sockets().UnsortedList(), a.details.CPUsInSockets)
+	}
+	var out []int
+	for _, n := range a.sortAvailableNUMANodes() {
+		out = append(out, a.sort(a.details.SocketsInNUMANodes(n).UnsortedList(), a.details.CPUsInSockets)...)
+	}
+	return out
+}
+
+func (a *cpuAccumulator) sortAvailableCores() []int {
+	var out []int
+	if a.numaFirst {
+		for _, s := range a.sortAvailableSockets() {
+			out = append(out, a.sort(a.details.CoresInSockets(s).UnsortedList(), a.details.CPUsInCores)...)
+		}
+		return out
+	}
+	for _, n := range a.sortAvailableNUMANodes() {
+		out = append(out, a.sort(a.details.CoresInNUMANodes(n).UnsortedList(), a.details.CPUsInCores)...)
+	}
+	return out
+}
+
+func (a *cpuAccumulator) sortAvailableUncoreCaches() []int {
+	var out []int
+	for _, n := range a.sortAvailableNUMANodes() {
+		out = append(out, a.sort(a.details.UncoreInNUMANodes(n).UnsortedList(), a.details.CPUsInUncoreCaches)...)
+	}
+	return out
+}
+
+// freeCPUs is the available CPUs in the strategy's order: core by core (packed) or socket by
+// socket (spread).
+func (a *cpuAccumulator) freeCPUs() []int {
+	var out []int
+	if a.spread {
+		for _, s := range a.sortAvailableSockets() {
+			out = append(out, a.details.CPUsInSockets(s).List()...)
+		}
+		return out
+	}
+	for _, c := range a.sortAvailableCores() {
+		out = append(out, a.details.CPUsInCores(c).List()...)
+	}
+	return out
+}
+
+func (a *cpuAccumulator) take(cpus cpuset.CPUSet) {
+	a.result = a.result.Union(cpus)
+	a.details = a.details.KeepOnly(a.details.CPUs().Difference(a.result))
+	a.numCPUsNeeded -= cpus.Size()
+}
+
+// takeFull takes, in order, every unit that is entirely free and still fits.
+func (a *cpuAccumulator) takeFull(ids []int, free func(id int) bool, cpusIn func(ids ...int) cpuset.CPUSet) {
+	for _, id := range ids {
+		if !free(id) {
+			continue
+		}
+		cpus := cpusIn(id)
+		if !a.needsAtLeast(cpus.Size()) {
+			continue
+		}
+		a.take(cpus)
+	}
+}
+
+func (a *cpuAccumulator) takeFullNUMANodes() {
+	all := a.topo.CPUDetails
+	a.takeFull(a.sortAvailableNUMANodes(), func(id int) bool {
+		return a.details.CPUsInNUMANodes(id).Size() == all.CPUsInNUMANodes(id).Size()
+	}, all.CPUsInNUMANodes)
+}
+
+func (a *cpuAccumulator) takeFullSockets() {
+	a.takeFull(a.sortAvailableSockets(), func(id int) bool {
+		return a.details.CPUsInSockets(id).Size() == a.topo.CPUsPerSocket()
+	}, a.topo.CPUDetails.CPUsInSockets)
+}
+
+func (a *cpuAccumulator) takeFullUncore() {
+	all := a.topo.CPUDetails
+	a.takeFull(a.sortAvailableUncoreCaches(), func(id int) bool {
+		return a.details.CPUsInUncoreCaches(id).Size() == all.CPUsInUncoreCaches(id).Size()
+	}, all.CPUsInUncoreCaches)
+}
+
+func (a *cpuAccumulator) takeFullCores() {
+	a.takeFull(a.sortAvailableCores(), func(id int) bool {
+		return a.details.CPUsInCores(id).Size() == a.topo.CPUsPerCore()
+	}, a.topo.CPUDetails.CPUsInCores)
+}
+
+// takePartialUncore takes the first cores of one uncore cache when they are exactly enough.
+func (a *cpuAccumulator) takePartialUncore(uncoreID int) {
+	perCore := a.topo.CPUsPerCore()
+	if perCore == 0 {
+		return // the kubelet divides by zero here; no machine with online CPUs has 0 per core
+	}
+	numCoresNeeded := (a.numCPUsNeeded + perCore - 1) / perCore
+	if a.uncoreFloor {
+		numCoresNeeded = a.numCPUsNeeded / perCore
+	}
+	freeCores := a.details.CoresNeededInUncoreCache(numCoresNeeded, uncoreID)
+	freeCPUs := a.details.CPUsInCores(freeCores.UnsortedList()...)
+	if !a.uncoreFloor && a.numCPUsNeeded%2 != 0 && perCore > 1 {
+		list := freeCPUs.List()
+		if len(list) > a.numCPUsNeeded {
+			list = list[:freeCPUs.Size()-1]
+		}
+		freeCPUs = cpuset.New(list...)
+	}
+	if a.numCPUsNeeded == freeCPUs.Size() {
+		a.take(freeCPUs)
+	}
+}
+
+func (a *cpuAccumulator) takeUncoreCache() {
+	perUncore := a.topo.CPUsPerUncore()
+	for _, uncore := range a.sortAvailableUncoreCaches() {
+		if a.needsAtLeast(perUncore) {
+			a.takeFullUncore()
+		}
+		if a.isSatisfied() {
+			return
+		}
+		a.takePartialUncore(uncore)
+		if a.isSatisfied() {
+			return
+		}
+	}
+}
+
+func (a *cpuAccumulator) takeRemainingCPUs() {
+	for _, cpu := range a.freeCPUs() {
+		a.take(cpuset.New(cpu))
+		if a.isSatisfied() {
+			return
+		}
+	}
+}
+
+func (a *cpuAccumulator) needsAtLeast(n int) bool { return a.numCPUsNeeded >= n }
+func (a *cpuAccumulator) isSatisfied() bool       { return a.numCPUsNeeded < 1 }
+func (a *cpuAccumulator) isFailed() bool          { return a.numCPUsNeeded > a.details.CPUs().Size() }
+
+func (a *cpuAccumulator) rangeNUMANodesNeededToSatisfy(cpuGroupSize int) (minNumNUMAs, maxNumNUMAs int) {
+	numNUMANodes := a.topo.CPUDetails.NUMANodes().Size()
+	numNUMANodesAvailable := a.details.NUMANodes().Size()
+	numCPUs := a.topo.CPUDetails.CPUs().Size()
+	numCPUGroups := (numCPUs-1)/cpuGroupSize + 1
+	numCPUGroupsPerNUMANode := (numCPUGroups-1)/numNUMANodes + 1
+	numCPUGroupsNeeded := (a.numCPUsNeeded-1)/cpuGroupSize + 1
+	minNumNUMAs = (numCPUGroupsNeeded-1)/numCPUGroupsPerNUMANode + 1
+	maxNumNUMAs = min(numCPUGroupsNeeded, numNUMANodesAvailable)
+	return
+}
+
+func notEnoughCPUs(requested, available int) error {
+	return fmt.Errorf("not enough cpus available to satisfy request: requested=%d, available=%d", requested, available)
+}
+
+// TakeByTopologyNUMAPacked is the kubelet's takeByTopologyNUMAPacked: whole NUMA nodes and
+// sockets, then uncore caches (prefer-align-cpus-by-uncorecache), whole cores (unless
+// spread), then single CPUs.
+func TakeByTopologyNUMAPacked(topo *CPUTopology, available cpuset.CPUSet, numCPUs int, strategy CPUSortingStrategy, preferAlignByUncoreCache bool) (cpuset.CPUSet, error) {
+	return takeByTopologyNUMAPacked(topo, available, numCPUs, strategy, preferAlignByUncoreCache, false)
+}
+
+func takeByTopologyNUMAPacked(topo *CPUTopology, available cpuset.CPUSet, numCPUs int, strategy CPUSortingStrategy, preferAlignByUncoreCache, uncoreFloor bool) (cpuset.CPUSet, error) {
+	acc := newCPUAccumulator(topo, available, numCPUs, strategy)
+	acc.uncoreFloor = uncoreFloor
+	if acc.isSatisfied() {
+		return acc.result, nil
+	}
+	if acc.isFailed() {
+		return cpuset.New(), notEnoughCPUs(numCPUs, available.Size())
+	}
+	steps := []func(){acc.takeFullNUMANodes, acc.takeFullSockets}
+	if !acc.numaFirst {
+		steps = []func(){acc.takeFullSockets, acc.takeFullNUMANodes}
+	}
+	if preferAlignByUncoreCache {
+		steps = append(steps, acc.takeUncoreCache)
+	}
+	if strategy != CPUSortingStrategySpread {
+		steps = append(steps, acc.takeFullCores)
+	}
+	steps = append(steps, acc.takeRemainingCPUs)
+	for _, step := range steps {
+		step()
+		if acc.isSatisfied() {
+			return acc.result, nil
+		}
+	}
+	return cpuset.New(), fmt.Errorf("failed to allocate cpus")
+}
+
+func iterateCombinations(n []int, k int, f func([]int) bool) {
+	if k < 1 {
+		return
+	}
+	var helper func(k, start int, accum []int) bool
+	helper = func(k, start int, accum []int) bool {
+		if k == 0 {
+			return f(accum)
+		}
+		for i := start; i <= len(n)-k; i++ {
+			if !helper(k-1, i+1, append(accum, n[i])) {
+				return false
+			}
+		}
+		return true
+	}
+	helper(k, 0, []int{})
+}
+
+// standardDeviation rounds like the kubelet's (to 3 decimals, mean too).
+func standardDeviation(xs []int) float64 {
+	var sum float64
+	for _, x := range xs {
+		sum += float64(x)
+	}
+	m := math.Round(sum/float64(len(xs))*1000) / 1000
+	var sq float64
+	for _, x := range xs {
+		sq += (float64(x) - m) * (float64(x) - m)
+	}
+	return math.Round(math.Sqrt(sq/float64(len(xs)))*1000) / 1000
+}
+
+// TakeByTopologyNUMADistributed is the kubelet's takeByTopologyNUMADistributed
+// (distribute-cpus-across-numa): spread the CPUs evenly over the fewest NUMA nodes that hold
+// them, in groups of cpuGroupSize, choosing the combination that leaves the nodes most
+// balanced (align-by-socket prefers one socket).
+func TakeByTopologyNUMADistributed(topo *CPUTopology, available cpuset.CPUSet, numCPUs, cpuGroupSize int, strategy CPUSortingStrategy, alignBySocket bool) (cpuset.CPUSet, error) {
+	if numCPUs%cpuGroupSize != 0 {
+		return TakeByTopologyNUMAPacked(topo, available, numCPUs, strategy, false)
+	}
+	acc := newCPUAccumulator(topo, available, numCPUs, strategy)
+	if acc.isSatisfied() {
+		return acc.result, nil
+	}
+	if acc.isFailed() {
+		return cpuset.New(), notEnoughCPUs(numCPUs, available.Size())
+	}
+	numas := acc.sortAvailableNUMANodes()
+	minNUMAs, maxNUMAs := acc.rangeNUMANodesNeededToSatisfy(cpuGroupSize)
+	free := func(numa int) int { return acc.details.CPUsInNUMANodes(numa).Size() }
+	for k := minNUMAs; k <= maxNUMAs; k++ {
+		bestBalance := math.MaxFloat64
+		var bestRemainder, bestCombo []int
+		bestBalanceInOneSocket := false
+		iterateCombinations(numas, k, func(combo []int) bool {
+			if bestBalance == 0 && (!alignBySocket || bestBalanceInOneSocket) {
+				return false
+			}
+			if acc.details.CPUsInNUMANodes(combo...).Size() < numCPUs {
+				return true
+			}
+			groups := 0
+			for _, numa := range combo {
+				groups += free(numa) / cpuGroupSize
+			}
+			if groups*cpuGroupSize < numCPUs {
+				return true
+			}
+			distribution := (numCPUs / len(combo) / cpuGroupSize) * cpuGroupSize
+			if alignBySocket {
+				for _, numa := range combo {
+					distribution = min(distribution, free(numa)/cpuGroupSize*cpuGroupSize)
+				}
+			}
+			for _, numa := range combo {
+				if free(numa) < distribution {
+					return true
+				}
+			}
+			after := make(map[int]int, len(numas))
+			for _, numa := range numas {
+				after[numa] = free(numa)
+			}
+			for _, numa := range combo {
+				after[numa] -= distribution
+			}
+			remainder := numCPUs - distribution*len(combo)
+			var remainderCombo []int
+			for _, numa := range combo {
+				if after[numa] >= cpuGroupSize {
+					remainderCombo = append(remainderCombo, numa)
+				}
+			}
+			bestLocalBalance := math.MaxFloat64
+			var bestLocalRemainder []int
+			if remainder == 0 {
+				bestLocalBalance = standardDeviation(slices.Collect(maps.Values(after)))
+			}
+			for k := len(remainderCombo); remainder > 0 && k >= 1; k-- {
+				iterateCombinations(remainderCombo, k, func(subset []int) bool {
+					left := remainder
+					avail := maps.Clone(after)
+					total := 0
+					for _, numa := range subset {
+						total += avail[numa]
+					}
+					if total < left {
+						return true
+					}
+					for left > 0 {
+						for _, numa := range subset {
+							if left == 0 {
+								break
+							}
+							if avail[numa] < cpuGroupSize {
+								continue
+							}
+							avail[numa] -= cpuGroupSize
+							left -= cpuGroupSize
+						}
+					}
+					if balance := standardDeviation(slices.Collect(maps.Values(avail))); balance < bestLocalBalance {
+						bestLocalBalance = balance
+						bestLocalRemainder = subset
+					}
+					return true
+				})
+			}
+			inSameSocket := alignBySocket && topo.CPUDetails.AreNUMANodesInSameSocket(combo)
+			isBetter := bestLocalBalance < bestBalance
+			if alignBySocket && inSameSocket != bestBalanceInOneSocket {
+				isBetter = inSameSocket
+			}
+			if isBetter {
+				bestBalance, bestRemainder, bestCombo = bestLocalBalance, bestLocalRemainder, combo
+				if alignBySocket {
+					bestBalanceInOneSocket = inSameSocket
+				}
+			}
+			return true
+		})
+		if bestCombo == nil {
+			continue
+		}
+		distribution := (numCPUs / len(bestCombo) / cpuGroupSize) * cpuGroupSize
+		for _, numa := range bestCombo {
+			distribution = min(distribution, free(numa)/cpuGroupSize*cpuGroupSize)
+		}
+		for _, numa := range bestCombo {
+			cpus, _ := TakeByTopologyNUMAPacked(acc.topo, acc.details.CPUsInNUMANodes(numa), distribution, strategy, false)
+			acc.take(cpus)
+		}
+		remainder := numCPUs - distribution*len(bestCombo)
+		for remainder > 0 {
+			// The kubelet loops forever when no remainder node can take a group; stop instead.
+			before := remainder
+			for _, numa := range bestRemainder {
+				if remainder == 0 {
+					break
+				}
+				if free(numa) < cpuGroupSize {
+					continue
+				}
+				cpus, _ := TakeByTopologyNUMAPacked(acc.topo, acc.details.CPUsInNUMANodes(numa), cpuGroupSize, strategy, false)
+				acc.take(cpus)
+				remainder -= cpuGroupSize
+			}
+			if remainder == before {
+				break
+			}
+		}
+		if acc.numCPUsNeeded > 0 {
+			return cpuset.New(), fmt.Errorf("accounting error, not enough CPUs allocated, remaining: %v", acc.numCPUsNeeded)
+		}
+		if acc.numCPUsNeeded < 0 {
+			return cpuset.New(), fmt.Errorf("accounting error, too many CPUs allocated, remaining: %v", acc.numCPUsNeeded)
+		}
+		return acc.result, nil
+	}
+	return TakeByTopologyNUMAPacked(topo, available, numCPUs, strategy, false)
+}

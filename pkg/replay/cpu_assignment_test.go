@@ -1,0 +1,82 @@
+package replay
+
+import (
+	"testing"
+
+	"k8s.io/utils/cpuset"
+)
+
+// Cases of the kubelet's own TestTakeByTopologyNUMAPacked (1.37, cpu_assignment_test.go) on its
+// topoDualSocketHT, to hold the port of the accumulator to the original.
+func TestTakeByTopologyAsKubelet(t *testing.T) {
+	topo := &CPUTopology{NumCPUs: 12, NumSockets: 2, NumCores: 6, NumNUMANodes: 2, CPUDetails: CPUDetails{}}
+	for cpu := 0; cpu < 12; cpu++ {
+		core := cpu % 6
+		topo.CPUDetails[cpu] = CPUInfo{CoreID: core, SocketID: core % 2, NUMANodeID: core % 2}
+	}
+	topo.NumUncoreCache = 1
+	for _, tc := range []struct {
+		name         string
+		available    string
+		n            int
+		preferUncore bool
+		want         string
+		spread       bool
+	}{
+		{"distribute-cpus-across-cores: 2 CPUs spread over cores", "0-11", 2, false, "0,2", true},
+		{"distribute-cpus-across-cores: 3 CPUs spread over cores", "0-11", 3, false, "0,2,4", true},
+		{"take one cpu from dual socket with HT - core from Socket 0", "1-5,7-11", 1, false, "2", false},
+		{"allocate 4 full cores with 3 coming from the first NUMA node and 1 from the second", "0-11", 8, false, "0-2,4,6-8,10", false},
+		{"take one cpu from dual socket with HT - core from Socket 0, prefer uncore", "1-5,7-11", 1, true, "1", false},
+	} {
+		avail, err := cpuset.Parse(tc.available)
+		if err != nil {
+			t.Fatal(err)
+		}
+		strategy := CPUSortingStrategyPacked
+		if tc.spread {
+			strategy = CPUSortingStrategySpread
+		}
+		got, _ := TakeByTopologyNUMAPacked(topo, avail, tc.n, strategy, tc.preferUncore)
+		if got.String() != tc.want {
+			t.Errorf("%s: got %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
+
+// topoDualSocketMultiNumaPerSocketHT of the kubelet's policy_test.go: 2 sockets, 4 NUMA nodes,
+// 40 cores of 2 threads (cpu c and c+40).
+func dualSocketMultiNUMA() *CPUTopology {
+	topo := &CPUTopology{NumCPUs: 80, NumSockets: 2, NumCores: 40, NumNUMANodes: 4, NumUncoreCache: 1, CPUDetails: CPUDetails{}}
+	for cpu := 0; cpu < 80; cpu++ {
+		core := cpu % 40
+		topo.CPUDetails[cpu] = CPUInfo{CoreID: core, SocketID: core / 20, NUMANodeID: core / 10}
+	}
+	return topo
+}
+
+// Cases of the kubelet's TestTakeByTopologyNUMADistributed (1.37).
+func TestTakeByTopologyNUMADistributedAsKubelet(t *testing.T) {
+	for _, tc := range []struct {
+		name, available string
+		n, group        int
+		want            string
+	}{
+		{"allocate 13 full cores distributed across the first 2 NUMA nodes", "0-79", 26, 1, "0-6,10-16,40-45,50-55"},
+		{"allocate 13 full cores distributed across the first 2 NUMA nodes (cpuGroupSize 2)", "0-79", 26, 2, "0-6,10-15,40-46,50-55"},
+		{"31 cores, 1 CPU spilling over to NUMA 0, 1", "0-79", 62, 1, "0-7,10-17,20-27,30-37,40-47,50-57,60-66,70-76"},
+		{"31 cores, 2 CPUs spilling over to NUMA 0, 1, 2 (cpuGroupSize 2)", "0-79", 62, 2, "0-7,10-17,20-27,30-36,40-47,50-57,60-67,70-76"},
+		{"31 cores, spilling over to NUMA 2, 3 to keep balance", "0-8,10-18,20-39,40-48,50-58,60-79", 62, 1, "0-7,10-17,20-27,30-37,40-46,50-56,60-67,70-77"},
+		{"31 cores, spilling over to NUMA 0, 2, 3 (cpuGroupSize 2)", "0-8,10-18,20-39,40-48,50-58,60-79", 62, 2, "0-7,10-16,20-27,30-37,40-47,50-56,60-67,70-77"},
+		{"bestRemainder with NUMA nodes that have enough CPUs", "0-3,10-13,20-23,30-36,40-43,50-53,60-63,70-76", 34, 1, "0-3,10-13,20-23,30-34,40-43,50-53,60-63,70-74"},
+	} {
+		avail, err := cpuset.Parse(tc.available)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := TakeByTopologyNUMADistributed(dualSocketMultiNUMA(), avail, tc.n, tc.group, CPUSortingStrategyPacked, false)
+		if err != nil || got.String() != tc.want {
+			t.Errorf("%s: got %s (%v), want %s", tc.name, got, err, tc.want)
+		}
+	}
+}

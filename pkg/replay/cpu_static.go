@@ -1,0 +1,399 @@
+package replay
+
+// The static CPU policy's admission side (cpumanager/policy_static.go): GetTopologyHints,
+// GetPodTopologyHints, Allocate and AllocatePod, as the topology manager calls them.
+
+import (
+	"errors"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/utils/cpuset"
+)
+
+// SMTAlignmentError is the static policy's refusal under full-pcpus-only.
+type SMTAlignmentError struct {
+	RequestedCPUs, CpusPerCore, AvailablePhysicalCPUs int
+	CausedByPhysicalCPUs                              bool
+	// byCause: the release picks the text by cause (else by AvailablePhysicalCPUs > 0).
+	byCause bool
+}
+
+func (e SMTAlignmentError) Error() string {
+	if e.CausedByPhysicalCPUs && (e.byCause || e.AvailablePhysicalCPUs > 0) {
+		return fmt.Sprintf("SMT Alignment Error: not enough free physical CPUs: available physical CPUs = %d, requested CPUs = %d, CPUs per core = %d", e.AvailablePhysicalCPUs, e.RequestedCPUs, e.CpusPerCore)
+	}
+	return fmt.Sprintf("SMT Alignment Error: requested %d cpus not multiple cpus per core = %d", e.RequestedCPUs, e.CpusPerCore)
+}
+
+func (e SMTAlignmentError) Type() string { return ReasonSMTAlignment }
+
+// guaranteedCPUs is the integral CPU request of a container of a Guaranteed pod, else 0.
+func (p *staticPolicy) guaranteedCPUs(pod *v1.Pod, c *v1.Container) int {
+	if p.gates.podQOS(pod) != v1.PodQOSGuaranteed {
+		return 0
+	}
+	q := c.Resources.Requests[v1.ResourceCPU]
+	if p.gates.podLevel(pod) && !isContainerEquivalentQOSGuaranteed(c) {
+		return 0
+	}
+	if q.Value()*1000 != q.MilliValue() {
+		return 0
+	}
+	return int(q.Value())
+}
+
+// podGuaranteedCPUs is the pod's CPU budget: the larger of the biggest init container (with
+// the sidecars started before it) and the long-running containers together.
+func (p *staticPolicy) podGuaranteedCPUs(pod *v1.Pod) int {
+	if p.gates.podLevel(pod) {
+		if p.gates.podQOS(pod) != v1.PodQOSGuaranteed {
+			return 0
+		}
+		if q, ok := pod.Spec.Resources.Requests[v1.ResourceCPU]; ok && q.Value()*1000 == q.MilliValue() {
+			return int(q.Value())
+		}
+		return 0
+	}
+	byInit, byRestartable := 0, 0
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		if _, ok := c.Resources.Requests[v1.ResourceCPU]; !ok {
+			continue
+		}
+		n := p.guaranteedCPUs(pod, c)
+		if p.release.SidecarAware && isRestartableInitContainer(c) {
+			byRestartable += n
+		} else if byRestartable+n > byInit {
+			byInit = byRestartable + n
+		}
+	}
+	byApp := 0
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		if _, ok := c.Resources.Requests[v1.ResourceCPU]; !ok {
+			continue
+		}
+		byApp += p.guaranteedCPUs(pod, c)
+	}
+	return max(byInit, byApp+byRestartable)
+}
+
+// takeByTopology picks CPUs as the options say: distributed over NUMA nodes, or packed.
+func (p *staticPolicy) takeByTopology(available cpuset.CPUSet, n int) (cpuset.CPUSet, error) {
+	strategy := CPUSortingStrategyPacked
+	if p.opts.DistributeCPUsAcrossCores {
+		strategy = CPUSortingStrategySpread
+	}
+	if p.opts.DistributeCPUsAcrossNUMA {
+		group := 1
+		if p.opts.FullPhysicalCPUsOnly {
+			group = p.cpuGroupSize
+		}
+		return TakeByTopologyNUMADistributed(p.topo, available, n, group, strategy, p.opts.AlignBySocket && p.release.DistributedAlignsBySocket)
+	}
+	return takeByTopologyNUMAPacked(p.topo, available, n, strategy, p.opts.PreferAlignByUncoreCache, !p.release.UncorePartialRoundsUp)
+}
+
+// GetTopologyHints is the static policy's container hints (nil for policy none).
+func (p *staticPolicy) GetTopologyHints(pod *v1.Pod, c *v1.Container) map[string][]TopologyHint {
+	requested := p.guaranteedCPUs(pod, c)
+	if requested == 0 || p.gates.skips(pod) {
+		return nil
+	}
+	if allocated, ok := p.state.get(string(pod.UID), c.Name); ok {
+		if allocated.Size() != requested {
+			return map[string][]TopologyHint{string(v1.ResourceCPU): {}}
+		}
+		return map[string][]TopologyHint{string(v1.ResourceCPU): p.generateCPUTopologyHints(allocated, cpuset.New(), requested)}
+	}
+	return map[string][]TopologyHint{string(v1.ResourceCPU): p.generateCPUTopologyHints(p.availableCPUs(), p.cpusToReuse[string(pod.UID)], requested)}
+}
+
+// GetPodTopologyHints is the static policy's pod hints (pod scope).
+func (p *staticPolicy) GetPodTopologyHints(pod *v1.Pod) map[string][]TopologyHint {
+	requested := p.podGuaranteedCPUs(pod)
+	if requested == 0 || p.gates.skips(pod) {
+		return nil
+	}
+	if p.gates.podLevel(pod) {
+		if err := p.validatePodScopeResources(pod); err != nil {
+			return map[string][]TopologyHint{string(v1.ResourceCPU): {}}
+		}
+	}
+	assigned := cpuset.New()
+	for _, c := range podContainers(pod) {
+		byContainer := p.guaranteedCPUs(pod, &c)
+		if allocated, ok := p.state.get(string(pod.UID), c.Name); ok {
+			if allocated.Size() != byContainer {
+				return map[string][]TopologyHint{string(v1.ResourceCPU): {}}
+			}
+			assigned = assigned.Union(allocated)
+		}
+	}
+	if assigned.Size() == requested {
+		return map[string][]TopologyHint{string(v1.ResourceCPU): p.generateCPUTopologyHints(assigned, cpuset.New(), requested)}
+	}
+	reusable := p.cpusToReuse[string(pod.UID)].Union(assigned)
+	return map[string][]TopologyHint{string(v1.ResourceCPU): p.generateCPUTopologyHints(p.availableCPUs(), reusable, requested)}
+}
+
+// generateCPUTopologyHints lists every NUMA mask with enough CPUs; the narrowest that could
+// ever hold the request are preferred (align-by-socket: those within the fewest sockets).
+func (p *staticPolicy) generateCPUTopologyHints(available, reusable cpuset.CPUSet, request int) []TopologyHint {
+	d := p.topo.CPUDetails
+	// Counted once per NUMA node (the kubelet recounts them for every mask; same sums).
+	perNUMA, availablePerNUMA, reusableNUMA := map[int]int{}, map[int]int{}, map[int]int{}
+	for _, info := range d {
+		perNUMA[info.NUMANodeID]++
+	}
+	// An unknown CPU counts as on node 0, as the kubelet's zero value does.
+	for _, c := range available.UnsortedList() {
+		availablePerNUMA[d[c].NUMANodeID]++
+	}
+	for _, c := range reusable.UnsortedList() {
+		reusableNUMA[d[c].NUMANodeID]++
+	}
+	minAffinitySize := len(perNUMA)
+	hints := []TopologyHint{}
+	iterateBitMasks(d.NUMANodes().List(), func(mask BitMask) {
+		inMask, matching := 0, 0
+		for _, id := range mask.GetBits() {
+			inMask += perNUMA[id]
+			matching += availablePerNUMA[id]
+		}
+		if inMask >= request && mask.Count() < minAffinitySize {
+			minAffinitySize = mask.Count()
+		}
+		for id, n := range reusableNUMA {
+			if !mask.IsSet(id) {
+				return
+			}
+			matching += n
+		}
+		if matching < request {
+			return
+		}
+		hints = append(hints, TopologyHint{NUMANodeAffinity: mask})
+	})
+	for i := range hints {
+		if p.opts.AlignBySocket && p.isHintSocketAligned(hints[i], minAffinitySize) {
+			hints[i].Preferred = true
+			continue
+		}
+		if hints[i].NUMANodeAffinity.Count() == minAffinitySize {
+			hints[i].Preferred = true
+		}
+	}
+	return hints
+}
+
+func (p *staticPolicy) isHintSocketAligned(h TopologyHint, minAffinitySize int) bool {
+	perSocket := p.topo.NumNUMANodes / p.topo.NumSockets
+	if perSocket == 0 {
+		return false
+	}
+	minSockets := (minAffinitySize + perSocket - 1) / perSocket
+	return p.topo.CPUDetails.SocketsInNUMANodes(h.NUMANodeAffinity.GetBits()...).Size() == minSockets
+}
+
+func (p *staticPolicy) getAlignedCPUs(affinity BitMask, allocatable cpuset.CPUSet) cpuset.CPUSet {
+	d := p.topo.CPUDetails
+	aligned := cpuset.New()
+	if p.opts.AlignBySocket {
+		for _, s := range d.SocketsInNUMANodes(affinity.GetBits()...).UnsortedList() {
+			aligned = aligned.Union(allocatable.Intersection(d.CPUsInSockets(s)))
+		}
+		return aligned
+	}
+	for _, n := range affinity.GetBits() {
+		aligned = aligned.Union(allocatable.Intersection(d.CPUsInNUMANodes(n)))
+	}
+	return aligned
+}
+
+// enforceSMTAlignment is full-pcpus-only: whole cores, and enough free ones.
+func (p *staticPolicy) enforceSMTAlignment(numCPUs int) error {
+	if !p.opts.FullPhysicalCPUsOnly {
+		return nil
+	}
+	if p.cpuGroupSize == 0 || numCPUs%p.cpuGroupSize != 0 {
+		return SMTAlignmentError{RequestedCPUs: numCPUs, CpusPerCore: p.cpuGroupSize, byCause: p.release.SMTErrorByCause}
+	}
+	if !p.release.SMTPhysicalCheck {
+		return nil
+	}
+	if free := p.state.defaultSet.Difference(p.reservedPhysicalCPUs).Size(); numCPUs > free {
+		return SMTAlignmentError{RequestedCPUs: numCPUs, CpusPerCore: p.cpuGroupSize, AvailablePhysicalCPUs: free, CausedByPhysicalCPUs: true,
+			byCause: p.release.SMTErrorByCause}
+	}
+	return nil
+}
+
+// allocateCPUs takes the CPUs of the hint's NUMA nodes first, then any others.
+func (p *staticPolicy) allocateCPUs(numCPUs int, affinity BitMask, reusable cpuset.CPUSet) (cpuset.CPUSet, error) {
+	allocatable := p.availableCPUs().Union(reusable)
+	result := cpuset.New()
+	if affinity != 0 {
+		aligned := p.getAlignedCPUs(affinity, allocatable)
+		taken, err := p.takeByTopology(aligned, min(numCPUs, aligned.Size()))
+		if err != nil {
+			return cpuset.New(), err
+		}
+		result = result.Union(taken)
+	}
+	rest, err := p.takeByTopology(allocatable.Difference(result), numCPUs-result.Size())
+	if err != nil {
+		return cpuset.New(), err
+	}
+	result = result.Union(rest)
+	p.state.defaultSet = p.state.defaultSet.Difference(result)
+	return result, nil
+}
+
+// updateCPUsToReuse: an init container's CPUs are reused by the containers after it (not a
+// sidecar's: it keeps running).
+func (p *staticPolicy) updateCPUsToReuse(pod *v1.Pod, c *v1.Container, set cpuset.CPUSet) {
+	uid := string(pod.UID)
+	for other := range p.cpusToReuse {
+		if other != uid {
+			delete(p.cpusToReuse, other)
+		}
+	}
+	if _, ok := p.cpusToReuse[uid]; !ok {
+		p.cpusToReuse[uid] = cpuset.New()
+	}
+	for i := range pod.Spec.InitContainers {
+		ic := &pod.Spec.InitContainers[i]
+		if c.Name == ic.Name {
+			if p.release.SidecarAware && isRestartableInitContainer(ic) {
+				break
+			}
+			p.cpusToReuse[uid] = p.cpusToReuse[uid].Union(set)
+			return
+		}
+	}
+	p.cpusToReuse[uid] = p.cpusToReuse[uid].Difference(set)
+}
+
+// Allocate is the static policy's Allocate for one container.
+func (p *staticPolicy) Allocate(pod *v1.Pod, c *v1.Container) error {
+	numCPUs := p.guaranteedCPUs(pod, c)
+	if numCPUs == 0 || p.gates.skips(pod) {
+		return nil
+	}
+	uid := string(pod.UID)
+	if p.release.SMTCheckBeforeReuse {
+		if err := p.enforceSMTAlignment(numCPUs); err != nil {
+			return err
+		}
+	}
+	if set, ok := p.state.get(uid, c.Name); ok {
+		p.updateCPUsToReuse(pod, c, set)
+		return nil
+	}
+	if !p.release.SMTCheckBeforeReuse {
+		if err := p.enforceSMTAlignment(numCPUs); err != nil {
+			return err
+		}
+	}
+	hint := p.affinity.GetAffinity(uid, c.Name)
+	set, err := p.allocateCPUs(numCPUs, hint.NUMANodeAffinity, p.cpusToReuse[uid])
+	if err != nil {
+		return err
+	}
+	p.state.set(uid, c.Name, set)
+	p.updateCPUsToReuse(pod, c, set)
+	return nil
+}
+
+// validatePodScopeResources: a pod with pod-level CPUs must leave some for its shared containers.
+func (p *staticPolicy) validatePodScopeResources(pod *v1.Pod) error {
+	total := p.podGuaranteedCPUs(pod)
+	shared, exclusive := false, 0
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		n := p.guaranteedCPUs(pod, c)
+		switch {
+		case !isRestartableInitContainer(c):
+			if n == 0 && exclusive >= total {
+				return errors.New("pod rejected, pod has shared init containers but no cpus available for them")
+			}
+		case n == 0:
+			shared = true
+		default:
+			exclusive += n
+		}
+	}
+	for i := range pod.Spec.Containers {
+		if n := p.guaranteedCPUs(pod, &pod.Spec.Containers[i]); n == 0 {
+			shared = true
+		} else {
+			exclusive += n
+		}
+	}
+	if shared && exclusive >= total {
+		return errors.New("pod rejected, sum of exclusive container cpu requests equals pod budget, leaving no cpus for shared containers")
+	}
+	return nil
+}
+
+// AllocatePod is the static policy's AllocatePod (pod-level resources, pod scope): one CPU set
+// for the pod, carved into the exclusive containers' sets; the rest is the pod's shared pool.
+func (p *staticPolicy) AllocatePod(pod *v1.Pod) error {
+	uid := string(pod.UID)
+	total := p.podGuaranteedCPUs(pod)
+	if total == 0 {
+		return nil
+	}
+	if err := p.validatePodScopeResources(pod); err != nil {
+		return reasonError{ReasonEmptyPodSharedPool, err.Error()}
+	}
+	if err := p.enforceSMTAlignment(total); err != nil {
+		return err
+	}
+	containers := podContainers(pod)
+	hint := p.affinity.GetAffinity(uid, containers[0].Name)
+	podSet, err := p.allocateCPUs(total, hint.NUMANodeAffinity, cpuset.New())
+	if err != nil {
+		return err
+	}
+	p.state.podEntries[uid] = podSet
+	exclusive := map[string]cpuset.CPUSet{}
+	sidecars := cpuset.New()
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		if n := p.guaranteedCPUs(pod, c); n > 0 {
+			set, err := p.takeByTopology(podSet.Difference(sidecars), n)
+			if err != nil {
+				return err
+			}
+			exclusive[c.Name] = set
+			if isRestartableInitContainer(c) {
+				sidecars = sidecars.Union(set)
+			}
+		} else if !isRestartableInitContainer(c) {
+			exclusive[c.Name] = podSet.Difference(sidecars)
+		}
+	}
+	shared := podSet.Difference(sidecars)
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		if n := p.guaranteedCPUs(pod, c); n > 0 {
+			set, err := p.takeByTopology(shared, n)
+			if err != nil {
+				return err
+			}
+			exclusive[c.Name] = set
+			shared = shared.Difference(set)
+		}
+	}
+	for _, c := range containers {
+		if set, ok := exclusive[c.Name]; ok {
+			p.state.set(uid, c.Name, set)
+		} else {
+			p.state.set(uid, c.Name, shared)
+		}
+	}
+	return nil
+}
