@@ -7,6 +7,8 @@
 # Usage: hack/admitvec/run.sh [release ...]     (default: every release module)
 #   SHIPPED=DIR   the shipped vectors (default ../shared/testdata/admission beside the repo)
 #   BINDIR=DIR    reuse binaries DIR/<release> instead of building them
+#   JOBS=N        cases run at once (default 2)
+#   ONLY=REGEX    only the generated cases whose name matches (e.g. '^[^p]': no picker cases)
 set -euo pipefail
 cd "$(dirname "$0")"
 repo=$(cd ../.. && pwd)
@@ -55,6 +57,8 @@ one_case() {
   "$bin" -mode run -case "$dest" -out "$dest/expected.json" 2>> "$work/log.txt"
   rmdir "$dest/setup" 2> /dev/null || true
 }
+export -f one_case
+export work
 
 for rel in "${releases[@]}"; do
   SECONDS=0
@@ -65,16 +69,19 @@ for rel in "${releases[@]}"; do
   fi
   rm -rf "$out"
   mkdir -p "$out/cases"
-  if [ "$rel" != v1.37.1 ]; then
-    for src in "$shipped"/cases/*/; do
-      one_case "$src" "$out/cases/$(basename "$src")" "$bin" || { tail -20 "$work/log.txt" >&2; exit 1; }
+  {
+    if [ "$rel" != v1.37.1 ]; then
+      for src in "$shipped"/cases/*/; do
+        printf '%s\0%s\0' "$src" "$out/cases/$(basename "$src")"
+      done
+    fi
+    for src in "$work"/gen/*/; do
+      [[ $(basename "$src") =~ ${ONLY:-.} ]] || continue
+      dest=$out/cases/$(basename "$src")
+      [ -e "$shipped/cases/$(basename "$src")" ] && { echo "case name $(basename "$src") is taken by a shipped case" >&2; exit 1; }
+      printf '%s\0%s\0' "$src" "$dest"
     done
-  fi
-  for src in "$work"/gen/*/; do
-    dest=$out/cases/$(basename "$src")
-    [ -e "$dest" ] && { echo "case name $(basename "$src") is taken by a shipped case" >&2; exit 1; }
-    one_case "$src" "$dest" "$bin" || { tail -20 "$work/log.txt" >&2; exit 1; }
-  done
+  } | xargs -0 -n 2 -P "${JOBS:-2}" bash -c 'one_case "$0" "$1" "'"$bin"'"' || { tail -20 "$work/log.txt" >&2; exit 1; }
   "$bin" -mode manifest -cases "$out/cases" -out "$out/MANIFEST.json"
   echo "$rel: $(ls "$out/cases" | wc -l) cases in ${SECONDS}s, $(du -sb --apparent-size "$out" | cut -f1) bytes" >&2
 done

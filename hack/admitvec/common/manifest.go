@@ -1,6 +1,7 @@
 package common
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -63,7 +64,15 @@ func WriteManifest(casesDir, out, release string) error {
 	if err != nil {
 		return err
 	}
-	rel, err := filepath.Rel(filepath.Dir(out), casesDir)
+	absOut, err := filepath.Abs(out)
+	if err != nil {
+		return err
+	}
+	absCases, err := filepath.Abs(casesDir)
+	if err != nil {
+		return err
+	}
+	rel, err := filepath.Rel(filepath.Dir(absOut), absCases)
 	if err != nil {
 		return err
 	}
@@ -89,11 +98,31 @@ func WriteManifest(casesDir, out, release string) error {
 		c.Outcome, c.Outcome2 = *outcome(&e, 0), outcome(&e, 1)
 		m.Cases[d.Name()] = c
 	}
-	b, err := json.MarshalIndent(m, "", " ")
+	b, err := json.Marshal(m)
 	if err != nil {
 		return err
 	}
 	return os.WriteFile(out, append(b, '\n'), 0o644)
+}
+
+// CompactTree rewrites every .json file under dir without indentation (the vectors are data
+// for tests; the checkpoints are left as the kubelet wrote them).
+func CompactTree(dir string) error {
+	return filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".json") {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, b); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		buf.WriteByte('\n')
+		return os.WriteFile(path, buf.Bytes(), 0o644)
+	})
 }
 
 // SortedTags dedupes and sorts tags.
@@ -109,5 +138,3 @@ func SortedTags(tags ...string) []string {
 	sort.Strings(out)
 	return out
 }
-
-var _ = strings.TrimSpace

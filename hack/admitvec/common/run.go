@@ -102,6 +102,7 @@ func Release() string {
 //	-mode seed -case DIR -out DIR                 write DIR's checkpoints from setup/ (seed pods or write.json)
 //	-mode gen  -out DIR                           write the generated cases' inputs
 //	-mode manifest -cases DIR -out FILE           MANIFEST.json of a release's cases
+//	-mode compact -cases DIR                      rewrite every .json under DIR without indentation
 func Main(k Kubelet) {
 	mode := flag.String("mode", "run", "run, seed, gen or manifest")
 	caseDir := flag.String("case", "", "case directory (inputs)")
@@ -125,6 +126,8 @@ func Main(k Kubelet) {
 		err = Generate(*out)
 	case "manifest":
 		err = WriteManifest(*casesDir, *out, Release())
+	case "compact":
+		err = CompactTree(*casesDir)
 	default:
 		err = fmt.Errorf("unknown mode %q", *mode)
 	}
