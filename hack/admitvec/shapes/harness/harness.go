@@ -90,14 +90,19 @@ func (runtimeService) UpdateContainerResources(context.Context, string, *runtime
 }
 
 func (k *kubelet) Start(active *common.ActivePods, containers [][2]string) (string, error) {
-	cm := containermap.NewContainerMap()
-	for _, c := range containers {
-		cm.Add(c[0], c[1], "cid-"+c[0]+"-"+c[1])
+	// Each manager gets its own copy, as the kubelet gives each containerMap.Clone() (1.31's
+	// ContainerMap has no Clone).
+	containerMap := func() containermap.ContainerMap {
+		cm := containermap.NewContainerMap()
+		for _, c := range containers {
+			cm.Add(c[0], c[1], "cid-"+c[0]+"-"+c[1])
+		}
+		return cm
 	}
-	if err := startCPU(k.cpu, cpumanager.ActivePodsFunc(active.List), sourcesReady{}, podStatuses{}, runtimeService{}, cm.Clone()); err != nil {
+	if err := startCPU(k.cpu, cpumanager.ActivePodsFunc(active.List), sourcesReady{}, podStatuses{}, runtimeService{}, containerMap()); err != nil {
 		return "cpumanager.Start", err
 	}
-	if err := startMemory(k.mem, memorymanager.ActivePodsFunc(active.List), sourcesReady{}, podStatuses{}, runtimeService{}, cm.Clone()); err != nil {
+	if err := startMemory(k.mem, memorymanager.ActivePodsFunc(active.List), sourcesReady{}, podStatuses{}, runtimeService{}, containerMap()); err != nil {
 		return "memorymanager.Start", err
 	}
 	return "ok", nil
