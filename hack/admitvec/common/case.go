@@ -1,0 +1,297 @@
+// Package common is the release-independent half of admitvec: the case files (machine.json,
+// pods, expected.json), the node-allocatable reservation cmd/kubelet computes, and the order of
+// the steps the kubelet takes. The real managers are behind Kubelet, implemented once per API
+// shape in ../shapes and built in one module per release.
+package common
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// Machine is machine.json (schema admitvec/machine/v1).
+type Machine struct {
+	Schema  string          `json:"schema"`
+	Shape   json.RawMessage `json:"shape,omitempty"`
+	CPUs    []CPU           `json:"cpus"`
+	NUMA    []NUMANode      `json:"numa"`
+	Kubelet KubeletConfig   `json:"kubelet"`
+}
+
+// CPU is one online logical CPU.
+type CPU struct {
+	ID          int  `json:"id"`
+	Core        int  `json:"core"`
+	Socket      int  `json:"socket"`
+	NUMA        int  `json:"numa"`
+	UncoreCache *int `json:"uncoreCache,omitempty"`
+}
+
+// NUMANode is one NUMA node's memory as cadvisor reports it.
+type NUMANode struct {
+	ID        int         `json:"id"`
+	Memory    uint64      `json:"memory"`
+	HugePages []HugePages `json:"hugepages,omitempty"`
+	Distances []uint64    `json:"distances,omitempty"`
+}
+
+// HugePages is one page size of a NUMA node.
+type HugePages struct {
+	PageSizeKiB uint64 `json:"pageSizeKiB"`
+	NumPages    uint64 `json:"numPages"`
+}
+
+// KubeletConfig holds the KubeletConfiguration fields the resource managers see.
+type KubeletConfig struct {
+	CPUManagerPolicy             string            `json:"cpuManagerPolicy,omitempty"`
+	CPUManagerPolicyOptions      map[string]string `json:"cpuManagerPolicyOptions,omitempty"`
+	ReservedSystemCPUs           string            `json:"reservedSystemCPUs,omitempty"`
+	KubeReserved                 map[string]string `json:"kubeReserved,omitempty"`
+	SystemReserved               map[string]string `json:"systemReserved,omitempty"`
+	EvictionHard                 map[string]string `json:"evictionHard,omitempty"`
+	MemoryManagerPolicy          string            `json:"memoryManagerPolicy,omitempty"`
+	ReservedMemory               []MemReservation  `json:"reservedMemory,omitempty"`
+	FeatureGates                 map[string]bool   `json:"featureGates,omitempty"`
+	TopologyManagerPolicy        string            `json:"topologyManagerPolicy,omitempty"`
+	TopologyManagerScope         string            `json:"topologyManagerScope,omitempty"`
+	TopologyManagerPolicyOptions map[string]string `json:"topologyManagerPolicyOptions,omitempty"`
+}
+
+// MemReservation is one reservedMemory entry.
+type MemReservation struct {
+	NUMANode int32             `json:"numaNode"`
+	Limits   map[string]string `json:"limits"`
+}
+
+// Expected is expected.json.
+type Expected struct {
+	Version         string      `json:"version,omitempty"` // setup/seed-result.json only
+	Starts          bool        `json:"starts"`
+	Phase           string      `json:"phase"`
+	StartError      string      `json:"startError"`
+	AllocatableCPUs *string     `json:"allocatableCPUs,omitempty"`
+	Pods            []PodResult `json:"pods,omitempty"`
+}
+
+// PodResult is the admission of one pod.
+type PodResult struct {
+	Pod        string                     `json:"pod"`
+	UID        string                     `json:"uid"`
+	Admit      bool                       `json:"admit"`
+	Reason     string                     `json:"reason"`
+	Message    string                     `json:"message"`
+	Containers map[string]ContainerResult `json:"containers,omitempty"`
+	PodCPUs    string                     `json:"podCPUs,omitempty"`
+	StateAfter StateAfter                 `json:"stateAfter"`
+}
+
+// ContainerResult is what the kubelet gives one container.
+type ContainerResult struct {
+	CPUs         string  `json:"cpus"`
+	Exclusive    bool    `json:"exclusive"`
+	MemoryNUMA   []int   `json:"memoryNUMA"`
+	MemoryBlocks []Block `json:"memoryBlocks,omitempty"`
+}
+
+// Block is a memory manager block (state.Block's JSON).
+type Block struct {
+	NUMAAffinity []int  `json:"numaAffinity"`
+	Type         string `json:"type"`
+	Size         uint64 `json:"size"`
+}
+
+// StateAfter is the managers' state after an admission.
+type StateAfter struct {
+	DefaultCPUSet     string                        `json:"defaultCpuSet"`
+	CPUAssignments    map[string]map[string]string  `json:"cpuAssignments"`
+	MemoryAssignments map[string]map[string][]Block `json:"memoryAssignments,omitempty"`
+}
+
+// SortBlocks orders blocks by type: the memory manager builds them from a map.
+func SortBlocks(b []Block) []Block {
+	sort.SliceStable(b, func(i, j int) bool { return b[i].Type < b[j].Type })
+	return b
+}
+
+// Config is what the harness hands a release's managers, as container_manager_linux.go has it.
+type Config struct {
+	Machine        *Machine
+	Reservation    v1.ResourceList
+	ReservedMemory []ReservedMemory
+	StateDir       string
+}
+
+// ReservedMemory is a reservedMemory entry as kubeletconfig.MemoryReservation holds it.
+type ReservedMemory struct {
+	NUMANode int32
+	Limits   v1.ResourceList
+}
+
+// Reservation is cmd/kubelet's node-allocatable reservation: reservedSystemCPUs overrides the
+// kube/system reserved cpu, then system + kube reserved + evictionHard memory.available
+// (default 100Mi; "N%" of the memory capacity).
+func Reservation(m *Machine) (v1.ResourceList, error) {
+	k := m.Kubelet
+	kube, err := parseList(k.KubeReserved)
+	if err != nil {
+		return nil, err
+	}
+	sys, err := parseList(k.SystemReserved)
+	if err != nil {
+		return nil, err
+	}
+	if k.ReservedSystemCPUs != "" {
+		n, err := countCPUList(k.ReservedSystemCPUs)
+		if err != nil {
+			return nil, err
+		}
+		delete(kube, v1.ResourceCPU)
+		sys[v1.ResourceCPU] = *resource.NewQuantity(int64(n), resource.DecimalSI)
+	}
+	out := v1.ResourceList{}
+	for _, l := range []v1.ResourceList{sys, kube} {
+		for name, q := range l {
+			sum := out[name]
+			sum.Add(q)
+			out[name] = sum
+		}
+	}
+	evict, ok := k.EvictionHard["memory.available"]
+	if k.EvictionHard == nil {
+		evict, ok = "100Mi", true
+	}
+	if ok {
+		var q resource.Quantity
+		if p, isPct := strings.CutSuffix(evict, "%"); isPct {
+			var pct float64
+			if _, err := fmt.Sscanf(p, "%g", &pct); err != nil {
+				return nil, fmt.Errorf("evictionHard memory.available %q: %w", evict, err)
+			}
+			var capacity uint64
+			for _, n := range m.NUMA {
+				capacity += n.Memory
+			}
+			q = *resource.NewQuantity(int64(float64(capacity)*pct/100), resource.BinarySI)
+		} else if q, err = resource.ParseQuantity(evict); err != nil {
+			return nil, err
+		}
+		sum := out[v1.ResourceMemory]
+		sum.Add(q)
+		out[v1.ResourceMemory] = sum
+	}
+	return out, nil
+}
+
+// ReservedMemoryOf parses reservedMemory.
+func ReservedMemoryOf(m *Machine) ([]ReservedMemory, error) {
+	var out []ReservedMemory
+	for _, r := range m.Kubelet.ReservedMemory {
+		l, err := parseList(r.Limits)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ReservedMemory{NUMANode: r.NUMANode, Limits: l})
+	}
+	return out, nil
+}
+
+func parseList(m map[string]string) (v1.ResourceList, error) {
+	out := v1.ResourceList{}
+	for k, v := range m {
+		q, err := resource.ParseQuantity(v)
+		if err != nil {
+			return nil, fmt.Errorf("%s=%q: %w", k, v, err)
+		}
+		out[v1.ResourceName(k)] = q
+	}
+	return out, nil
+}
+
+// countCPUList counts the CPUs of a Linux CPU list ("0-3,8").
+func countCPUList(s string) (int, error) {
+	n := 0
+	for _, part := range strings.Split(s, ",") {
+		var lo, hi int
+		if _, err := fmt.Sscanf(part, "%d-%d", &lo, &hi); err == nil {
+			n += hi - lo + 1
+		} else if _, err := fmt.Sscanf(part, "%d", &lo); err == nil {
+			n++
+		} else {
+			return 0, fmt.Errorf("cpu list %q", s)
+		}
+	}
+	return n, nil
+}
+
+func readJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v)
+}
+
+// WriteJSON writes v as the shipped vectors are written (one-space indent).
+func WriteJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", " ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// readPod reads a v1.Pod; ok is false when the file does not exist.
+func readPod(path string) (*v1.Pod, bool, error) {
+	var p v1.Pod
+	if err := readJSON(path, &p); err != nil {
+		if os.IsNotExist(err) {
+			return nil, false, nil
+		}
+		return nil, false, err
+	}
+	return &p, true, nil
+}
+
+// checkpointOwners lists the pods (uid -> container names) that own entries of a checkpoint:
+// the kubelet that wrote it was running them, so they are active at the restart.
+func checkpointOwners(dir string, owners map[string]map[string]bool) error {
+	for _, name := range []string{"cpu_manager_state", "memory_manager_state"} {
+		var cp struct {
+			Entries    map[string]map[string]json.RawMessage `json:"entries"`
+			PodEntries map[string]json.RawMessage            `json:"podEntries"`
+		}
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if os.IsNotExist(err) {
+			continue
+		} else if err != nil {
+			return err
+		}
+		if json.Unmarshal(b, &cp) != nil {
+			continue // the real restore says what is wrong with it
+		}
+		for uid, ctrs := range cp.Entries {
+			if owners[uid] == nil {
+				owners[uid] = map[string]bool{}
+			}
+			for c := range ctrs {
+				owners[uid][c] = true
+			}
+		}
+		for uid := range cp.PodEntries {
+			if owners[uid] == nil {
+				owners[uid] = map[string]bool{}
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,351 @@
+package common
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Kubelet is one release's real managers (../shapes/harness).
+type Kubelet interface {
+	// SetFeatureGates sets the process-global gates.
+	SetFeatureGates(map[string]bool) error
+	// NewManagers creates the topology manager, then the CPU and the memory managers with it
+	// as their affinity store, registered as its hint providers. It says which step failed.
+	NewManagers(*Config) (phase string, err error)
+	// Start starts the CPU manager, then the memory manager, on the checkpoints in the state
+	// dir, with these active pods and the containers the runtime reports.
+	Start(active *ActivePods, containers [][2]string) (phase string, err error)
+	AllocatableCPUs() string
+	// Admit runs the kubelet's GetAllocateResourcesPodAdmitHandler (the topology manager).
+	Admit(pod *v1.Pod, others []*v1.Pod) (admit bool, reason, message string)
+	Container(pod *v1.Pod, c *v1.Container) ContainerResult
+	PodCPUs(uid string) string
+	State() StateAfter
+	// WriteCPUState writes a cpu_manager_state through the release's own state writer.
+	WriteCPUState(dir string, w *CPUWrite) error
+}
+
+// CPUWrite is setup/write.json's "cpu": a checkpoint written by the real state writer.
+type CPUWrite struct {
+	PolicyName    string                       `json:"policyName"`
+	DefaultCPUSet string                       `json:"defaultCpuSet"`
+	Entries       map[string]map[string]string `json:"entries"`
+}
+
+// ActivePods is the kubelet's active pod list (GetActivePods), shared with the managers'
+// goroutines.
+type ActivePods struct {
+	mu   sync.Mutex
+	pods []*v1.Pod
+}
+
+// List is the managers' ActivePodsFunc.
+func (a *ActivePods) List() []*v1.Pod {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]*v1.Pod(nil), a.pods...)
+}
+
+func (a *ActivePods) add(p *v1.Pod) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.pods = append(a.pods, p)
+}
+
+func (a *ActivePods) remove(uid types.UID) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for i, p := range a.pods {
+		if p.UID == uid {
+			a.pods = append(a.pods[:i], a.pods[i+1:]...)
+			return
+		}
+	}
+}
+
+func (a *ActivePods) others(uid types.UID) []*v1.Pod {
+	var out []*v1.Pod
+	for _, p := range a.List() {
+		if p.UID != uid {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Release is the k8s.io/kubernetes version this binary was built against.
+func Release() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			if d.Path == "k8s.io/kubernetes" {
+				return d.Version
+			}
+		}
+	}
+	return "unknown"
+}
+
+// Main is each release binary's main.
+//
+//	-mode run  -case DIR [-state DIR] -out FILE   admit DIR's pod.json (and pod2.json)
+//	-mode seed -case DIR -out DIR                 write DIR's checkpoints from setup/ (seed pods or write.json)
+//	-mode gen  -out DIR                           write the generated cases' inputs
+//	-mode manifest -cases DIR -out FILE           MANIFEST.json of a release's cases
+//	-mode compact -cases DIR                      rewrite every .json under DIR without indentation
+func Main(k Kubelet) {
+	mode := flag.String("mode", "run", "run, seed, gen or manifest")
+	caseDir := flag.String("case", "", "case directory (inputs)")
+	stateDir := flag.String("state", "", "directory of the checkpoints (default: -case)")
+	casesDir := flag.String("cases", "", "directory of cases (manifest)")
+	out := flag.String("out", "", "output")
+	flag.Parse()
+	var err error
+	switch *mode {
+	case "run":
+		if *stateDir == "" {
+			*stateDir = *caseDir
+		}
+		var e *Expected
+		if e, err = RunCase(k, *caseDir, *stateDir); err == nil {
+			err = WriteJSON(*out, e)
+		}
+	case "seed":
+		err = SeedCase(k, *caseDir, *out)
+	case "gen":
+		err = Generate(*out)
+	case "manifest":
+		err = WriteManifest(*casesDir, *out, Release())
+	case "compact":
+		err = CompactTree(*casesDir)
+	default:
+		err = fmt.Errorf("unknown mode %q", *mode)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "admitvec:", err)
+		os.Exit(1)
+	}
+}
+
+// boot starts the managers on the checkpoints in stateDir as the kubelet does. The pods that own
+// checkpoint entries are active (and their containers known to the runtime).
+func boot(k Kubelet, m *Machine, stateDir string) (*ActivePods, *Expected, error) {
+	e := &Expected{Phase: "ok"}
+	fail := func(phase string, err error) (*ActivePods, *Expected, error) {
+		e.Phase, e.StartError = phase, err.Error()
+		return nil, e, nil
+	}
+	if err := k.SetFeatureGates(m.Kubelet.FeatureGates); err != nil {
+		return fail("featureGates", err)
+	}
+	reservation, err := Reservation(m)
+	if err != nil {
+		return fail("config", err)
+	}
+	reservedMemory, err := ReservedMemoryOf(m)
+	if err != nil {
+		return fail("config", err)
+	}
+	if phase, err := k.NewManagers(&Config{Machine: m, Reservation: reservation, ReservedMemory: reservedMemory, StateDir: stateDir}); err != nil {
+		return fail(phase, err)
+	}
+	owners := map[string]map[string]bool{}
+	if err := checkpointOwners(stateDir, owners); err != nil {
+		return nil, nil, err
+	}
+	active := &ActivePods{}
+	var containers [][2]string
+	for _, uid := range sortedKeys(owners) {
+		p := &v1.Pod{}
+		p.UID, p.Name, p.Namespace = types.UID(uid), "owner-"+uid, "default"
+		for _, c := range sortedKeys(owners[uid]) {
+			p.Spec.Containers = append(p.Spec.Containers, v1.Container{Name: c})
+			containers = append(containers, [2]string{uid, c})
+		}
+		active.add(p)
+	}
+	if phase, err := k.Start(active, containers); err != nil {
+		return fail(phase, err)
+	}
+	e.Starts = true
+	cpus := k.AllocatableCPUs()
+	e.AllocatableCPUs = &cpus
+	return active, e, nil
+}
+
+// admit admits pods one after another on the same kubelet: the pod is active while it is
+// admitted (the kubelet adds it to its pod manager first) and stays active only if admitted.
+func admit(k Kubelet, active *ActivePods, pods []*v1.Pod) []PodResult {
+	var out []PodResult
+	for _, pod := range pods {
+		active.add(pod)
+		ok, reason, message := k.Admit(pod, active.others(pod.UID))
+		r := PodResult{Pod: pod.Name, UID: string(pod.UID), Admit: ok, Reason: reason, Message: message}
+		if ok {
+			r.Containers = map[string]ContainerResult{}
+			for _, c := range append(append([]v1.Container(nil), pod.Spec.InitContainers...), pod.Spec.Containers...) {
+				r.Containers[c.Name] = k.Container(pod, &c)
+			}
+			r.PodCPUs = k.PodCPUs(string(pod.UID))
+		} else {
+			active.remove(pod.UID)
+		}
+		r.StateAfter = k.State()
+		out = append(out, r)
+	}
+	return out
+}
+
+// collectGarbage has the managers drop what rejected pods left in their state before the
+// checkpoint is used, as the kubelet's next admission would: their Allocate runs
+// removeStaleState first. A BestEffort pod is admitted for that; it allocates nothing.
+func collectGarbage(k Kubelet, active *ActivePods) {
+	gc := &v1.Pod{}
+	gc.Name, gc.Namespace, gc.UID = "gc", "default", "uid-gc"
+	gc.Spec.Containers = []v1.Container{{Name: "gc"}}
+	active.add(gc)
+	k.Admit(gc, active.others(gc.UID))
+	active.remove(gc.UID)
+}
+
+// RunCase admits caseDir's pod.json (then pod2.json) on a kubelet started with caseDir's
+// machine.json and the checkpoints in stateDir (copied: the managers write them).
+func RunCase(k Kubelet, caseDir, stateDir string) (*Expected, error) {
+	var m Machine
+	if err := readJSON(filepath.Join(caseDir, "machine.json"), &m); err != nil {
+		return nil, err
+	}
+	var pods []*v1.Pod
+	for _, name := range []string{"pod.json", "pod2.json"} {
+		p, ok, err := readPod(filepath.Join(caseDir, name))
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			pods = append(pods, p)
+		}
+	}
+	if len(pods) == 0 {
+		return nil, errors.New(caseDir + ": no pod.json")
+	}
+	work, err := os.MkdirTemp("", "admitvec-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(work)
+	for _, name := range []string{"cpu_manager_state", "memory_manager_state"} {
+		if err := copyFile(filepath.Join(stateDir, name), filepath.Join(work, name)); err != nil && !os.IsNotExist(err) {
+			return nil, err
+		}
+	}
+	active, e, err := boot(k, &m, work)
+	if err != nil || !e.Starts {
+		return e, err
+	}
+	e.Pods = admit(k, active, pods)
+	return e, nil
+}
+
+// SeedCase writes caseDir's checkpoints into outDir: setup/write.json through the release's
+// state writer, or the seed pods setup/seed*.json admitted from no checkpoint by the real
+// managers (their results in outDir/seed-result.json).
+func SeedCase(k Kubelet, caseDir, outDir string) error {
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return err
+	}
+	var w struct {
+		CPU *CPUWrite `json:"cpu"`
+	}
+	if err := readJSON(filepath.Join(caseDir, "setup", "write.json"), &w); err == nil {
+		if w.CPU == nil {
+			return errors.New("write.json without cpu")
+		}
+		return k.WriteCPUState(outDir, w.CPU)
+	} else if !os.IsNotExist(err) {
+		return err
+	}
+	seeds, _ := filepath.Glob(filepath.Join(caseDir, "setup", "seed[0-9]*.json"))
+	sort.Strings(seeds)
+	if len(seeds) == 0 {
+		return nil
+	}
+	var m Machine
+	if err := readJSON(filepath.Join(caseDir, "machine.json"), &m); err != nil {
+		return err
+	}
+	var pods []*v1.Pod
+	for _, s := range seeds {
+		p, _, err := readPod(s)
+		if err != nil {
+			return err
+		}
+		pods = append(pods, p)
+	}
+	active, e, err := boot(k, &m, outDir)
+	if err != nil {
+		return err
+	}
+	e.Version = Release()
+	if e.Starts {
+		e.Pods = admit(k, active, pods)
+		collectGarbage(k, active)
+	}
+	return WriteJSON(filepath.Join(outDir, "seed-result.json"), e)
+}
+
+func copyFile(from, to string) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.Create(to)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// CPUList renders sorted ints as a Linux CPU list.
+func CPUList(ids []int) string {
+	var b strings.Builder
+	for i := 0; i < len(ids); {
+		j := i
+		for j+1 < len(ids) && ids[j+1] == ids[j]+1 {
+			j++
+		}
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		if j == i {
+			fmt.Fprintf(&b, "%d", ids[i])
+		} else {
+			fmt.Fprintf(&b, "%d-%d", ids[i], ids[j])
+		}
+		i = j + 1
+	}
+	return b.String()
+}

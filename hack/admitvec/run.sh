@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Writes admission vectors with the real kubelet managers of each release module (README.md):
+# testdata/admission/<release>/ for every release but v1.37.1 (the shipped cases' inputs, their
+# checkpoints re-seeded by that release, plus the generated cases), and
+# testdata/admission/v1.37.1-gen/ (the generated cases; testdata/admission/v1.37.1/ is the
+# shipped copy). One process per case: feature gates are process-global.
+# Usage: hack/admitvec/run.sh [release ...]     (default: every release module)
+#   SHIPPED=DIR   the shipped vectors (default ../shared/testdata/admission beside the repo)
+#   BINDIR=DIR    reuse binaries DIR/<release> instead of building them
+#   JOBS=N        cases run at once (default 2)
+#   ONLY=REGEX    only the generated cases whose name matches (e.g. '^[^p]': no picker cases)
+#   SKIP=REGEX    not the generated cases whose name matches; the releases before v1.37.1 were
+#                 run with SKIP='^pick__.*__(fpo|dan|abs|uncore|dac)$' (MANIFEST.json under 1 MB)
+set -euo pipefail
+cd "$(dirname "$0")"
+repo=$(cd ../.. && pwd)
+shipped=$(cd "${SHIPPED:-$repo/../shared/testdata/admission}" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+releases=("$@")
+if [ ${#releases[@]} -eq 0 ]; then
+  mapfile -t releases < <(ls -d v1.* | sort -V)
+fi
+mkdir -p "$work/bin"
+for rel in "${releases[@]}"; do
+  if [ -n "${BINDIR:-}" ] && [ -x "$BINDIR/$rel" ]; then
+    cp "$BINDIR/$rel" "$work/bin/$rel"
+  else
+    echo "building $rel" >&2
+    (cd "$rel" && go build -o "$work/bin/$rel" .)
+  fi
+done
+"$work/bin/${releases[0]}" -mode gen -out "$work/gen"
+
+# case SRC DEST BIN: DEST gets SRC's inputs (checkpoints re-seeded from setup/ when it has
+# one, else SRC's own), then the release's expected.json.
+one_case() {
+  local src=$1 dest=$2 bin=$3
+  mkdir -p "$dest/setup"
+  for f in machine.json pod.json pod2.json; do
+    [ -f "$src/$f" ] && cp "$src/$f" "$dest/"
+  done
+  for f in "$src"/setup/seed[0-9]*.json "$src"/setup/write.json "$src"/setup/meta.json; do
+    [ -f "$f" ] && cp "$f" "$dest/setup/"
+  done
+  if compgen -G "$src/setup/seed[0-9]*.json" > /dev/null || [ -f "$src/setup/write.json" ]; then
+    "$bin" -mode seed -case "$dest" -out "$dest/state" 2>> "$work/log.txt"
+    for f in cpu_manager_state memory_manager_state; do
+      [ -f "$dest/state/$f" ] && mv "$dest/state/$f" "$dest/"
+    done
+    [ -f "$dest/state/seed-result.json" ] && mv "$dest/state/seed-result.json" "$dest/setup/"
+    rm -rf "$dest/state"
+  else
+    for f in cpu_manager_state memory_manager_state; do
+      [ -f "$src/$f" ] && cp "$src/$f" "$dest/"
+    done
+  fi
+  "$bin" -mode run -case "$dest" -out "$dest/expected.json" 2>> "$work/log.txt"
+  rmdir "$dest/setup" 2> /dev/null || true
+}
+export -f one_case
+export work
+
+for rel in "${releases[@]}"; do
+  SECONDS=0
+  bin=$work/bin/$rel
+  out=$repo/testdata/admission/$rel
+  if [ "$rel" = v1.37.1 ]; then
+    out=$repo/testdata/admission/v1.37.1-gen
+  fi
+  rm -rf "$out"
+  mkdir -p "$out/cases"
+  {
+    if [ "$rel" != v1.37.1 ]; then
+      for src in "$shipped"/cases/*/; do
+        printf '%s\0%s\0' "$src" "$out/cases/$(basename "$src")"
+      done
+    fi
+    for src in "$work"/gen/*/; do
+      [[ $(basename "$src") =~ ${ONLY:-.} ]] || continue
+      [ -n "${SKIP:-}" ] && [[ $(basename "$src") =~ $SKIP ]] && continue
+      dest=$out/cases/$(basename "$src")
+      [ -e "$shipped/cases/$(basename "$src")" ] && { echo "case name $(basename "$src") is taken by a shipped case" >&2; exit 1; }
+      printf '%s\0%s\0' "$src" "$dest"
+    done
+  } | xargs -0 -n 2 -P "${JOBS:-2}" bash -c 'one_case "$0" "$1" "'"$bin"'"' || { tail -20 "$work/log.txt" >&2; exit 1; }
+  "$bin" -mode compact -cases "$out/cases"
+  "$bin" -mode manifest -cases "$out/cases" -out "$out/MANIFEST.json"
+  echo "$rel: $(ls "$out/cases" | wc -l) cases in ${SECONDS}s, $(du -sb --apparent-size "$out" | cut -f1) bytes" >&2
+done

@@ -1,0 +1,12 @@
+// The machine types the managers take, from github.com/google/cadvisor/info/v1.
+package main
+
+import cadvisorapi "github.com/google/cadvisor/info/v1"
+
+type (
+	cadvisorMachine   = cadvisorapi.MachineInfo
+	cadvisorNode      = cadvisorapi.Node
+	cadvisorCore      = cadvisorapi.Core
+	cadvisorHugePages = cadvisorapi.HugePagesInfo
+	cadvisorCache     = cadvisorapi.Cache
+)

@@ -1,0 +1,69 @@
+// Era 1.37: loggers and contexts everywhere, topologymanager.Admit(ctx, attrs) with an
+// operation, pod-level CPU sets, cadvisor's lib/model.
+package main
+
+import (
+	"context"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2"
+	kubeletconfig "k8s.io/kubernetes/pkg/kubelet/apis/config"
+	"k8s.io/kubernetes/pkg/kubelet/cm/containermap"
+	"k8s.io/kubernetes/pkg/kubelet/cm/cpumanager"
+	cpustate "k8s.io/kubernetes/pkg/kubelet/cm/cpumanager/state"
+	"k8s.io/kubernetes/pkg/kubelet/cm/memorymanager"
+	memstate "k8s.io/kubernetes/pkg/kubelet/cm/memorymanager/state"
+	"k8s.io/kubernetes/pkg/kubelet/cm/topologymanager"
+	"k8s.io/kubernetes/pkg/kubelet/config"
+	"k8s.io/kubernetes/pkg/kubelet/lifecycle"
+	"k8s.io/kubernetes/pkg/kubelet/status"
+	"k8s.io/utils/cpuset"
+)
+
+var (
+	logger = klog.Background()
+	ctx    = klog.NewContext(context.Background(), logger)
+)
+
+func newTopologyManager(mi *cadvisorMachine, policy, scope string, opts map[string]string) (topologymanager.Manager, error) {
+	return topologymanager.NewManager(logger, mi.Topology, policy, scope, opts)
+}
+
+func newCPUManager(policy string, opts map[string]string, mi *cadvisorMachine, reserved cpuset.CPUSet, reservation v1.ResourceList, dir string, tm topologymanager.Manager) (cpumanager.Manager, error) {
+	return cpumanager.NewManager(logger, policy, opts, reconcilePeriod, mi, reserved, reservation, dir, tm)
+}
+
+func newMemoryManager(policy string, mi *cadvisorMachine, reservation v1.ResourceList, reserved []kubeletconfig.MemoryReservation, dir string, tm topologymanager.Manager) (memorymanager.Manager, error) {
+	return memorymanager.NewManager(logger, policy, mi, reservation, reserved, dir, tm)
+}
+
+func addHintProvider(tm topologymanager.Manager, h topologymanager.HintProvider) {
+	tm.AddHintProvider(logger, h)
+}
+
+func startCPU(m cpumanager.Manager, a cpumanager.ActivePodsFunc, s config.SourcesReady, p status.PodStatusProvider, r runtimeService, cm containermap.ContainerMap) error {
+	return m.Start(ctx, a, s, p, r, cm)
+}
+
+func startMemory(m memorymanager.Manager, a memorymanager.ActivePodsFunc, s config.SourcesReady, p status.PodStatusProvider, r runtimeService, cm containermap.ContainerMap) error {
+	return m.Start(ctx, a, s, p, r, cm)
+}
+
+func admit(tm topologymanager.Manager, pod *v1.Pod, others []*v1.Pod) lifecycle.PodAdmitResult {
+	return tm.Admit(ctx, &lifecycle.PodAdmitAttributes{Pod: pod, OtherPods: others, Operation: lifecycle.AddOperation})
+}
+
+func memoryNUMANodes(m memorymanager.Manager, pod *v1.Pod, c *v1.Container) sets.Set[int] {
+	return m.GetMemoryNUMANodes(logger, pod, c)
+}
+
+func memoryBlocks(m memorymanager.Manager, uid, name string) []memstate.Block {
+	return m.GetMemory(logger, uid, name)
+}
+
+func podCPUs(m cpumanager.Manager, uid string) string { return m.GetPodCPUs(uid).String() }
+
+func newCPUState(dir, policy string) (cpustate.State, error) {
+	return cpustate.NewCheckpointState(logger, dir, "cpu_manager_state", policy, containermap.NewContainerMap())
+}
