@@ -117,22 +117,12 @@ func TestAdmitPredictsRealKubelet(t *testing.T) {
 		// Every group runs on a kubelet started with its configuration; a 1s CPU manager
 		// reconcile period only makes the deleted pods' CPUs come back sooner (it plays no part
 		// in admission).
-		var cfg map[string]any
-		if err := yaml.Unmarshal(orig, &cfg); err != nil {
-			t.Fatal(err)
-		}
-		cfg["cpuManagerReconcilePeriod"] = "1s"
-		if g.change != nil {
-			g.change(cfg)
-		}
-		b, err := yaml.Marshal(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		file := filepath.Join(node.State, "kubelet-admit-"+g.name+".yaml")
-		if err := os.WriteFile(file, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
+		file, b := writeKubeletConfig(t, orig, "admit-"+g.name, func(cfg map[string]any) {
+			cfg["cpuManagerReconcilePeriod"] = "1s"
+			if g.change != nil {
+				g.change(cfg)
+			}
+		})
 		if !bytes.Equal(b, runningConfig) {
 			start := time.Now()
 			if out, err := exec.Command(script, "stop").CombinedOutput(); err != nil {
