@@ -7,7 +7,7 @@ COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -s -w -X $(PKG)/pkg/version.version=$(VERSION) -X $(PKG)/pkg/version.commit=$(COMMIT) -X $(PKG)/pkg/version.date=$(DATE)
 
-.PHONY: help build test lint mutate mutations demo fuzz bench bench-scale bench-podindex e2e e2e-faults e2e-scale e2e-node krew-test release-check ci
+.PHONY: help build test lint mutate mutations demo fuzz bench bench-scale bench-admit bench-podindex e2e e2e-faults e2e-scale e2e-node krew-test release-check ci
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -39,6 +39,9 @@ bench: ## decoder benchmarks beside the kubelet's own algorithm, in one run, wit
 
 bench-scale: ## the plugin's verify --all-nodes beside a minimal client-go floor on NODES (1,000) kwok nodes, and at 100 and 300
 	hack/bench-scale.sh
+
+bench-admit: ## admit --all-nodes beside verify --all-nodes, interleaved in one run, on NODES (1,000) kwok nodes: time ratio and requests per node
+	NODESTATE_BENCH_ADMIT_NODES=$${NODES:-1000} hack/e2e.sh -run '^TestBenchAdmit$$' -v 2>&1 | grep -E '^(BENCH|---|FAIL|ok)'
 
 bench-podindex: ## what naming pods costs the API server: a list per node vs one cluster-wide paginated list, at 100 and 10,000 pods a node
 	NODESTATE_BENCH_PODINDEX=1 hack/e2e.sh -run '^TestBenchPodIndex$$' 2>&1 | grep -E '^(PODINDEX|---|FAIL|ok)'

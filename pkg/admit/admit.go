@@ -83,6 +83,10 @@ type Admission struct {
 	Admitted  bool   `json:"admitted"`
 	Reason    string `json:"reason"`
 	Message   string `json:"message"`
+	// StatusMessage is the refused pod's status.message: the kubelet's rejectPod puts its
+	// release's prefix before Message ("Pod was rejected: " from 1.26); the Warning event
+	// carries Message as is. Empty when admitted.
+	StatusMessage string `json:"statusMessage,omitempty"`
 	// Handler is the admit handler that refused the pod.
 	Handler    string      `json:"handler,omitempty"`
 	Containers []Container `json:"containers"`
@@ -154,6 +158,7 @@ func Predict(in Input) (Result, error) {
 			bound = append(bound, pod)
 		}
 		if !a.Admitted {
+			a.StatusMessage = node.RejectedStatusMessage(a.Message)
 			a.Before = describe(node, pod, freeCPUs, freeMemory)
 			a.Why = why(&a)
 		}

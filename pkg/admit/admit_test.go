@@ -120,6 +120,10 @@ func TestNodeResourcesPredicate(t *testing.T) {
 		if w.reason != "" && a.Handler != HandlerNodeResources {
 			t.Errorf("%s: handler %q", a.Pod, a.Handler)
 		}
+		// The pod's status says it as the 1.37 kubelet's rejectPod does.
+		if wantStatus := map[bool]string{true: "Pod was rejected: " + w.message}[w.reason != ""]; a.StatusMessage != wantStatus {
+			t.Errorf("%s: status message %q, want %q", a.Pod, a.StatusMessage, wantStatus)
+		}
 	}
 	if u := res.Admissions[4].Unreplayed; len(u) != 1 || !strings.HasPrefix(u[0], "devices: device plugin resource example.com/gpu") {
 		t.Errorf("device pod: unreplayed %q", u)

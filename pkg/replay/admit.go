@@ -132,6 +132,11 @@ func (n *Node) AllocatableCPUs() cpuset.CPUSet {
 // allocations go at the next admission, as the kubelet's removeStaleState does.
 func (n *Node) Forget(pod *v1.Pod) { delete(n.active, string(pod.UID)) }
 
+// RejectedStatusMessage is the status message of a pod this node's kubelet refused with message.
+func (n *Node) RejectedStatusMessage(message string) string {
+	return n.env.release.RejectedStatusMessage(message)
+}
+
 // Config is the kubelet config the node runs with.
 func (n *Node) Config() *KubeletConfig { return n.env.cfg }
 

@@ -91,6 +91,10 @@ type Release struct {
 	GroupedMemoryCompare bool
 	// BestEffortMemory: "BestEffort" is a known memory policy (Windows only; refused on Linux).
 	BestEffortMemory bool
+	// ShortRejectedStatus: rejectPod writes a refused pod's status message as "Pod " + the
+	// handler's message (1.25 kubelet.go:1967); later releases write "Pod was rejected: " +
+	// message (1.26 kubelet.go:2070, 1.37 :2647). The Warning event carries the message as is.
+	ShortRejectedStatus bool
 }
 
 var (
@@ -120,7 +124,7 @@ var (
 
 // releases, oldest first. 1.25 is the oldest release replayed.
 var releases = []Release{
-	{Since: decode.Release("1.25"), CPUOptions: options125, SMTCheckBeforeReuse: true},
+	{Since: decode.Release("1.25"), CPUOptions: options125, SMTCheckBeforeReuse: true, ShortRejectedStatus: true},
 	{Since: decode.Release("1.26"), CPUOptions: options125, TopologyOptions: topology126, SMTCheckBeforeReuse: true},
 	{Since: decode.Release("1.27"), CPUOptions: options125, TopologyOptions: topology126, SMTCheckBeforeReuse: true, ReservedPhysicalCPUs: true, SMTPhysicalCheck: true},
 	{Since: decode.Release("1.28"), CPUOptions: options125, TopologyOptions: topology128, SMTCheckBeforeReuse: true, ReservedPhysicalCPUs: true, SMTPhysicalCheck: true},
@@ -156,6 +160,15 @@ func releaseFor(v *version.Version) (*Release, bool) {
 	}
 	i := sort.Search(len(releases), func(i int) bool { return v.LessThan(releases[i].Since) })
 	return &releases[i-1], true
+}
+
+// RejectedStatusMessage is the status message rejectPod gives a pod an admit handler refused
+// with message.
+func (r *Release) RejectedStatusMessage(message string) string {
+	if r.ShortRejectedStatus {
+		return "Pod " + message
+	}
+	return "Pod was rejected: " + message
 }
 
 // checkTopologyOption is topologymanager.CheckPolicyOptionAvailable for the release.

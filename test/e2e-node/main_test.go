@@ -16,6 +16,7 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
 )
 
 // node is the one real node hack/e2e-node/up.sh started; its env file says where things are.
@@ -107,4 +108,24 @@ func kubectl(t *testing.T, args ...string) result {
 func nodestate(t *testing.T, cmd string, args ...string) result {
 	t.Helper()
 	return kubectl(t, append([]string{"nodestate", cmd, node.Name, "--kubelet-root-dir", node.KubeletRoot}, args...)...)
+}
+
+// writeKubeletConfig writes orig (the node's KubeletConfiguration) with change applied to
+// STATE/kubelet-NAME.yaml, and returns the file and its bytes.
+func writeKubeletConfig(t *testing.T, orig []byte, name string, change func(cfg map[string]any)) (string, []byte) {
+	t.Helper()
+	var cfg map[string]any
+	if err := yaml.Unmarshal(orig, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	change(cfg)
+	b, err := yaml.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(node.State, "kubelet-"+name+".yaml")
+	if err := os.WriteFile(file, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return file, b
 }

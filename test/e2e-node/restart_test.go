@@ -18,7 +18,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/yaml"
 )
 
 // vectorDir holds what a real kubelet said when restarted over its own state with a changed
@@ -82,19 +81,7 @@ func TestKubeletRestartRefusesChangedConfig(t *testing.T) {
 	changedConfig := map[string][]byte{}
 	predicted := map[string]doctorStart{}
 	for _, tc := range restartCases {
-		var cfg map[string]any
-		if err := yaml.Unmarshal(orig, &cfg); err != nil {
-			t.Fatal(err)
-		}
-		tc.change(cfg, assigned)
-		changed, err := yaml.Marshal(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		file := filepath.Join(node.State, "kubelet-"+tc.name+".yaml")
-		if err := os.WriteFile(file, changed, 0o600); err != nil {
-			t.Fatal(err)
-		}
+		file, changed := writeKubeletConfig(t, orig, tc.name, func(cfg map[string]any) { tc.change(cfg, assigned) })
 		changedConfig[tc.name] = changed
 		predicted[tc.name] = predictStart(t, file)
 	}

@@ -115,11 +115,12 @@ func TestLiveAdmit(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = nodestate(t, nil, "admit", "pod/late", "-n", ns, "-o", "json")
-	list.Items = nil
-	if err := json.Unmarshal([]byte(r.Stdout), &list); err != nil || r.ExitCode != 1 || len(list.Items) != 1 || len(list.Items[0].Admissions) != 1 {
+	// One node: its object, "admissions" at the top (the JSON contract).
+	var one nodeResult
+	if err := json.Unmarshal([]byte(r.Stdout), &one); err != nil || r.ExitCode != 1 || one.Node != "adm-full" || len(one.Admissions) != 1 {
 		t.Fatalf("admit pod/late: %v\n%s", err, r)
 	}
-	if a := list.Items[0].Admissions[0]; a.Pod != "late" || a.Admitted || a.Message != refused || !strings.Contains(r.Stderr, "pod "+ns+"/late on node adm-full") {
+	if a := one.Admissions[0]; a.Pod != "late" || a.Admitted || a.Message != refused || !strings.Contains(r.Stderr, "pod "+ns+"/late on node adm-full") {
 		t.Errorf("pod/late: %+v\n%s", a, r)
 	}
 }

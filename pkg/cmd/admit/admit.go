@@ -294,6 +294,11 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	sort.SliceStable(results, func(i, j int) bool { return results[i].Node < results[j].Node })
 	ro := o.RenderOptions()
+	if len(results) == 1 && !o.Live.AllNodes && (ro.Format == render.JSON || ro.Format == render.YAML) {
+		// One node named: its object, with "admissions" at the top (the JSON contract), as
+		// kubectl get NAME prints an object and a selector a list.
+		ro.ShowNode = false
+	}
 	if perr := render.Admit(o.Out, ro, results); perr != nil {
 		return perr
 	}
