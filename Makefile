@@ -7,7 +7,7 @@ COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -s -w -X $(PKG)/pkg/version.version=$(VERSION) -X $(PKG)/pkg/version.commit=$(COMMIT) -X $(PKG)/pkg/version.date=$(DATE)
 
-.PHONY: help build test lint mutate mutations demo fuzz bench bench-scale bench-admit bench-podindex e2e e2e-faults e2e-scale e2e-node dist krew-test release-check ci
+.PHONY: help build test lint mutate mutations demo fuzz bench bench-scale bench-admit bench-podindex e2e e2e-faults e2e-scale e2e-node krew-test release-check ci
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -58,11 +58,8 @@ e2e-scale: ## the plugin's verify --all-nodes over 1,000 simulated nodes, at two
 e2e-node: ## live commands on ONE real kubelet + containerd in a network namespace (root; builds/caches the kubelet)
 	hack/e2e-node.sh
 
-dist: ## cross-built release archives + sha256 sums + krew manifest under dist/
-	VERSION=$(VERSION) COMMIT=$(COMMIT) DATE=$(DATE) hack/dist.sh
-
-release-check: ## the real goreleaser: check, a snapshot release of every platform, its krew manifest validated
+release-check: ## the one release pipeline, goreleaser: check, a snapshot of every platform, its krew manifest validated (RELEASE_DIST=DIR keeps it)
 	hack/release-check.sh
 
-krew-test: ## validate the krew manifest and install through the real krew + kubectl, offline
+krew-test: ## goreleaser's release (or KREW_TEST_DIST=DIR's) installed through the real krew + kubectl, offline
 	hack/krew-test.sh

@@ -1,25 +1,25 @@
 #!/usr/bin/env bash
-# End-to-end test of the krew packaging, offline, with the real krew and the real kubectl:
+# End-to-end test of the krew packaging, offline, with the real krew and the real kubectl, on
+# what the one release pipeline (goreleaser) builds:
 #
 #   1. tools: kubectl, krew and validate-krew-manifest from hack/tools/build.sh (cached);
-#   2. `make dist` for the host platform into a temp dir (archives, checksums, manifest);
-#   3. the archives hold exactly the binary, LICENSE and the completion helper;
-#   4. validate-krew-manifest -skip-install on the manifest as `make dist` wrote it;
-#   5. full validate-krew-manifest (it installs every platform from its uri) against a loopback
-#      HTTP server serving the archives, the manifest re-rendered with that server's URL;
-#   6. `kubectl krew install --manifest --archive` (no download), then through kubectl's own
+#   2. the release: `make release-check` (goreleaser check + a snapshot release of every
+#      platform, its krew manifest through validate-krew-manifest -skip-install, the archives'
+#      members, checksums.txt) into a temp dir, or the output of an earlier run (KREW_TEST_DIST);
+#   3. full validate-krew-manifest (it installs every platform from its uri) against a loopback
+#      HTTP server serving the archives, goreleaser's manifest with that server's URL;
+#   4. `kubectl krew install --manifest --archive` (no download), then through kubectl's own
 #      plugin discovery: `kubectl nodestate version`, `kubectl plugin list`, shell completion
 #      through the kubectl_complete-nodestate helper, `kubectl krew uninstall`;
-#   7. a manifest with a wrong sha256 is refused and installs nothing;
-#   8. `kubectl nodestate verify --from-dir examples/kubelet-root` exits 0 and prints something.
+#   5. a manifest with a wrong sha256 is refused and installs nothing;
+#   6. `kubectl nodestate verify --from-dir examples/kubelet-root` exits 0 and prints something.
 #
 # Everything lives in a temp dir removed on exit; KREW_ROOT and HOME point there, so the
 # user's krew, kubeconfig and plugins are never touched. Exits non-zero on the first failure.
 # Environment:
-#   DIST_PLATFORMS       platforms to build and validate (default: host; "linux/amd64 ..." or
-#                        the five released ones with DIST_PLATFORMS=all)
-#   KREW_TEST_DIST       use the archives already in this directory (e.g. CI's dist/ from
-#                        `make dist`) instead of building; it must hold the host platform
+#   KREW_TEST_DIST       use the release already in this directory (`RELEASE_DIST=DIR make
+#                        release-check` writes it: archives, checksums.txt, krew/nodestate.yaml)
+#                        instead of running release-check; it must hold the host platform
 #   NODESTATE_TOOLS_BIN  use kubectl, krew and validate-krew-manifest from this directory
 #                        instead of hack/tools/build.sh
 set -Eeuo pipefail
@@ -95,51 +95,29 @@ host_os=$(go env GOOS)
 host_arch=$(go env GOARCH)
 
 # ---------------------------------------------------------------------------------------------
+dist="$tmp/dist"
 if [[ -n ${KREW_TEST_DIST:-} ]]; then
-  step "dist: reuse $KREW_TEST_DIST"
-  dist="$tmp/dist"
-  mkdir -p "$dist"
-  cp "$KREW_TEST_DIST"/kubectl-nodestate_* "$KREW_TEST_DIST/checksums.txt" "$KREW_TEST_DIST/nodestate.yaml" "$dist/" ||
-    die "$KREW_TEST_DIST does not hold the archives, checksums.txt and nodestate.yaml of make dist"
-  version=$(awk '$1 == "version:" {print $2; exit}' "$dist/nodestate.yaml")
+  step "release: reuse $KREW_TEST_DIST"
+  mkdir -p "$dist/krew"
+  cp "$KREW_TEST_DIST"/kubectl-nodestate_* "$KREW_TEST_DIST/checksums.txt" "$dist/" &&
+    cp "$KREW_TEST_DIST/krew/nodestate.yaml" "$dist/krew/" ||
+    die "$KREW_TEST_DIST does not hold the archives, checksums.txt and krew/nodestate.yaml of make release-check"
   commit=
 else
-  platforms=${DIST_PLATFORMS:-host}
-  if [[ $platforms == all ]]; then platforms=; fi
-  step "dist: make dist for ${platforms:-all platforms}"
-  version=v0.0.0-krewtest
-  commit=krewtest
-  dist="$tmp/dist"
-  run_logged make-dist env DIST_DIR="$dist" DIST_PLATFORMS="$platforms" \
-    make -s -C "$repo" dist VERSION="$version" COMMIT="$commit" DATE=2026-01-01T00:00:00Z
+  step "release: make release-check (goreleaser snapshot of every platform)"
+  run_logged release-check env RELEASE_DIST="$dist" hack/release-check.sh
+  commit=$(git rev-parse --short HEAD)
 fi
-[[ $version =~ ^v[0-9] ]] || die "cannot tell the version of the archives (got '$version')"
+manifest="$dist/krew/nodestate.yaml"
+[[ -f $manifest && -f $dist/checksums.txt ]] || die "the release lacks krew/nodestate.yaml or checksums.txt"
+(cd "$dist" && sha256sum --quiet -c checksums.txt) || die "checksums.txt does not match the archives"
+version=$(awk '$1 == "version:" {print $2; exit}' "$manifest")
+[[ $version =~ ^v[0-9] ]] || die "cannot tell the version of the release (got '$version')"
 ext=tar.gz
 if [[ $host_os == windows ]]; then ext=zip; fi
-host_archive="$dist/kubectl-nodestate_${version}_${host_os}_${host_arch}.$ext"
-[[ -f $host_archive ]] || die "no archive for the host platform: $host_archive"
-[[ -f $dist/nodestate.yaml && -f $dist/checksums.txt ]] || die "dist lacks nodestate.yaml or checksums.txt"
-(cd "$dist" && sha256sum --quiet -c checksums.txt) || die "checksums.txt does not match the archives"
-
-# ---------------------------------------------------------------------------------------------
-step "archives hold the binary, LICENSE and the completion helper"
-for a in "$dist"/kubectl-nodestate_*; do
-  case $a in
-    *.zip)
-      want=$'LICENSE\nkubectl-nodestate.exe'
-      got=$(python3 -c 'import sys, zipfile; print("\n".join(sorted(zipfile.ZipFile(sys.argv[1]).namelist())))' "$a")
-      ;;
-    *.tar.gz)
-      want=$'LICENSE\nkubectl-nodestate\nkubectl_complete-nodestate'
-      got=$(tar -tzf "$a" | LC_ALL=C sort)
-      ;;
-  esac
-  [[ $got == "$want" ]] || die "$(basename "$a") holds [${got//$'\n'/ }], want [${want//$'\n'/ }]"
-done
-
-# ---------------------------------------------------------------------------------------------
-step "validate-krew-manifest -skip-install"
-run_logged validate-structure validate-krew-manifest -manifest "$dist/nodestate.yaml" -skip-install
+host_archive=$(awk -v p="_${host_os}_${host_arch}.$ext" 'index($2, p) == length($2) - length(p) + 1 {print $2}' "$dist/checksums.txt")
+[[ -n $host_archive && -f $dist/$host_archive ]] || die "no archive for the host platform $host_os/$host_arch in $dist"
+host_archive="$dist/$host_archive"
 
 # ---------------------------------------------------------------------------------------------
 step "validate-krew-manifest with install, from a loopback server"
@@ -157,9 +135,10 @@ for _ in $(seq 50); do [[ -s $tmp/port ]] && break; sleep 0.1; done
 [[ -s $tmp/port ]] || die "the loopback HTTP server did not start: $(cat "$tmp/http.log")"
 port=$(cat "$tmp/port")
 mkdir -p "$tmp/loopback"
-run_logged render-loopback go run ./hack/krewmanifest -template krew/nodestate.yaml.tmpl \
-  -checksums "$dist/checksums.txt" -version "$version" -url-base "http://127.0.0.1:$port" \
-  -o "$tmp/loopback/nodestate.yaml"
+# goreleaser's manifest, each uri's directory swapped for the loopback server (the names and
+# sha256 stay as goreleaser wrote them).
+sed -E "s#^( *uri: ).*/([^/]+)\$#\\1http://127.0.0.1:$port/\\2#" "$manifest" >"$tmp/loopback/nodestate.yaml"
+[[ $(grep -c 'uri: ' "$manifest") -eq 5 ]] || die "goreleaser's manifest does not list 5 platforms"
 grep -q "uri: http://127.0.0.1:$port/" "$tmp/loopback/nodestate.yaml" || die "the re-rendered manifest does not point at the loopback server"
 run_logged validate-install validate-krew-manifest -manifest "$tmp/loopback/nodestate.yaml"
 grep -q 'spec.platforms installed fine' "$tmp/validate-install.log" || die "validate-krew-manifest did not report the installs"
@@ -171,7 +150,7 @@ server_pid=
 # ---------------------------------------------------------------------------------------------
 step "kubectl krew install --manifest --archive"
 export KREW_ROOT="$tmp/krew"
-run_logged krew-install kubectl krew install --manifest="$dist/nodestate.yaml" --archive="$host_archive" </dev/null
+run_logged krew-install kubectl krew install --manifest="$manifest" --archive="$host_archive" </dev/null
 [[ -f $KREW_ROOT/receipts/nodestate.yaml ]] || die "no receipt in $KREW_ROOT/receipts after install"
 [[ -x $KREW_ROOT/bin/kubectl-nodestate ]] || die "$KREW_ROOT/bin/kubectl-nodestate was not linked"
 grep -q 'pod-security.kubernetes.io/enforce=privileged' "$tmp/krew-install.log" || die "krew install did not print the caveats"
@@ -219,7 +198,7 @@ run_logged krew-uninstall kubectl krew uninstall nodestate </dev/null
 [[ ! -e $KREW_ROOT/bin/kubectl-nodestate && ! -e $KREW_ROOT/receipts/nodestate.yaml ]] ||
   die "kubectl krew uninstall left the plugin behind"
 rm -f "$KREW_ROOT/bin/kubectl_complete-nodestate"
-run_logged krew-reinstall kubectl krew install --manifest="$dist/nodestate.yaml" --archive="$host_archive" </dev/null
+run_logged krew-reinstall kubectl krew install --manifest="$manifest" --archive="$host_archive" </dev/null
 
 # ---------------------------------------------------------------------------------------------
 step "a wrong sha256 is refused"
@@ -227,7 +206,7 @@ mkdir -p "$tmp/badsum"
 good=$(awk -v a="$(basename "$host_archive")" '$2 == a {print $1}' "$dist/checksums.txt")
 [[ ${#good} -eq 64 ]] || die "no checksum for $(basename "$host_archive")"
 bad=$(printf '%s' "$good" | tr '0-9a-f' '1-9a-f0')
-sed "s/$good/$bad/" "$dist/nodestate.yaml" >"$tmp/badsum/nodestate.yaml"
+sed "s/$good/$bad/" "$manifest" >"$tmp/badsum/nodestate.yaml"
 grep -q "$bad" "$tmp/badsum/nodestate.yaml" || die "could not plant the wrong sha256"
 if KREW_ROOT="$tmp/krew-bad" kubectl krew install --manifest="$tmp/badsum/nodestate.yaml" \
   --archive="$host_archive" </dev/null >"$tmp/badsum.log" 2>&1; then

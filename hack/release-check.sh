@@ -1,16 +1,27 @@
 #!/usr/bin/env bash
-# Checks the release config with the real goreleaser (built from its pinned Go module): `check`,
-# then a snapshot release of every platform in a throwaway clone, then the krew manifest that
-# goreleaser's krews section wrote, through krew's own validate-krew-manifest. Nothing is
-# published and the working tree is not touched.
+# The one release pipeline, checked: the real goreleaser (built from its pinned Go module) runs
+# `check`, then a snapshot release of every platform from a clean clone of HEAD, then the output
+# is checked: the krew manifest goreleaser's `krews` section wrote, through krew's own
+# validate-krew-manifest; every archive's members; checksums.txt. Nothing is published and the
+# working tree is not touched.
+#
+# Environment:
+#   RELEASE_DIST  keep goreleaser's output (archives, checksums.txt, krew/nodestate.yaml) in
+#                 this directory, e.g. for `KREW_TEST_DIST=DIR make krew-test` (the files of
+#                 an earlier run there are replaced). Default: a temp dir, removed on exit.
 set -euo pipefail
+if [[ -n ${RELEASE_DIST:-} ]]; then RELEASE_DIST=$(realpath -m "$RELEASE_DIST"); fi
 cd "$(dirname "$0")/.."
 say() { printf 'release-check: %s\n' "$*" >&2; }
+t0=$SECONDS
 
 bin=$(NODESTATE_TOOLS="goreleaser validate-krew-manifest" hack/tools/build.sh | tail -n 1)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
+if [[ -n $(git status --porcelain --untracked-files=no) ]]; then
+  say "note: uncommitted changes are not in the snapshot: it is built from HEAD ($(git rev-parse --short HEAD))"
+fi
 # goreleaser wants a clean git tree with a GitHub remote (the krews section derives URLs from it).
 git clone -q . "$tmp/src"
 git -C "$tmp/src" remote set-url origin https://github.com/kubectl-nodestate/kubectl-nodestate.git
@@ -23,17 +34,38 @@ say "ok   goreleaser check"
   say "FAIL goreleaser release --snapshot"
   exit 1
 }
-say "ok   goreleaser release --snapshot (every platform)"
+say "ok   goreleaser release --snapshot (every platform) in $((SECONDS - t0))s"
 
 manifest=dist/krew/nodestate.yaml
 [[ -f $manifest ]] || { say "FAIL no krew manifest at $manifest"; exit 1; }
 "$bin/validate-krew-manifest" -manifest "$manifest" -skip-install
 say "ok   validate-krew-manifest on goreleaser's manifest"
 
-for a in dist/kubectl-nodestate_*.tar.gz; do
-  got=$(tar -tzf "$a" | sort | tr '\n' ' ')
-  [[ $got == "LICENSE kubectl-nodestate kubectl_complete-nodestate " ]] || { say "FAIL $a holds: $got"; exit 1; }
+archives=(dist/kubectl-nodestate_*.tar.gz dist/kubectl-nodestate_*.zip)
+[[ ${#archives[@]} -eq 5 ]] || { say "FAIL want 5 archives, got: ${archives[*]}"; exit 1; }
+for a in "${archives[@]}"; do
+  case $a in
+    *.zip)
+      want="LICENSE kubectl-nodestate.exe "
+      got=$(python3 -c 'import sys, zipfile; print("\n".join(zipfile.ZipFile(sys.argv[1]).namelist()))' "$a" | LC_ALL=C sort | tr '\n' ' ')
+      ;;
+    *.tar.gz)
+      want="LICENSE kubectl-nodestate kubectl_complete-nodestate "
+      got=$(tar -tzf "$a" | LC_ALL=C sort | tr '\n' ' ')
+      ;;
+  esac
+  [[ $got == "$want" ]] || { say "FAIL $a holds [$got], want [$want]"; exit 1; }
 done
 (cd dist && sha256sum -c --quiet checksums.txt)
-say "ok   archives hold the binary, LICENSE and the completion helper; checksums match"
-say "PASS"
+[[ $(wc -l <dist/checksums.txt) -eq 5 ]] || { say "FAIL checksums.txt does not list the 5 archives"; exit 1; }
+say "ok   archives hold the binary, LICENSE and (not on windows) the completion helper; checksums match"
+
+if [[ -n ${RELEASE_DIST:-} ]]; then
+  # Remove only what this script writes there, never the whole directory.
+  rm -f "$RELEASE_DIST"/kubectl-nodestate_* "$RELEASE_DIST/checksums.txt" "$RELEASE_DIST/krew/nodestate.yaml"
+  mkdir -p "$RELEASE_DIST/krew"
+  cp "$tmp/src/$manifest" "$RELEASE_DIST/krew/"
+  cp "${archives[@]/#/$tmp/src/}" "$tmp/src/dist/checksums.txt" "$RELEASE_DIST/"
+  say "kept archives, checksums.txt and krew/nodestate.yaml in $RELEASE_DIST"
+fi
+say "PASS in $((SECONDS - t0))s"

@@ -11,9 +11,11 @@ import (
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmd"
 )
 
-// Isolate points HOME and KUBECONFIG at an empty temp dir, so no real kubeconfig is read.
+// Isolate points HOME and KUBECONFIG at an empty temp dir, so no real kubeconfig is read, and
+// clears COLUMNS, so that text is wrapped to the default width whatever the caller's terminal.
 func Isolate(t *testing.T) {
 	t.Helper()
+	t.Setenv("COLUMNS", "")
 	home := t.TempDir()
 	t.Setenv("HOME", home)
 	t.Setenv("KUBECONFIG", filepath.Join(home, "no-kubeconfig"))

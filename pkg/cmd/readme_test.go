@@ -14,23 +14,21 @@ import (
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmd"
 )
 
-// readmeCommand is one `$ kubectl-nodestate ...` line of the README, the output shown under it
-// and the exit status it shows: a command ending in `; echo "exit $?"` shows its status as the
-// last output line, any other is shown succeeding (exit 0).
-type readmeCommand struct {
+// docCommand is one `$ kubectl-nodestate ...` line of the docs, the output shown under it and
+// the exit status it shows: a command ending in `; echo "exit $?"` shows its status as the last
+// output line, any other is shown succeeding (exit 0).
+type docCommand struct {
 	line     string
 	args     []string
 	want     string
 	wantExit int
 }
 
-// showsExit is how a README command shows its exit status, as a shell prints it.
+// showsExit is how a doc's command shows its exit status, as a shell prints it.
 const showsExit = `; echo "exit $?"`
 
-// quickStartCommands extracts the commands of the README's quick start: in its fenced blocks,
-// each line `$ kubectl-nodestate ARGS` (or `$ bin/kubectl-nodestate ARGS`) and the lines up to the
-// next `$ ` line or the end of the block.
-func quickStartCommands(t *testing.T, readme string) []readmeCommand {
+// quickStartCommands extracts the commands of the README's quick start (see commandsIn).
+func quickStartCommands(t *testing.T, readme string) []docCommand {
 	t.Helper()
 	start := strings.Index(readme, "\n## Quick start")
 	if start < 0 {
@@ -40,10 +38,17 @@ func quickStartCommands(t *testing.T, readme string) []readmeCommand {
 	if end := strings.Index(section, "\n## "); end >= 0 {
 		section = section[:end]
 	}
-	var out []readmeCommand
-	var cur *readmeCommand
+	return commandsIn(t, section)
+}
+
+// commandsIn extracts, in text's fenced blocks, each line `$ kubectl-nodestate ARGS` (or
+// `$ bin/kubectl-nodestate ARGS`) and the lines up to the next `$ ` line or the end of the block.
+func commandsIn(t *testing.T, text string) []docCommand {
+	t.Helper()
+	var out []docCommand
+	var cur *docCommand
 	inBlock := false
-	for _, line := range strings.Split(section, "\n") {
+	for _, line := range strings.Split(text, "\n") {
 		if strings.HasPrefix(line, "```") {
 			inBlock = !inBlock
 			cur = nil
@@ -57,7 +62,7 @@ func quickStartCommands(t *testing.T, readme string) []readmeCommand {
 			rest, exitShown := strings.CutSuffix(rest, showsExit)
 			fields := strings.Fields(rest)
 			if len(fields) > 0 && (fields[0] == "kubectl-nodestate" || fields[0] == "bin/kubectl-nodestate") {
-				out = append(out, readmeCommand{line: line, args: fields[1:], wantExit: -1})
+				out = append(out, docCommand{line: line, args: fields[1:], wantExit: -1})
 				cur = &out[len(out)-1]
 				if !exitShown {
 					cur.wantExit = 0
@@ -85,34 +90,48 @@ func quickStartCommands(t *testing.T, readme string) []readmeCommand {
 	return out
 }
 
-// TestReadmeQuickStart runs every command of the README's quick start through the root command,
-// as the binary does, from the repository root, and compares what it prints (stderr and stdout
-// in the order a terminal shows them) and its exit status with what the README shows.
-func TestReadmeQuickStart(t *testing.T) {
-	raw, err := os.ReadFile("../../README.md")
+// TestDocCommands runs every command of the README's quick start and of docs/output.md through
+// the root command, as the binary does, from the repository root, and compares what it prints
+// (stderr and stdout in the order a terminal shows them) and its exit status with what the doc
+// shows.
+func TestDocCommands(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmds := quickStartCommands(t, string(raw))
-	if len(cmds) < 2 {
-		t.Fatalf("the quick start shows %d commands with their output; want the demo's at least", len(cmds))
+	output, err := os.ReadFile("../../docs/output.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := []struct {
+		name string
+		cmds []docCommand
+		min  int
+	}{
+		{"README.md quick start", quickStartCommands(t, string(readme)), 2}, // the demo's
+		{"docs/output.md", commandsIn(t, string(output)), 2},                // the broken example's
 	}
 	t.Chdir("../..")
-	for _, c := range cmds {
-		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
-			cmdtest.Isolate(t)
-			var both bytes.Buffer
-			streams := genericiooptions.IOStreams{In: strings.NewReader(""), Out: &both, ErrOut: &both}
-			root := cmd.NewCmdNodestate(streams)
-			root.SetArgs(c.args)
-			code := cmd.Execute(context.Background(), root, streams)
-			if got := both.String(); got != c.want {
-				t.Errorf("%s (exit %d) prints:\n%s\nthe README shows:\n%s", c.line, code, got, c.want)
-			}
-			if code != c.wantExit {
-				t.Errorf("%s exits %d; the README shows exit %d", c.line, code, c.wantExit)
-			}
-		})
+	for _, d := range docs {
+		if len(d.cmds) < d.min {
+			t.Errorf("%s shows %d commands with their output; want %d at least", d.name, len(d.cmds), d.min)
+		}
+		for _, c := range d.cmds {
+			t.Run(d.name+"/"+strings.Join(c.args, " "), func(t *testing.T) {
+				cmdtest.Isolate(t)
+				var both bytes.Buffer
+				streams := genericiooptions.IOStreams{In: strings.NewReader(""), Out: &both, ErrOut: &both}
+				root := cmd.NewCmdNodestate(streams)
+				root.SetArgs(c.args)
+				code := cmd.Execute(context.Background(), root, streams)
+				if got := both.String(); got != c.want {
+					t.Errorf("%s (exit %d) prints:\n%s\n%s shows:\n%s", c.line, code, got, d.name, c.want)
+				}
+				if code != c.wantExit {
+					t.Errorf("%s exits %d; %s shows exit %d", c.line, code, d.name, c.wantExit)
+				}
+			})
+		}
 	}
 }
 

@@ -95,14 +95,15 @@ func Main() int {
 	return Execute(ctx, NewCmdNodestate(streams), streams)
 }
 
-// cancelOnBrokenPipe cancels when the reader of stdout has gone away.
+// cancelOnBrokenPipe cancels when the reader of stdout has gone away. It keeps the file's Fd,
+// so that printers can tell a terminal and its width.
 type cancelOnBrokenPipe struct {
-	io.Writer
+	*os.File
 	cancel func()
 }
 
 func (w cancelOnBrokenPipe) Write(p []byte) (int, error) {
-	n, err := w.Writer.Write(p)
+	n, err := w.File.Write(p)
 	if errors.Is(err, syscall.EPIPE) {
 		w.cancel()
 	}

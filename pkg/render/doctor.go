@@ -20,8 +20,9 @@ type DoctorResult struct {
 	Error string `json:"error,omitempty"`
 }
 
-// Doctor prints one row for the start prediction and one per finding; json and yaml print the
-// result itself for one node (offline), a list for several.
+// Doctor prints a table (the default format's blocks are DoctorFindings'), one row for the
+// start prediction and one per finding; json and yaml print the result itself for one node
+// (offline), a list for several.
 func Doctor(w io.Writer, o Options, results []DoctorResult) error {
 	if len(results) == 1 && !o.ShowNode && (o.Format == JSON || o.Format == YAML) {
 		return printOne(w, o.Format, results[0])
@@ -32,28 +33,38 @@ func Doctor(w io.Writer, o Options, results []DoctorResult) error {
 	headers := []string{"SEVERITY", "CHECK", "FILE", "ENTRY", "MESSAGE", "FIX"}
 	t := newTable(w, o, headers...).fixedWidths(8, 22, 28, 24, 80)
 	for _, r := range results {
-		if r.Error != "" {
-			t.add(r.Node, "error", "read", "", "", text.OneLine(r.Error), "")
-			continue
-		}
-		t.add(r.Node, startRow(r.KubeletStart)...)
-		for _, f := range r.Findings {
-			if f.Check == "kubelet-start" {
-				continue // the start row says it
-			}
-			t.add(r.Node, string(f.Severity), f.Check, f.File, f.Entry, text.OneLine(f.Message), text.OneLine(f.Fix))
+		for _, row := range doctorRows(r) {
+			t.add(r.Node, row.severity, row.check, row.file, row.entry, text.OneLine(row.message), text.OneLine(row.fix))
 		}
 	}
 	t.render()
 	return nil
 }
 
-func startRow(s doctor.KubeletStart) []string {
+// findingRow is one line of doctor's answer: the start prediction or a finding.
+type findingRow struct{ severity, check, file, entry, message, fix string }
+
+// doctorRows is a node's answer: why it was not read, else the start row and one per finding.
+func doctorRows(r DoctorResult) []findingRow {
+	if r.Error != "" {
+		return []findingRow{{severity: "error", check: "read", message: r.Error}}
+	}
+	rows := []findingRow{startRow(r.KubeletStart)}
+	for _, f := range r.Findings {
+		if f.Check == "kubelet-start" {
+			continue // the start row says it
+		}
+		rows = append(rows, findingRow{string(f.Severity), f.Check, f.File, f.Entry, f.Message, f.Fix})
+	}
+	return rows
+}
+
+func startRow(s doctor.KubeletStart) findingRow {
 	switch {
 	case s.Phase == doctor.PhaseNotPredicted:
-		return []string{"info", "kubelet-start", "", "", "start not predicted (see the notes above)", ""}
+		return findingRow{severity: "info", check: "kubelet-start", message: "start not predicted (see the notes above)"}
 	case s.Starts:
-		return []string{"ok", "kubelet-start", "", "", fmt.Sprintf("kubelet %s starts: the CPU manager (%s) and memory manager (%s) accept the state", s.Kubelet, s.CPU.Policy, s.Memory.Policy), ""}
+		return findingRow{severity: "ok", check: "kubelet-start", message: fmt.Sprintf("kubelet %s starts: the CPU manager (%s) and memory manager (%s) accept the state", s.Kubelet, s.CPU.Policy, s.Memory.Policy)}
 	}
 	file := "kubelet-config"
 	switch s.Phase {
@@ -70,7 +81,7 @@ func startRow(s doctor.KubeletStart) []string {
 	if s.Memory != nil && s.Phase == doctor.PhaseMemoryStart && len(s.Memory.Details) > 0 {
 		msg += " (" + strings.Join(s.Memory.Details, "; ") + ")"
 	}
-	return []string{"error", "kubelet-start", file, s.Phase, text.OneLine(msg), text.OneLine(fix)}
+	return findingRow{"error", "kubelet-start", file, s.Phase, msg, fix}
 }
 
 func printOne(w io.Writer, f Format, r any) error {

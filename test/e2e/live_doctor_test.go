@@ -191,20 +191,26 @@ func TestLiveDoctor(t *testing.T) {
 			t.Errorf("exit %d, want 1 (errors found): %s", r.ExitCode, r)
 		}
 		check(t, parse(t, r), false)
-		if !strings.Contains(r.Stderr, "node doc-drift: using kubelet config from /var/lib/kubelet/config.yaml (configz: ") {
-			t.Errorf("stderr does not say configz failed and config.yaml was used:\n%s", r.Stderr)
+		// Said once for the six nodes (the node's name in it as NODE), not once per node.
+		if !strings.Contains(r.Stderr, "6 nodes (doc-dra, doc-drift, doc-healthy-a, ...): using kubelet config from /var/lib/kubelet/config.yaml (configz: GET /api/v1/nodes/NODE/proxy/configz answered HTTP ") {
+			t.Errorf("stderr does not say once that configz failed and config.yaml was used:\n%s", r.Stderr)
 		}
 		t.Logf("stderr:\n%s", r.Stderr)
+		// -v=1: each node's line.
+		r = nodestate(t, nil, "doctor", "--all-nodes", "-l", sel, "-n", ns, "-o", "json", "-v=1")
+		if !strings.Contains(r.Stderr, "node doc-drift: using kubelet config from /var/lib/kubelet/config.yaml (configz: GET /api/v1/nodes/doc-drift/proxy/configz answered HTTP ") {
+			t.Errorf("-v=1: stderr does not say for doc-drift that configz failed and config.yaml was used:\n%s", r.Stderr)
+		}
 	})
 
-	t.Run("table", func(t *testing.T) {
+	t.Run("blocks", func(t *testing.T) {
 		r := nodestate(t, nil, "doctor", "--all-nodes", "-l", sel, "-n", ns)
 		if r.ExitCode != 1 {
 			t.Errorf("exit %d, want 1: %s", r.ExitCode, r)
 		}
 		for _, want := range []string{"doc-drift", "doc-offlined", "doc-stale", "doc-dra", "doc-healthy-a"} {
-			if !strings.Contains(r.Stdout, want) {
-				t.Errorf("no row for %s:\n%s", want, r.Stdout)
+			if !strings.Contains(r.Stdout, "Node: "+want+"\n") {
+				t.Errorf("no section for %s:\n%s", want, r.Stdout)
 			}
 		}
 		t.Logf("stdout:\n%s", r.Stdout)

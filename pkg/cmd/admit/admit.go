@@ -256,9 +256,11 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	var results []render.AdmitResult
 	worst := cmdutil.ExitOK
+	// A note that repeats across nodes is said once (-v=1: each), as doctor does.
+	notes := cmdutil.NewNotes(o.ErrOut)
 	err := o.Read(ctx, o.ErrOut, func(n *nodestate.NodeResult) error {
 		for _, w := range n.Warnings() {
-			fmt.Fprintf(o.ErrOut, "warning: node %s: %s\n", n.Node, w)
+			notes.Addf(n.Node, "warning: node %s: %s", n.Node, w)
 		}
 		if n.Err != nil {
 			worst = max(worst, cmdutil.ReportNodeError(o.ErrOut, n.Err))
@@ -267,7 +269,7 @@ func (o *Options) Run(ctx context.Context) error {
 		}
 		a := n.Admit
 		for _, note := range a.Notes {
-			fmt.Fprintf(o.ErrOut, "%s: %s\n", n.Where, note)
+			notes.Addf(n.Node, "%s: %s", n.Where, note)
 		}
 		if a.Err != nil {
 			fmt.Fprintf(o.ErrOut, "error: %s: %v\n", n.Where, a.Err)
@@ -286,6 +288,7 @@ func (o *Options) Run(ctx context.Context) error {
 		results = append(results, render.AdmitResult{Node: n.Node, Result: a.Result, LargestCPURequest: a.Largest})
 		return nil
 	})
+	notes.Flush()
 	if err != nil && !cmdutil.Interrupted(err) {
 		return err
 	}

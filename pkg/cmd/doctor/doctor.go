@@ -90,13 +90,7 @@ func (o *Options) Complete(args []string) error {
 
 // Validate checks the flags together.
 func (o *Options) Validate() error {
-	if err := o.ReadOptions.Validate(); err != nil {
-		return err
-	}
-	if o.Source.Format == render.Wide {
-		return fmt.Errorf("doctor prints no wide table: use -o json or yaml for every detail")
-	}
-	return nil
+	return o.ReadOptions.Validate()
 }
 
 // Run reads each node, diagnoses it and prints.
@@ -106,9 +100,11 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	var results []render.DoctorResult
 	worst := cmdutil.ExitOK
+	// A note that repeats across nodes is said once (-v=1: each).
+	notes := cmdutil.NewNotes(o.ErrOut)
 	err := o.Read(ctx, o.ErrOut, func(n *nodestate.NodeResult) error {
 		for _, w := range n.Warnings() {
-			fmt.Fprintf(o.ErrOut, "warning: node %s: %s\n", n.Node, w)
+			notes.Addf(n.Node, "warning: node %s: %s", n.Node, w)
 		}
 		if n.Err != nil {
 			worst = max(worst, cmdutil.ReportNodeError(o.ErrOut, n.Err))
@@ -122,22 +118,24 @@ func (o *Options) Run(ctx context.Context) error {
 			fmt.Fprintf(o.ErrOut, "using kubelet %s for the files only: %s\n", j.Kubelet, j.Why)
 		}
 		for _, note := range n.Doctor.Notes {
-			fmt.Fprintf(o.ErrOut, "%s: %s\n", n.Where, note)
+			notes.Addf(n.Node, "%s: %s", n.Where, note)
 		}
 		res := n.Doctor.Result
 		if res.HasErrors() {
 			worst = max(worst, cmdutil.ExitNotValid)
 		}
 		for _, sk := range res.Skipped {
-			fmt.Fprintf(o.ErrOut, "%s: skipped %s\n", n.Where, sk)
+			notes.Addf(n.Node, "%s: skipped %s", n.Where, sk)
 		}
 		results = append(results, render.DoctorResult{Node: n.Node, Result: res})
 		return nil
 	})
+	notes.Flush()
 	if err != nil && !cmdutil.Interrupted(err) {
 		return err
 	}
-	if perr := render.Doctor(o.Out, o.RenderOptions(), results); perr != nil {
+	// One block per finding, wrapped to the terminal; -o wide: one row per finding.
+	if perr := render.DoctorFindings(o.Out, o.RenderOptions(), results); perr != nil {
 		return perr
 	}
 	if err != nil {

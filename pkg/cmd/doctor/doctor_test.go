@@ -114,16 +114,22 @@ func TestContract(t *testing.T) {
 	}
 }
 
-// TestTableGolden: the default table for a few nodes, compared with testdata/*.golden.
-func TestTableGolden(t *testing.T) {
-	for _, tc := range []struct{ golden, caseName, version string }{
-		{"reserved-onto-assigned", "cpu-s2c8t2n2-kubereserved-up-onto-assigned__w1.37.1", decode.HomeKubelet},
-		{"memory-drift", "mem-n1-drift-node0-minus-1MiB-assigned__w1.37.1", "v1.34.10"},
-		{"two-pods-same-cpus", "cpu-s2c8t2n2-two-pods-same-cpus__w1.25.16", "v1.31.14"},
-		{"healthy", "cpu-s2c8t2n2-healthy-assigned__w1.37.1", decode.HomeKubelet},
+// TestGolden: the default blocks (wrapped to 80 columns) and the -o wide table for a few
+// nodes, compared with testdata/*.golden.
+func TestGolden(t *testing.T) {
+	for _, tc := range []struct {
+		golden, caseName, version string
+		args                      []string
+	}{
+		{"reserved-onto-assigned", "cpu-s2c8t2n2-kubereserved-up-onto-assigned__w1.37.1", decode.HomeKubelet, nil},
+		{"reserved-onto-assigned-wide", "cpu-s2c8t2n2-kubereserved-up-onto-assigned__w1.37.1", decode.HomeKubelet, []string{"-o", "wide"}},
+		{"memory-drift", "mem-n1-drift-node0-minus-1MiB-assigned__w1.37.1", "v1.34.10", nil},
+		{"two-pods-same-cpus", "cpu-s2c8t2n2-two-pods-same-cpus__w1.25.16", "v1.31.14", nil},
+		{"healthy", "cpu-s2c8t2n2-healthy-assigned__w1.37.1", decode.HomeKubelet, nil},
 	} {
 		dir := filepath.Join(vectors, "cases", tc.caseName)
-		out, errOut, code := cmdtest.Run(t, "doctor", "--from-dir", dir, "--kubelet-config", kubeletConfig(t, dir), "--kubelet-version", tc.version)
+		args := append([]string{"doctor", "--from-dir", dir, "--kubelet-config", kubeletConfig(t, dir), "--kubelet-version", tc.version}, tc.args...)
+		out, errOut, code := cmdtest.Run(t, args...)
 		// Paths of temp files vary; the golden keeps the command's stable text.
 		errOut = strings.ReplaceAll(errOut, dir, "CASE")
 		var lines []string

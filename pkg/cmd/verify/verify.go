@@ -71,13 +71,14 @@ func (o *Options) Run(ctx context.Context) error {
 	list := render.NewListWriter[nodestate.FileRow](o.Out, ro, render.VerifyListKind)
 	stream := !o.Source.Offline() && list == nil
 	ro.Stream = stream
+	notes := cmdutil.NewNotes(o.ErrOut)
 	err := o.Read(ctx, o.ErrOut, func(n *nodestate.NodeResult) error {
 		for _, w := range n.Warnings() {
 			if n.Node == "" { // offline
 				fmt.Fprintf(o.ErrOut, "warning: %s\n", w)
 				continue
 			}
-			fmt.Fprintf(o.ErrOut, "warning: node %s: %s\n", n.Node, w)
+			notes.Addf(n.Node, "warning: node %s: %s", n.Node, w)
 		}
 		// Offline, the one kubelet judging the files and the files apart from the others head
 		// the output (on stderr: -o json stays parseable). Live, each node is judged by its own
@@ -94,7 +95,7 @@ func (o *Options) Run(ctx context.Context) error {
 		if n.Err != nil {
 			worst = max(worst, cmdutil.ReportNodeError(o.ErrOut, n.Err))
 		} else if len(n.Rows) == 0 {
-			fmt.Fprintf(o.ErrOut, "%s: no checkpoint files found (is it the kubelet root dir? see --kubelet-root-dir)\n", n.Where)
+			notes.Addf(n.Node, "%s: no checkpoint files found (is it the kubelet root dir? see --kubelet-root-dir)", n.Where)
 			worst = max(worst, cmdutil.ExitUnreadable)
 		}
 		for _, r := range n.Rows {
@@ -118,6 +119,7 @@ func (o *Options) Run(ctx context.Context) error {
 		rows = append(rows, n.Rows...)
 		return nil
 	})
+	notes.Flush()
 	// Interrupted: still print what was read, then say so.
 	if err != nil && !cmdutil.Interrupted(err) {
 		return err
