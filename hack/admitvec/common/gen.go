@@ -25,6 +25,9 @@ type Shape struct {
 	FarDistance                                                     uint64
 	NoDistances                                                     bool
 	HugePages2M, HugePages1G                                        uint64 // pages per NUMA node
+	// CrossedIDs numbers NUMA nodes backwards (socket 0 holds the highest NUMA node): with as
+	// many sockets as NUMA nodes, the NUMA-first and socket-first orders then break ties apart.
+	CrossedIDs bool
 }
 
 func (s Shape) numaNodes() int {
@@ -57,6 +60,9 @@ func (s Shape) Name() string {
 	if s.HugePages2M+s.HugePages1G > 0 {
 		n += "h"
 	}
+	if s.CrossedIDs {
+		n += "x"
+	}
 	return n
 }
 
@@ -76,6 +82,9 @@ func (s Shape) Machine() *Machine {
 			numa := socket*max(s.NUMAPerSocket, 1) + core/coresPerNUMA
 			if s.SocketsPerNUMA > 1 {
 				numa = socket / s.SocketsPerNUMA
+			}
+			if s.CrossedIDs {
+				numa = s.numaNodes() - 1 - numa
 			}
 			for t := 0; t < s.Threads; t++ {
 				id := global + t*totalCores
@@ -209,6 +218,7 @@ func Generate(out string) error {
 	var all []*genCase
 	all = append(all, admissionCases()...)
 	all = append(all, pickerCases()...)
+	all = append(all, alignBySocketCases()...)
 	seen := map[string]bool{}
 	for _, c := range all {
 		if seen[c.name] {
@@ -455,6 +465,8 @@ func pickerShapes() []Shape {
 		{Sockets: 2, NUMAPerSocket: 2, CoresPerSocket: 8, Threads: 2, Numbering: "interleave", UncoreCores: 2},
 		{Sockets: 2, NUMAPerSocket: 1, CoresPerSocket: 4, Threads: 1, Numbering: "interleave"},
 		{Sockets: 1, NUMAPerSocket: 1, CoresPerSocket: 4, Threads: 4, Numbering: "interleave"},
+		{Sockets: 2, NUMAPerSocket: 1, CoresPerSocket: 3, Threads: 2, Numbering: "interleave", CrossedIDs: true},
+		{Sockets: 2, NUMAPerSocket: 1, CoresPerSocket: 4, Threads: 2, Numbering: "sequential", CrossedIDs: true},
 	}
 }
 
@@ -491,6 +503,11 @@ func pickerCases() []*genCase {
 		sets["numa0gone"] = filter(online, func(c int) bool { return cpuOf(m0, c).NUMA != 0 || c%3 == 0 })
 		sets["socket0half"] = filter(online, func(c int) bool { return cpuOf(m0, c).Socket != 0 || cpuOf(m0, c).Core%2 == 1 })
 		sets["lcg"] = filter(online, func(c int) bool { return (c*7+3)%5 < 3 })
+		if s.CrossedIDs {
+			// Each socket's last core taken: every socket and NUMA node holds as many free
+			// CPUs, so the order between them is the ids' (NUMA ids or socket ids).
+			sets["tie"] = filter(online, func(c int) bool { return cpuOf(m0, c).Core != s.CoresPerSocket-1 })
+		}
 		for _, setName := range sortedKeys(sets) {
 			avail := sets[setName]
 			outside := minus(online, avail)
@@ -565,4 +582,40 @@ func minus(a, b []int) []int {
 		in[c] = true
 	}
 	return filter(a, func(c int) bool { return !in[c] })
+}
+
+// alignBySocketCases: align-by-socket where the kubelet refuses it (more sockets than NUMA
+// nodes; the single-numa-node topology policy) and where it takes it (a socket holding one or
+// more NUMA nodes, ids crossed or not), each with a pod of 2 CPUs and one of half the machine.
+func alignBySocketCases() []*genCase {
+	shapes := []Shape{
+		{Sockets: 2, SocketsPerNUMA: 2, CoresPerSocket: 4, Threads: 2, Numbering: "interleave"},
+		{Sockets: 4, SocketsPerNUMA: 2, CoresPerSocket: 2, Threads: 2, Numbering: "interleave"},
+		{Sockets: 2, NUMAPerSocket: 1, CoresPerSocket: 4, Threads: 2, Numbering: "interleave"},
+		{Sockets: 2, NUMAPerSocket: 1, CoresPerSocket: 4, Threads: 2, Numbering: "interleave", CrossedIDs: true},
+		{Sockets: 2, NUMAPerSocket: 2, CoresPerSocket: 4, Threads: 2, Numbering: "interleave"},
+	}
+	tms := []string{"none", "restricted", "single-numa-node"}
+	var out []*genCase
+	for _, s := range shapes {
+		for _, tm := range tms {
+			for _, half := range []bool{false, true} {
+				m := s.Machine()
+				n := 2
+				if half {
+					n = len(m.CPUs) / 2
+				}
+				k := KubeletConfig{CPUManagerPolicy: "static", TopologyManagerPolicy: tm, TopologyManagerScope: "container",
+					CPUManagerPolicyOptions: map[string]string{"align-by-socket": "true"}, ReservedSystemCPUs: "0",
+					FeatureGates: map[string]bool{"CPUManagerPolicyAlphaOptions": true}}
+				m.Kubelet = k
+				name := fmt.Sprintf("abs__%s__tm-%s__n%d", s.Name(), tm, n)
+				out = append(out, &genCase{name: name, machine: m, pods: []*v1.Pod{guaranteed("p", n)},
+					tags: []string{"align-by-socket", "tm-" + tm},
+					description: fmt.Sprintf("align-by-socket on %s (%d sockets, %d NUMA nodes), topology policy %s, a pod of %d CPUs",
+						s.Name(), s.Sockets, s.numaNodes(), tm, n)})
+			}
+		}
+	}
+	return out
 }
