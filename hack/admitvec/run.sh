@@ -13,7 +13,7 @@
 #                 run with SKIP='^pick__.*__(fpo|dan|abs|uncore|dac)$' (MANIFEST.json under 1 MB)
 #   SET=NAME      write testdata/admission/<release>-NAME/ instead, the generated cases only
 #                 (ONLY picks them): the shapes set was run with
-#                 SET=shapes ONLY='^abs__|^pick__s[0-9n]+c[0-9]+t[0-9]q?x__'
+#                 SET=shapes ONLY='^abs__|^gate__|^pickx__|^pick__s[0-9n]+c[0-9]+t[0-9]q?x__'
 set -euo pipefail
 cd "$(dirname "$0")"
 repo=$(cd ../.. && pwd)

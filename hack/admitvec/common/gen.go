@@ -217,8 +217,10 @@ func guaranteed(name string, cpus int) *v1.Pod {
 func Generate(out string) error {
 	var all []*genCase
 	all = append(all, admissionCases()...)
-	all = append(all, pickerCases()...)
+	all = append(all, pickerCases("pick", pickerShapes(), rotateOptions)...)
+	all = append(all, pickerCases("pickx", pickerOptionShapes(), everyExtraOption)...)
 	all = append(all, alignBySocketCases()...)
+	all = append(all, betaGateOffCases()...)
 	seen := map[string]bool{}
 	for _, c := range all {
 		if seen[c.name] {
@@ -470,6 +472,45 @@ func pickerShapes() []Shape {
 	}
 }
 
+// rotateOptions: every set and count without an option (the picker itself), and every other
+// one again with an option in turn (dac where the machine reports no uncore caches).
+func rotateOptions(i int, s Shape) []int {
+	opts := []int{0}
+	if i%2 == 0 {
+		o := 1 + (i/2)%5
+		if pickerOptions[o].short == "uncore" && s.UncoreCores == 0 {
+			o = 5
+		}
+		opts = append(opts, o)
+	}
+	return opts
+}
+
+// everyExtraOption: the option sets the rotation leaves thin, each on every set and count
+// (uncore only where the machine reports uncore caches).
+func everyExtraOption(_ int, s Shape) []int {
+	var opts []int
+	for o, opt := range pickerOptions {
+		if o > 5 && (s.UncoreCores > 0 || opt.short != "uncore") {
+			opts = append(opts, o)
+		}
+	}
+	if s.UncoreCores > 0 {
+		opts = append(opts, 4)
+	}
+	return opts
+}
+
+// pickerOptionShapes: SMT machines with several NUMA nodes (align-by-socket with
+// distribute-cpus-across-numa, whose share per node is cut to its free CPUs) and uncore caches.
+func pickerOptionShapes() []Shape {
+	return []Shape{
+		{Sockets: 2, NUMAPerSocket: 2, CoresPerSocket: 4, Threads: 2, Numbering: "interleave"},
+		{Sockets: 1, NUMAPerSocket: 1, CoresPerSocket: 8, Threads: 2, Numbering: "interleave", UncoreCores: 4},
+		{Sockets: 2, NUMAPerSocket: 2, CoresPerSocket: 8, Threads: 2, Numbering: "interleave", UncoreCores: 2},
+	}
+}
+
 var pickerOptions = []struct {
 	short string
 	opts  map[string]string
@@ -480,15 +521,17 @@ var pickerOptions = []struct {
 	{"abs", map[string]string{"align-by-socket": "true"}},
 	{"uncore", map[string]string{"prefer-align-cpus-by-uncorecache": "true"}},
 	{"dac", map[string]string{"distribute-cpus-across-cores": "true"}},
+	{"dan+abs", map[string]string{"distribute-cpus-across-numa": "true", "align-by-socket": "true"}},
+	{"fpo+dan+abs", map[string]string{"full-pcpus-only": "true", "distribute-cpus-across-numa": "true", "align-by-socket": "true"}},
 }
 
 // pickerCases drive the static policy's CPU picker (takeByTopology and its option variants):
 // a checkpoint whose default set is the available CPUs plus the reserved CPU (the highest), the
 // rest held by a running pod, then one Guaranteed container of n CPUs under topology policy none.
-func pickerCases() []*genCase {
+func pickerCases(prefix string, shapes []Shape, options func(i int, s Shape) []int) []*genCase {
 	var out []*genCase
 	i := 0
-	for _, s := range pickerShapes() {
+	for _, s := range shapes {
 		m0 := s.Machine()
 		var online []int
 		for _, c := range m0.CPUs {
@@ -522,15 +565,8 @@ func pickerCases() []*genCase {
 				i++
 				// Every set and count without an option (the picker itself), and every other
 				// one again with an option in turn.
-				opts := []int{0}
-				if i%2 == 0 {
-					opts = append(opts, 1+(i/2)%(len(pickerOptions)-1))
-				}
-				for _, o := range opts {
+				for _, o := range options(i, s) {
 					opt := pickerOptions[o]
-					if opt.short == "uncore" && s.UncoreCores == 0 {
-						opt = pickerOptions[len(pickerOptions)-1]
-					}
 					m := s.Machine()
 					k := KubeletConfig{CPUManagerPolicy: "static", CPUManagerPolicyOptions: opt.opts, ReservedSystemCPUs: fmt.Sprint(reserved)}
 					if opt.opts != nil {
@@ -543,7 +579,7 @@ func pickerCases() []*genCase {
 					if held := minus(outside, []int{reserved}); len(held) > 0 {
 						w.Entries = map[string]map[string]string{"uid-old": {"old": CPUList(held)}}
 					}
-					name := fmt.Sprintf("pick__%s__%s__n%d__%s", s.Name(), setName, n, opt.short)
+					name := fmt.Sprintf("%s__%s__%s__n%d__%s", prefix, s.Name(), setName, n, opt.short)
 					out = append(out, &genCase{name: name, machine: m, write: w, pods: []*v1.Pod{guaranteed("p", n)},
 						tags: []string{"picker", "opt-" + opt.short, "avail-" + setName},
 						description: fmt.Sprintf("CPU picker: %d of available %s on %s, option %s, reserved %d, topology manager none",
@@ -616,6 +652,21 @@ func alignBySocketCases() []*genCase {
 						s.Name(), s.Sockets, s.numaNodes(), tm, n)})
 			}
 		}
+	}
+	return out
+}
+
+// betaGateOffCases: CPUManagerPolicyBetaOptions off, with a beta option (refused), a stable one
+// and an alpha one with its gate on (both taken): the gates are checked per option level.
+func betaGateOffCases() []*genCase {
+	var out []*genCase
+	for _, opt := range []string{"distribute-cpus-across-numa", "full-pcpus-only", "align-by-socket"} {
+		m := Shape{Sockets: 2, NUMAPerSocket: 1, CoresPerSocket: 4, Threads: 2, Numbering: "interleave"}.Machine()
+		m.Kubelet = KubeletConfig{CPUManagerPolicy: "static", ReservedSystemCPUs: "0",
+			CPUManagerPolicyOptions: map[string]string{opt: "true"},
+			FeatureGates:            map[string]bool{"CPUManagerPolicyBetaOptions": false, "CPUManagerPolicyAlphaOptions": true}}
+		out = append(out, &genCase{name: "gate__beta-off__" + opt, machine: m, pods: []*v1.Pod{guaranteed("p", 2)},
+			tags: []string{"gates"}, description: "CPUManagerPolicyBetaOptions off, CPU option " + opt})
 	}
 	return out
 }
