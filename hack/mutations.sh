@@ -22,9 +22,9 @@ git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf - | t
 mutations=(
   'fix-verified-always :: fix.Verified = fix.Verified || ok :: s/fix\.Verified = fix\.Verified \|\| ok/fix.Verified = true/'
   'propose-fix-stub :: func proposeFix( :: s/(func proposeFix\([^)]*\) \*Fix \{\n)/$1\treturn \&Fix{Text: "x"}\n/'
-  'picker-no-full-cores :: steps = append(steps, a.takeFullCores) :: s/\n[ \t]*steps = append\(steps, a\.takeFullCores\)//'
+  'picker-no-full-cores :: steps = append(steps, acc.takeFullCores) :: s/\n[ \t]*steps = append\(steps, acc\.takeFullCores\)//'
   'align-by-socket-text :: Align by socket is not compatible :: s/Align by socket is not compatible/Align by socket is incompatible/'
-  'numa-first :: numaFirst: t.NumSockets >= t.NumNUMANodes :: s/numaFirst: t\.NumSockets >= t\.NumNUMANodes/numaFirst: t.NumSockets > t.NumNUMANodes/'
+  'numa-first :: numaFirst: topo.NumSockets >= topo.NumNUMANodes :: s/numaFirst: topo\.NumSockets >= topo\.NumNUMANodes/numaFirst: topo.NumSockets > topo.NumNUMANodes/'
 )
 # NAME :: what to delete (a shell snippet run in the copy's root)
 deletions=(
@@ -34,6 +34,9 @@ deletions=(
   'delete-one-start-case :: python3 -c "import json; p=\"testdata/kubelet-start/MANIFEST.json\"; m=json.load(open(p)); del m[\"cases\"][sorted(m[\"cases\"])[11]]; json.dump(m, open(p, \"w\"), indent=1)"'
   'delete-one-start-result :: python3 -c "import json; p=\"testdata/kubelet-start/MANIFEST.json\"; m=json.load(open(p)); c=m[\"cases\"][sorted(m[\"cases\"])[23]]; c[\"results\"].pop(sorted(c[\"results\"])[0]); json.dump(m, open(p, \"w\"), indent=1)"'
   'delete-one-start-file :: rm "$(ls -d testdata/kubelet-start/cases/*/ | sed -n 42p)cpu_manager_state"'
+  'delete-one-admission-case :: rm -r "$(ls -d testdata/admission/v1.37.1-shapes/cases/*/ | sed -n 17p)"'
+  'delete-one-admission-expected :: rm "$(ls -d testdata/admission/v1.36.4/cases/*/ | sed -n 101p)expected.json"'
+  'delete-one-admission-manifest-case :: python3 -c "import json; p=\"testdata/admission/v1.37.1-gen/MANIFEST.json\"; m=json.load(open(p)); del m[\"cases\"][sorted(m[\"cases\"])[5]]; json.dump(m, open(p, \"w\"), separators=(\",\", \":\"))"'
 )
 
 caught=0 survived=0 broken=0

@@ -11,6 +11,9 @@
 #   ONLY=REGEX    only the generated cases whose name matches (e.g. '^[^p]': no picker cases)
 #   SKIP=REGEX    not the generated cases whose name matches; the releases before v1.37.1 were
 #                 run with SKIP='^pick__.*__(fpo|dan|abs|uncore|dac)$' (MANIFEST.json under 1 MB)
+#   SET=NAME      write testdata/admission/<release>-NAME/ instead, the generated cases only
+#                 (ONLY picks them): the shapes set was run with
+#                 SET=shapes ONLY='^abs__|^gate__|^pickx__|^pick__s[0-9n]+c[0-9]+t[0-9]q?x__'
 set -euo pipefail
 cd "$(dirname "$0")"
 repo=$(cd ../.. && pwd)
@@ -66,13 +69,15 @@ for rel in "${releases[@]}"; do
   SECONDS=0
   bin=$work/bin/$rel
   out=$repo/testdata/admission/$rel
-  if [ "$rel" = v1.37.1 ]; then
+  if [ -n "${SET:-}" ]; then
+    out=$repo/testdata/admission/$rel-$SET
+  elif [ "$rel" = v1.37.1 ]; then
     out=$repo/testdata/admission/v1.37.1-gen
   fi
   rm -rf "$out"
   mkdir -p "$out/cases"
   {
-    if [ "$rel" != v1.37.1 ]; then
+    if [ "$rel" != v1.37.1 ] && [ -z "${SET:-}" ]; then
       for src in "$shipped"/cases/*/; do
         printf '%s\0%s\0' "$src" "$out/cases/$(basename "$src")"
       done

@@ -25,6 +25,9 @@ type Shape struct {
 	FarDistance                                                     uint64
 	NoDistances                                                     bool
 	HugePages2M, HugePages1G                                        uint64 // pages per NUMA node
+	// CrossedIDs numbers NUMA nodes backwards (socket 0 holds the highest NUMA node): with as
+	// many sockets as NUMA nodes, the NUMA-first and socket-first orders then break ties apart.
+	CrossedIDs bool
 }
 
 func (s Shape) numaNodes() int {
@@ -57,6 +60,9 @@ func (s Shape) Name() string {
 	if s.HugePages2M+s.HugePages1G > 0 {
 		n += "h"
 	}
+	if s.CrossedIDs {
+		n += "x"
+	}
 	return n
 }
 
@@ -76,6 +82,9 @@ func (s Shape) Machine() *Machine {
 			numa := socket*max(s.NUMAPerSocket, 1) + core/coresPerNUMA
 			if s.SocketsPerNUMA > 1 {
 				numa = socket / s.SocketsPerNUMA
+			}
+			if s.CrossedIDs {
+				numa = s.numaNodes() - 1 - numa
 			}
 			for t := 0; t < s.Threads; t++ {
 				id := global + t*totalCores
@@ -208,7 +217,10 @@ func guaranteed(name string, cpus int) *v1.Pod {
 func Generate(out string) error {
 	var all []*genCase
 	all = append(all, admissionCases()...)
-	all = append(all, pickerCases()...)
+	all = append(all, pickerCases("pick", pickerShapes(), rotateOptions)...)
+	all = append(all, pickerCases("pickx", pickerOptionShapes(), everyExtraOption)...)
+	all = append(all, alignBySocketCases()...)
+	all = append(all, betaGateOffCases()...)
 	seen := map[string]bool{}
 	for _, c := range all {
 		if seen[c.name] {
@@ -455,6 +467,47 @@ func pickerShapes() []Shape {
 		{Sockets: 2, NUMAPerSocket: 2, CoresPerSocket: 8, Threads: 2, Numbering: "interleave", UncoreCores: 2},
 		{Sockets: 2, NUMAPerSocket: 1, CoresPerSocket: 4, Threads: 1, Numbering: "interleave"},
 		{Sockets: 1, NUMAPerSocket: 1, CoresPerSocket: 4, Threads: 4, Numbering: "interleave"},
+		{Sockets: 2, NUMAPerSocket: 1, CoresPerSocket: 3, Threads: 2, Numbering: "interleave", CrossedIDs: true},
+		{Sockets: 2, NUMAPerSocket: 1, CoresPerSocket: 4, Threads: 2, Numbering: "sequential", CrossedIDs: true},
+	}
+}
+
+// rotateOptions: every set and count without an option (the picker itself), and every other
+// one again with an option in turn (dac where the machine reports no uncore caches).
+func rotateOptions(i int, s Shape) []int {
+	opts := []int{0}
+	if i%2 == 0 {
+		o := 1 + (i/2)%5
+		if pickerOptions[o].short == "uncore" && s.UncoreCores == 0 {
+			o = 5
+		}
+		opts = append(opts, o)
+	}
+	return opts
+}
+
+// everyExtraOption: the option sets the rotation leaves thin, each on every set and count
+// (uncore only where the machine reports uncore caches).
+func everyExtraOption(_ int, s Shape) []int {
+	var opts []int
+	for o, opt := range pickerOptions {
+		if o > 5 && (s.UncoreCores > 0 || opt.short != "uncore") {
+			opts = append(opts, o)
+		}
+	}
+	if s.UncoreCores > 0 {
+		opts = append(opts, 4)
+	}
+	return opts
+}
+
+// pickerOptionShapes: SMT machines with several NUMA nodes (align-by-socket with
+// distribute-cpus-across-numa, whose share per node is cut to its free CPUs) and uncore caches.
+func pickerOptionShapes() []Shape {
+	return []Shape{
+		{Sockets: 2, NUMAPerSocket: 2, CoresPerSocket: 4, Threads: 2, Numbering: "interleave"},
+		{Sockets: 1, NUMAPerSocket: 1, CoresPerSocket: 8, Threads: 2, Numbering: "interleave", UncoreCores: 4},
+		{Sockets: 2, NUMAPerSocket: 2, CoresPerSocket: 8, Threads: 2, Numbering: "interleave", UncoreCores: 2},
 	}
 }
 
@@ -468,15 +521,17 @@ var pickerOptions = []struct {
 	{"abs", map[string]string{"align-by-socket": "true"}},
 	{"uncore", map[string]string{"prefer-align-cpus-by-uncorecache": "true"}},
 	{"dac", map[string]string{"distribute-cpus-across-cores": "true"}},
+	{"dan+abs", map[string]string{"distribute-cpus-across-numa": "true", "align-by-socket": "true"}},
+	{"fpo+dan+abs", map[string]string{"full-pcpus-only": "true", "distribute-cpus-across-numa": "true", "align-by-socket": "true"}},
 }
 
 // pickerCases drive the static policy's CPU picker (takeByTopology and its option variants):
 // a checkpoint whose default set is the available CPUs plus the reserved CPU (the highest), the
 // rest held by a running pod, then one Guaranteed container of n CPUs under topology policy none.
-func pickerCases() []*genCase {
+func pickerCases(prefix string, shapes []Shape, options func(i int, s Shape) []int) []*genCase {
 	var out []*genCase
 	i := 0
-	for _, s := range pickerShapes() {
+	for _, s := range shapes {
 		m0 := s.Machine()
 		var online []int
 		for _, c := range m0.CPUs {
@@ -491,6 +546,11 @@ func pickerCases() []*genCase {
 		sets["numa0gone"] = filter(online, func(c int) bool { return cpuOf(m0, c).NUMA != 0 || c%3 == 0 })
 		sets["socket0half"] = filter(online, func(c int) bool { return cpuOf(m0, c).Socket != 0 || cpuOf(m0, c).Core%2 == 1 })
 		sets["lcg"] = filter(online, func(c int) bool { return (c*7+3)%5 < 3 })
+		if s.CrossedIDs {
+			// Each socket's last core taken: every socket and NUMA node holds as many free
+			// CPUs, so the order between them is the ids' (NUMA ids or socket ids).
+			sets["tie"] = filter(online, func(c int) bool { return cpuOf(m0, c).Core != s.CoresPerSocket-1 })
+		}
 		for _, setName := range sortedKeys(sets) {
 			avail := sets[setName]
 			outside := minus(online, avail)
@@ -505,15 +565,8 @@ func pickerCases() []*genCase {
 				i++
 				// Every set and count without an option (the picker itself), and every other
 				// one again with an option in turn.
-				opts := []int{0}
-				if i%2 == 0 {
-					opts = append(opts, 1+(i/2)%(len(pickerOptions)-1))
-				}
-				for _, o := range opts {
+				for _, o := range options(i, s) {
 					opt := pickerOptions[o]
-					if opt.short == "uncore" && s.UncoreCores == 0 {
-						opt = pickerOptions[len(pickerOptions)-1]
-					}
 					m := s.Machine()
 					k := KubeletConfig{CPUManagerPolicy: "static", CPUManagerPolicyOptions: opt.opts, ReservedSystemCPUs: fmt.Sprint(reserved)}
 					if opt.opts != nil {
@@ -526,7 +579,7 @@ func pickerCases() []*genCase {
 					if held := minus(outside, []int{reserved}); len(held) > 0 {
 						w.Entries = map[string]map[string]string{"uid-old": {"old": CPUList(held)}}
 					}
-					name := fmt.Sprintf("pick__%s__%s__n%d__%s", s.Name(), setName, n, opt.short)
+					name := fmt.Sprintf("%s__%s__%s__n%d__%s", prefix, s.Name(), setName, n, opt.short)
 					out = append(out, &genCase{name: name, machine: m, write: w, pods: []*v1.Pod{guaranteed("p", n)},
 						tags: []string{"picker", "opt-" + opt.short, "avail-" + setName},
 						description: fmt.Sprintf("CPU picker: %d of available %s on %s, option %s, reserved %d, topology manager none",
@@ -565,4 +618,55 @@ func minus(a, b []int) []int {
 		in[c] = true
 	}
 	return filter(a, func(c int) bool { return !in[c] })
+}
+
+// alignBySocketCases: align-by-socket where the kubelet refuses it (more sockets than NUMA
+// nodes; the single-numa-node topology policy) and where it takes it (a socket holding one or
+// more NUMA nodes, ids crossed or not), each with a pod of 2 CPUs and one of half the machine.
+func alignBySocketCases() []*genCase {
+	shapes := []Shape{
+		{Sockets: 2, SocketsPerNUMA: 2, CoresPerSocket: 4, Threads: 2, Numbering: "interleave"},
+		{Sockets: 4, SocketsPerNUMA: 2, CoresPerSocket: 2, Threads: 2, Numbering: "interleave"},
+		{Sockets: 2, NUMAPerSocket: 1, CoresPerSocket: 4, Threads: 2, Numbering: "interleave"},
+		{Sockets: 2, NUMAPerSocket: 1, CoresPerSocket: 4, Threads: 2, Numbering: "interleave", CrossedIDs: true},
+		{Sockets: 2, NUMAPerSocket: 2, CoresPerSocket: 4, Threads: 2, Numbering: "interleave"},
+	}
+	tms := []string{"none", "restricted", "single-numa-node"}
+	var out []*genCase
+	for _, s := range shapes {
+		for _, tm := range tms {
+			for _, half := range []bool{false, true} {
+				m := s.Machine()
+				n := 2
+				if half {
+					n = len(m.CPUs) / 2
+				}
+				k := KubeletConfig{CPUManagerPolicy: "static", TopologyManagerPolicy: tm, TopologyManagerScope: "container",
+					CPUManagerPolicyOptions: map[string]string{"align-by-socket": "true"}, ReservedSystemCPUs: "0",
+					FeatureGates: map[string]bool{"CPUManagerPolicyAlphaOptions": true}}
+				m.Kubelet = k
+				name := fmt.Sprintf("abs__%s__tm-%s__n%d", s.Name(), tm, n)
+				out = append(out, &genCase{name: name, machine: m, pods: []*v1.Pod{guaranteed("p", n)},
+					tags: []string{"align-by-socket", "tm-" + tm},
+					description: fmt.Sprintf("align-by-socket on %s (%d sockets, %d NUMA nodes), topology policy %s, a pod of %d CPUs",
+						s.Name(), s.Sockets, s.numaNodes(), tm, n)})
+			}
+		}
+	}
+	return out
+}
+
+// betaGateOffCases: CPUManagerPolicyBetaOptions off, with a beta option (refused), a stable one
+// and an alpha one with its gate on (both taken): the gates are checked per option level.
+func betaGateOffCases() []*genCase {
+	var out []*genCase
+	for _, opt := range []string{"distribute-cpus-across-numa", "full-pcpus-only", "align-by-socket"} {
+		m := Shape{Sockets: 2, NUMAPerSocket: 1, CoresPerSocket: 4, Threads: 2, Numbering: "interleave"}.Machine()
+		m.Kubelet = KubeletConfig{CPUManagerPolicy: "static", ReservedSystemCPUs: "0",
+			CPUManagerPolicyOptions: map[string]string{opt: "true"},
+			FeatureGates:            map[string]bool{"CPUManagerPolicyBetaOptions": false, "CPUManagerPolicyAlphaOptions": true}}
+		out = append(out, &genCase{name: "gate__beta-off__" + opt, machine: m, pods: []*v1.Pod{guaranteed("p", 2)},
+			tags: []string{"gates"}, description: "CPUManagerPolicyBetaOptions off, CPU option " + opt})
+	}
+	return out
 }
