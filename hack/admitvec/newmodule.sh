@@ -11,31 +11,16 @@ cd "$(dirname "$0")"
 rel=$1
 shift
 mkdir -p "$rel"
-if ! compgen -G "$rel/*.go" > /dev/null; then
-  era=$1 cadv=$2
+era= cadv=
+if [ $# -ge 2 ] && [ "${1#*=}" = "$1" ]; then
+  era=$1 cadv=$2 # not replaces: a directory with its links keeps them
   shift 2
+fi
+if ! compgen -G "$rel/*.go" > /dev/null; then
+  [ -n "$era" ] || { echo "$rel has no links yet: give its era and cadvisor files" >&2; exit 2; }
   for f in shapes/harness/*.go shapes/era/"$era".go shapes/cadvisor/"$cadv".go; do
     ln -s "../$f" "$rel/"
   done
 fi
-go mod download -json "k8s.io/kubernetes@$rel" > /dev/null
-mod=$(go env GOMODCACHE)/cache/download/k8s.io/kubernetes/@v/$rel.mod
-staging=${STAGING:-v0.${rel#v1.}}
-{
-  echo "module github.com/kubectl-nodestate/kubectl-nodestate/hack/admitvec/$rel"
-  echo
-  echo "go 1.22"
-  echo
-  echo "require k8s.io/kubernetes $rel"
-  echo
-  echo "replace ("
-  echo "	github.com/kubectl-nodestate/kubectl-nodestate/hack/admitvec/common => ../common"
-  grep -oE 'k8s.io/[a-z0-9-]+ => \./staging/src/k8s.io/[a-z0-9-]+' "$mod" | while read -r name _ _; do
-    case " ${*%%=*} " in *" $name "*) ;; *) echo "	$name => $name $staging" ;; esac
-  done
-  for r in "$@"; do
-    echo "	${r%%=*} => ${r#*=}"
-  done
-  echo ")"
-} > "$rel/go.mod"
-(cd "$rel" && go mod tidy)
+. ../lib/release-module.sh
+release_gomod admitvec "$rel" "$@"

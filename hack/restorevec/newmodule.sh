@@ -19,25 +19,5 @@ if ! compgen -G "$rel/*.go" > /dev/null; then
   cp -P "$newest"/*.go "$rel"/
   echo "$rel: the links of $newest: $(cd "$rel" && for f in *.go; do readlink "$f"; done | tr '\n' ' ')" >&2
 fi
-go mod download -json "k8s.io/kubernetes@$rel" > /dev/null
-mod=$(go env GOMODCACHE)/cache/download/k8s.io/kubernetes/@v/$rel.mod
-staging=${STAGING:-v0.${rel#v1.}}
-{
-  echo "module github.com/kubectl-nodestate/kubectl-nodestate/hack/restorevec/$rel"
-  echo
-  echo "go 1.22"
-  echo
-  echo "require k8s.io/kubernetes $rel"
-  echo
-  echo "replace ("
-  echo "	github.com/kubectl-nodestate/kubectl-nodestate/hack/restorevec/common => ../common"
-  grep -oE 'k8s.io/[a-z0-9-]+ => \./staging/src/k8s.io/[a-z0-9-]+' "$mod" | while read -r name _ _; do
-    # An extra replace of a staging module wins.
-    case " ${*%%=*} " in *" $name "*) ;; *) echo "	$name => $name $staging" ;; esac
-  done
-  for r in "$@"; do
-    echo "	${r%%=*} => ${r#*=}"
-  done
-  echo ")"
-} > "$rel/go.mod"
-(cd "$rel" && go mod tidy)
+. ../lib/release-module.sh
+release_gomod restorevec "$rel" "$@"

@@ -1,0 +1,35 @@
+# Sourced by hack/restorevec/newmodule.sh and hack/admitvec/newmodule.sh: the go.mod of a
+# throwaway module running the real kubelet packages of one release (docs/kubelet-modules.md).
+#
+# release_gomod TOOL REL [MODULE=REPLACEMENT ...] writes REL/go.mod: module
+# .../hack/TOOL/REL, k8s.io/kubernetes at REL, each of its staging modules (k8s.io/NAME v0.0.0,
+# replaced by ./staging/src/k8s.io/NAME in its go.mod) replaced by the published v0.Y.Z
+# (STAGING=v0.Y.Z overrides it), TOOL's common module, the extra replaces (an extra replace of
+# a staging module wins); then go mod tidy. Run it from hack/TOOL.
+release_gomod() {
+  local tool=$1 rel=$2
+  shift 2
+  go mod download -json "k8s.io/kubernetes@$rel" > /dev/null
+  local mod staging
+  mod=$(go env GOMODCACHE)/cache/download/k8s.io/kubernetes/@v/$rel.mod
+  staging=${STAGING:-v0.${rel#v1.}}
+  {
+    echo "module github.com/kubectl-nodestate/kubectl-nodestate/hack/$tool/$rel"
+    echo
+    echo "go 1.22"
+    echo
+    echo "require k8s.io/kubernetes $rel"
+    echo
+    echo "replace ("
+    echo "	github.com/kubectl-nodestate/kubectl-nodestate/hack/$tool/common => ../common"
+    grep -oE 'k8s.io/[a-z0-9-]+ => \./staging/src/k8s.io/[a-z0-9-]+' "$mod" | while read -r name _ _; do
+      case " ${*%%=*} " in *" $name "*) ;; *) echo "	$name => $name $staging" ;; esac
+    done
+    local r
+    for r in "$@"; do
+      echo "	${r%%=*} => ${r#*=}"
+    done
+    echo ")"
+  } > "$rel/go.mod"
+  (cd "$rel" && go mod tidy)
+}
