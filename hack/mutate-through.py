@@ -8,8 +8,14 @@ one at a time, and runs TEST there (default: the admission conformance). Prints 
 the efficacy.
 
   hack/mutate-through.py /tmp/nodestate-mutate.X/replay.log pkg/replay 'cpu_assignment|cpu_manager'
+
+The log may also be a dry run's (`gremlins unleash --dry-run ./pkg/replay`), which lists the same
+NOT COVERED mutants in seconds. TEST defaults to the tests that replay the kubelet: the admission
+conformance, doctor's start conformance and replay's own. A mutant whose test run outlives
+TIMEOUT seconds (default 120; a loop that no longer ends) counts as killed, as gremlins counts
+a time-out.
 """
-import os, re, shutil, subprocess, sys, tempfile
+import os, re, shutil, signal, subprocess, sys, tempfile
 
 SWAP = {
     "CONDITIONALS_BOUNDARY": {"<": "<=", "<=": "<", ">": ">=", ">=": ">"},
@@ -21,7 +27,8 @@ SWAP = {
 
 def main():
     log, pkgdir, files = sys.argv[1], sys.argv[2], sys.argv[3]
-    test = os.environ.get("TEST", "go test -count=1 -failfast -run TestAdmissionConformance ./pkg/admit")
+    test = os.environ.get("TEST", "go test -count=1 -failfast -timeout 5m ./pkg/admit ./pkg/doctor ./pkg/replay")
+    timeout = float(os.environ.get("TIMEOUT", "120"))
     repo = subprocess.check_output(["git", "rev-parse", "--show-toplevel"], text=True).strip()
     mutants = []
     for line in open(log):
@@ -49,9 +56,16 @@ def main():
                 continue
             lines[ln - 1] = s[:i] + SWAP[kind][op] + s[i + len(op):]
             open(path, "w").write("\n".join(lines))
-            ok = subprocess.run(test, shell=True, cwd=tree, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
+            try:
+                # A new session, so that a time-out stops the whole test run, not the shell only.
+                run = subprocess.Popen(test, shell=True, cwd=tree, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+                ok, verdict = run.wait(timeout=timeout) == 0, None
+            except subprocess.TimeoutExpired:
+                os.killpg(run.pid, signal.SIGKILL)
+                run.wait()
+                ok, verdict = False, "TIMEOUT"
             open(path, "w").write(orig)
-            verdict = "LIVED" if ok else "KILLED"
+            verdict = verdict or ("LIVED" if ok else "KILLED")
             lived, killed = lived + ok, killed + (not ok)
             print(f"{verdict:>7} {kind} at {name}:{ln}:{col}: {lines[ln-1].strip()}", flush=True)
     finally:
