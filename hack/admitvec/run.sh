@@ -44,7 +44,7 @@ one_case() {
   for f in machine.json pod.json pod2.json; do
     [ -f "$src/$f" ] && cp "$src/$f" "$dest/"
   done
-  for f in "$src"/setup/seed[0-9]*.json "$src"/setup/write.json "$src"/setup/meta.json; do
+  for f in "$src"/setup/seed[0-9]*.json "$src"/setup/write.json "$src"/setup/seed-gates.json "$src"/setup/meta.json; do
     [ -f "$f" ] && cp "$f" "$dest/setup/"
   done
   if compgen -G "$src/setup/seed[0-9]*.json" > /dev/null || [ -f "$src/setup/write.json" ]; then

@@ -89,8 +89,8 @@ type memoryStaticPolicy struct {
 	// frees for the containers after it.
 	initContainersReusableMemory map[string]map[string]map[string]uint64
 	gates                        podGates
-	// sidecarAware and violationCheck are the release's rows (releases.go).
-	sidecarAware, violationCheck bool
+	// sidecarAware, violationCheck and skipsNoRequest are the release's rows (releases.go).
+	sidecarAware, violationCheck, skipsNoRequest bool
 }
 
 // newMemoryManager is memorymanager.NewManager on Linux.
@@ -113,6 +113,7 @@ func newMemoryManager(e *env, tm *TopologyManager) (*MemoryManager, error) {
 		}
 		return &MemoryManager{Policy: name, policy: &memoryStaticPolicy{systemReserved: reserved, affinity: tm, gates: e.podGates,
 			sidecarAware: e.release.SidecarAware, violationCheck: e.release.MemoryAffinityViolationCheck,
+			skipsNoRequest:               e.release.MemorySkipsNoRequest,
 			initContainersReusableMemory: map[string]map[string]map[string]uint64{}}}, nil
 	case name == MemoryPolicyBestEffort && e.release.BestEffortMemory:
 		return nil, fmt.Errorf("policy %q is not available for platform %q", MemoryPolicyBestEffort, "linux")

@@ -310,7 +310,7 @@ func (p *memoryStaticPolicy) Allocate(pod *v1.Pod, c *v1.Container) error {
 	if err != nil {
 		return err
 	}
-	if len(reqs) == 0 {
+	if len(reqs) == 0 && p.skipsNoRequest {
 		return nil
 	}
 	uid := string(pod.UID)

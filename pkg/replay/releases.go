@@ -86,6 +86,11 @@ type Release struct {
 	// PodLevelEntries: with PodLevelResourceManagers, pod-level CPU entries count as known CPUs
 	// and pod-level memory blocks replace the containers' in the expected machine state.
 	PodLevelEntries bool
+	// MemorySkipsNoRequest: the static memory policy's Allocate leaves alone a container that
+	// requests neither memory nor hugepages (1.37+). Before, it runs on with nothing requested:
+	// the default hint (none: no resource asks) or the NUMA-mixing check refuses it, else it
+	// stores empty blocks. Only a container of a pod with pod-level resources gets there.
+	MemorySkipsNoRequest bool
 	// GroupedMemoryCompare: the machine-state comparison sums free/reserved over each
 	// assignment's NUMA group (1.32+); before, every table field must be equal per node.
 	GroupedMemoryCompare bool
@@ -147,7 +152,7 @@ var releases = []Release{
 	{Since: decode.Release("1.36"), UncorePartialRoundsUp: true, CPUOptions: options136, ExclusiveOptions: exclusive132, TopologyOptions: topology135, SMTCheckBeforeReuse: true,
 		ReservedPhysicalCPUs: true, SMTPhysicalCheck: true, SidecarAware: true, SMTErrorByCause: true, MemoryAffinityViolationCheck: true,
 		StrictReservation: true, GroupedMemoryCompare: true, BestEffortMemory: true, LowercaseTopologyOptionErrors: true, PodLevelEntries: true},
-	{Since: decode.Release("1.37"), UncorePartialRoundsUp: true, DistributedAlignsBySocket: true, CPUOptions: options136, ExclusiveOptions: exclusive132, TopologyOptions: topology135,
+	{Since: decode.Release("1.37"), MemorySkipsNoRequest: true, UncorePartialRoundsUp: true, DistributedAlignsBySocket: true, CPUOptions: options136, ExclusiveOptions: exclusive132, TopologyOptions: topology135,
 		ReservedPhysicalCPUs: true, SMTPhysicalCheck: true, SidecarAware: true, SMTErrorByCause: true, MemoryAffinityViolationCheck: true,
 		StrictReservation: true, GroupedMemoryCompare: true, BestEffortMemory: true, LowercaseTopologyOptionErrors: true, PodLevelEntries: true},
 }

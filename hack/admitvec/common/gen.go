@@ -139,6 +139,7 @@ type genCase struct {
 	machine           *Machine
 	pods              []*v1.Pod
 	seeds             []*v1.Pod
+	seedGates         map[string]bool // the seeding kubelet's gates, when not machine.json's
 	write             *CPUWrite
 }
 
@@ -152,12 +153,17 @@ func (g *genCase) writeTo(dir string) error {
 		if i > 0 {
 			name = "pod2.json"
 		}
-		if err := WriteJSON(filepath.Join(d, name), p); err != nil {
+		if err := writePod(filepath.Join(d, name), p); err != nil {
 			return err
 		}
 	}
 	for i, p := range g.seeds {
-		if err := WriteJSON(filepath.Join(d, "setup", fmt.Sprintf("seed%d.json", i)), p); err != nil {
+		if err := writePod(filepath.Join(d, "setup", fmt.Sprintf("seed%d.json", i)), p); err != nil {
+			return err
+		}
+	}
+	if g.seedGates != nil {
+		if err := WriteJSON(filepath.Join(d, "setup", "seed-gates.json"), g.seedGates); err != nil {
 			return err
 		}
 	}
@@ -167,6 +173,14 @@ func (g *genCase) writeTo(dir string) error {
 		}
 	}
 	return WriteJSON(filepath.Join(d, "setup", "meta.json"), Meta{Description: g.description, Tags: SortedTags(g.tags...)})
+}
+
+func writePod(path string, p *v1.Pod) error {
+	v, err := podJSON(p)
+	if err != nil {
+		return err
+	}
+	return WriteJSON(path, v)
 }
 
 // container is a container's spec: cpu and memory requests = limits unless burstable.
@@ -221,6 +235,8 @@ func Generate(out string) error {
 	all = append(all, pickerCases("pickx", pickerOptionShapes(), everyExtraOption)...)
 	all = append(all, alignBySocketCases()...)
 	all = append(all, betaGateOffCases()...)
+	all = append(all, podLevelCases()...)
+	all = append(all, alignBySocketBoundaryCases()...)
 	seen := map[string]bool{}
 	for _, c := range all {
 		if seen[c.name] {

@@ -141,8 +141,10 @@ func Main(k Kubelet) {
 // checkpoint entries are active (and their containers known to the runtime).
 func boot(k Kubelet, m *Machine, stateDir string) (*ActivePods, *Expected, error) {
 	e := &Expected{Phase: "ok"}
+	// The checkpoints' directory is a temporary one here; the kubelet's errors name the files
+	// in its root directory, /var/lib/kubelet by default.
 	fail := func(phase string, err error) (*ActivePods, *Expected, error) {
-		e.Phase, e.StartError = phase, err.Error()
+		e.Phase, e.StartError = phase, strings.ReplaceAll(err.Error(), stateDir, "/var/lib/kubelet")
 		return nil, e, nil
 	}
 	if err := k.SetFeatureGates(m.Kubelet.FeatureGates); err != nil {
@@ -281,6 +283,10 @@ func SeedCase(k Kubelet, caseDir, outDir string) error {
 	}
 	var m Machine
 	if err := readJSON(filepath.Join(caseDir, "machine.json"), &m); err != nil {
+		return err
+	}
+	// setup/seed-gates.json: the seeding kubelet ran with other gates than the restarted one.
+	if err := readJSON(filepath.Join(caseDir, "setup", "seed-gates.json"), &m.Kubelet.FeatureGates); err != nil && !os.IsNotExist(err) {
 		return err
 	}
 	var pods []*v1.Pod

@@ -1,6 +1,6 @@
 // Era 1.36: loggers in the CPU and memory managers, topologymanager.NewManager and
-// Admit(attrs) without them (attrs with an operation), GetMemory without a logger, no
-// pod-level CPU sets; cadvisor info/v1.
+// Admit(attrs) without them (attrs with an operation), GetMemory without a logger, pod-level
+// CPU sets in the state only (no GetPodCPUs); cadvisor info/v1.
 package main
 
 import (
@@ -63,8 +63,11 @@ func memoryBlocks(m memorymanager.Manager, uid, name string) []memstate.Block {
 	return m.GetMemory(uid, name)
 }
 
-// podCPUs: no pod-level CPU sets before 1.37.
-func podCPUs(cpumanager.Manager, string) string { return "" }
+// podCPUs: 1.36's manager has no GetPodCPUs; its state holds the pod-level CPU set.
+func podCPUs(m cpumanager.Manager, uid string) string {
+	set, _ := m.State().GetPodCPUSet(uid)
+	return set.String()
+}
 
 func newCPUState(dir, policy string) (cpustate.State, error) {
 	return cpustate.NewCheckpointState(logger, dir, "cpu_manager_state", policy, containermap.NewContainerMap())
