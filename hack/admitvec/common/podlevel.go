@@ -94,6 +94,10 @@ func plrScenarios() []plrScenario {
 			return withPodResources(pod(n, container{name: "s1", cpu: "2", memory: "256Mi", sidecar: true}, container{name: "s2", cpu: "2", memory: "256Mi", sidecar: true},
 				container{name: "init", init: true}, g("app", "1")), "4", "1Gi")
 		}},
+		// A sidecar in the shared pool, the app's exclusive CPUs the whole budget.
+		{short: "sidecar-shared", pod: func(n string, _ int) *v1.Pod {
+			return withPodResources(pod(n, container{name: "side", sidecar: true}, g("app", "4")), "4", "1Gi")
+		}},
 		{short: "init-excl", pod: func(n string, _ int) *v1.Pod {
 			return withPodResources(pod(n, container{name: "init", cpu: "3", memory: "256Mi", init: true}, g("a", "2"), shared("b")), "4", "1Gi")
 		}},
