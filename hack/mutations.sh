@@ -7,6 +7,7 @@
 #   hack/mutations.sh                # every mutation, `go test ./...` each (one copy, warm cache)
 #   PKGS=./pkg/doctor/... hack/mutations.sh
 #   ONLY=numa-first hack/mutations.sh
+#   ONLY='pod-level-.*|socket-aligned-.*' PKGS=./pkg/admit hack/mutations.sh   # a regex
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pkgs=${PKGS:-./...}
@@ -25,6 +26,14 @@ mutations=(
   'picker-no-full-cores :: steps = append(steps, acc.takeFullCores) :: s/\n[ \t]*steps = append\(steps, acc\.takeFullCores\)//'
   'align-by-socket-text :: Align by socket is not compatible :: s/Align by socket is not compatible/Align by socket is incompatible/'
   'numa-first :: numaFirst: topo.NumSockets >= topo.NumNUMANodes :: s/numaFirst: topo\.NumSockets >= topo\.NumNUMANodes/numaFirst: topo.NumSockets > topo.NumNUMANodes/'
+  # Pod-level resources and align-by-socket's minimum sockets: killed by the podlevel vectors.
+  'pod-level-budget-integral :: ok && q.Value()*1000 == q.MilliValue() :: s/ok && q\.Value\(\)\*1000 == q\.MilliValue\(\)/ok \&\& q.Value()*1000 != q.MilliValue()/'
+  'pod-level-shared-pool :: if shared && exclusive >= total { :: s/if shared && exclusive >= total \{/if shared \&\& exclusive > total {/'
+  'pod-level-restore-cpu :: if e.release.PodLevelEntries && e.gate(GatePodLevelResourceManagers) { :: s/if e\.release\.PodLevelEntries && e\.gate/if e.release.PodLevelEntries || e.gate/'
+  'pod-level-release-cpu :: isPodLevel && p.gates.levelManagers { :: s/isPodLevel && p\.gates\.levelManagers/isPodLevel \&\& !p.gates.levelManagers/'
+  'pod-level-memory-state :: podLevel := e.release.PodLevelEntries && e.gate( :: s/podLevel := e\.release\.PodLevelEntries && e\.gate/podLevel := e.release.PodLevelEntries \&\& !e.gate/'
+  'socket-aligned-per-socket :: perSocket := p.topo.NumNUMANodes / p.topo.NumSockets :: s/perSocket := p\.topo\.NumNUMANodes \/ p\.topo\.NumSockets/perSocket := p.topo.NumNUMANodes * p.topo.NumSockets/'
+  'socket-aligned-min-sockets :: (minAffinitySize + perSocket - 1) / perSocket :: s/\(minAffinitySize \+ perSocket - 1\)/(minAffinitySize - perSocket - 1)/'
 )
 # NAME :: what to delete (a shell snippet run in the copy's root)
 deletions=(
@@ -64,7 +73,7 @@ unsnapshot() { rm -rf "$tree/testdata" && mv "$work/testdata.orig" "$tree/testda
 for m in "${mutations[@]}"; do
   name=${m%% :: *} rest=${m#* :: }
   where=${rest%% :: *} subst=${rest#* :: }
-  [[ -n "${ONLY:-}" && "$ONLY" != "$name" ]] && continue
+  [[ -n "${ONLY:-}" && ! "$name" =~ ^($ONLY)$ ]] && continue
   mapfile -t files < <(cd "$tree" && grep -rlF --include='*.go' --exclude='*_test.go' -- "$where" pkg || true)
   if [[ ${#files[@]} -ne 1 ]]; then
     report "$name" "NOT APPLIED: '$where' found in ${#files[@]} files (${files[*]:-none})"
@@ -84,7 +93,7 @@ done
 
 for d in "${deletions[@]}"; do
   name=${d%% :: *} how=${d#* :: }
-  [[ -n "${ONLY:-}" && "$ONLY" != "$name" ]] && continue
+  [[ -n "${ONLY:-}" && ! "$name" =~ ^($ONLY)$ ]] && continue
   snapshot
   (cd "$tree" && eval "$how")
   judge "$name" ""
