@@ -3,6 +3,7 @@ package common
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -307,7 +308,7 @@ func alignBySocketBoundaryCases() []*genCase {
 				online = append(online, c.ID)
 			}
 			def := append([]int{reserved}, avail...)
-			def = filter(online, func(c int) bool { return contains(def, c) })
+			def = filter(online, func(c int) bool { return slices.Contains(def, c) })
 			w := &CPUWrite{PolicyName: "static", DefaultCPUSet: CPUList(def)}
 			if held := minus(online, def); len(held) > 0 {
 				w.Entries = map[string]map[string]string{"uid-old": {"old": CPUList(held)}}
@@ -328,13 +329,4 @@ func alignBySocketBoundaryCases() []*genCase {
 		}
 	}
 	return out
-}
-
-func contains(ids []int, id int) bool {
-	for _, c := range ids {
-		if c == id {
-			return true
-		}
-	}
-	return false
 }
