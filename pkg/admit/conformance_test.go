@@ -53,6 +53,8 @@ type expectedPod struct {
 		DefaultCPUSet     string                                     `json:"defaultCpuSet"`
 		CPUAssignments    map[string]map[string]string               `json:"cpuAssignments"`
 		MemoryAssignments map[string]map[string][]decode.MemoryBlock `json:"memoryAssignments"`
+		PodCPUSets        map[string]string                          `json:"podCpuSets"`
+		PodMemory         map[string][]decode.MemoryBlock            `json:"podMemory"`
 	} `json:"stateAfter"`
 }
 
@@ -223,6 +225,22 @@ func compareCase(got Result, want expectedCase) string {
 				}
 				if len(st.MemoryAssignments) != len(s.MemoryAssignments) {
 					return fmt.Sprintf("pod %s: memory assignments after %v, want %v", w.Pod, st.MemoryAssignments, s.MemoryAssignments)
+				}
+			}
+			// The pod-level entries (the vectors of releases whose state has them).
+			gotPodCPUs := map[string]string{}
+			for pod, set := range st.PodCPUSets {
+				gotPodCPUs[pod] = set.String()
+			}
+			if len(gotPodCPUs)+len(s.PodCPUSets) > 0 && !reflect.DeepEqual(gotPodCPUs, s.PodCPUSets) {
+				return fmt.Sprintf("pod %s: pod-level CPU sets after %v, want %v", w.Pod, gotPodCPUs, s.PodCPUSets)
+			}
+			if len(st.PodMemory) != len(s.PodMemory) {
+				return fmt.Sprintf("pod %s: pod-level memory after %v, want %v", w.Pod, st.PodMemory, s.PodMemory)
+			}
+			for pod, blocks := range s.PodMemory {
+				if !sameBlocks(st.PodMemory[pod], blocks) {
+					return fmt.Sprintf("pod %s: pod-level memory of %s after %v, want %v", w.Pod, pod, st.PodMemory[pod], blocks)
 				}
 			}
 		}

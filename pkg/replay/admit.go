@@ -1,6 +1,8 @@
 package replay
 
 import (
+	"maps"
+
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/utils/cpuset"
 
@@ -95,13 +97,18 @@ type State struct {
 	DefaultCPUSet     cpuset.CPUSet
 	CPUAssignments    map[string]map[string]cpuset.CPUSet
 	MemoryAssignments map[string]map[string][]decode.MemoryBlock
+	// PodCPUSets and PodMemory are the pod-level entries (pod-level resources).
+	PodCPUSets map[string]cpuset.CPUSet
+	PodMemory  map[string][]decode.MemoryBlock
 }
 
 // State returns a copy of the managers' state.
 func (n *Node) State() State {
-	s := State{DefaultCPUSet: cpuset.New(), CPUAssignments: map[string]map[string]cpuset.CPUSet{}, MemoryAssignments: map[string]map[string][]decode.MemoryBlock{}}
+	s := State{DefaultCPUSet: cpuset.New(), CPUAssignments: map[string]map[string]cpuset.CPUSet{}, MemoryAssignments: map[string]map[string][]decode.MemoryBlock{},
+		PodCPUSets: map[string]cpuset.CPUSet{}, PodMemory: map[string][]decode.MemoryBlock{}}
 	if n.CPU != nil && n.CPU.state != nil {
 		s.DefaultCPUSet = n.CPU.state.defaultSet
+		maps.Copy(s.PodCPUSets, n.CPU.state.podEntries)
 		for pod, ctrs := range n.CPU.state.assignments {
 			s.CPUAssignments[pod] = map[string]cpuset.CPUSet{}
 			for ctr, set := range ctrs {
@@ -115,6 +122,9 @@ func (n *Node) State() State {
 			for ctr, b := range ctrs {
 				s.MemoryAssignments[pod][ctr] = cloneBlocks(b)
 			}
+		}
+		for pod, b := range n.Memory.static().podEntries {
+			s.PodMemory[pod] = cloneBlocks(b)
 		}
 	}
 	return s

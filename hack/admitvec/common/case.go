@@ -112,6 +112,9 @@ type StateAfter struct {
 	DefaultCPUSet     string                        `json:"defaultCpuSet"`
 	CPUAssignments    map[string]map[string]string  `json:"cpuAssignments"`
 	MemoryAssignments map[string]map[string][]Block `json:"memoryAssignments,omitempty"`
+	// PodCPUSets and PodMemory are the pod-level entries (pod-level resources, 1.36+).
+	PodCPUSets map[string]string  `json:"podCpuSets,omitempty"`
+	PodMemory  map[string][]Block `json:"podMemory,omitempty"`
 }
 
 // SortBlocks orders blocks by type: the memory manager builds them from a map.

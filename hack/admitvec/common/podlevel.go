@@ -76,6 +76,10 @@ func plrScenarios() []plrScenario {
 		{short: "frac", pod: func(n string, _ int) *v1.Pod {
 			return withPodResources(pod(n, g("a", "1"), shared("b")), "2500m", "1Gi")
 		}},
+		// One container holds the whole budget, CPUs and memory.
+		{short: "whole", pod: func(n string, _ int) *v1.Pod {
+			return withPodResources(pod(n, container{name: "a", cpu: "2", memory: "1Gi"}), "2", "1Gi")
+		}},
 		{short: "all-excl", pod: func(n string, _ int) *v1.Pod {
 			return withPodResources(pod(n, g("a", "2"), g("b", "2")), "4", "1Gi")
 		}},
@@ -214,7 +218,7 @@ func podLevelSeededCases(s Shape) []*genCase {
 		byName[sc.short] = sc
 	}
 	var out []*genCase
-	for _, seed := range []string{"excl+shared", "leftover", "shared"} {
+	for _, seed := range []string{"excl+shared", "leftover", "shared", "whole"} {
 		for _, tm := range []struct{ policy, scope string }{{"none", "container"}, {"restricted", "pod"}} {
 			for _, restartOn := range []bool{true, false} {
 				m := plrMachine(s, tm.policy, tm.scope, "noopt", restartOn, true)

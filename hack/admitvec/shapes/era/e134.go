@@ -68,3 +68,8 @@ func podCPUs(cpumanager.Manager, string) string { return "" }
 func newCPUState(dir, policy string) (cpustate.State, error) {
 	return cpustate.NewCheckpointState(dir, "cpu_manager_state", policy, containermap.NewContainerMap())
 }
+
+// podCPUSets and podMemory: no pod-level entries before 1.36.
+func podCPUSets(cpumanager.Manager) map[string]string { return nil }
+
+func podMemory(memorymanager.Manager) map[string][]memstate.Block { return nil }

@@ -72,3 +72,23 @@ func podCPUs(m cpumanager.Manager, uid string) string {
 func newCPUState(dir, policy string) (cpustate.State, error) {
 	return cpustate.NewCheckpointState(logger, dir, "cpu_manager_state", policy, containermap.NewContainerMap())
 }
+
+// podCPUSets and podMemory are the state's pod-level entries (1.36+).
+func podCPUSets(m cpumanager.Manager) map[string]string {
+	var out map[string]string
+	for uid, e := range m.State().GetPodCPUAssignments() {
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[uid] = e.CPUSet.String()
+	}
+	return out
+}
+
+func podMemory(m memorymanager.Manager) map[string][]memstate.Block {
+	out := map[string][]memstate.Block{}
+	for uid, e := range m.State().GetPodMemoryAssignments() {
+		out[uid] = e.MemoryBlocks
+	}
+	return out
+}

@@ -162,6 +162,13 @@ func (k *kubelet) State() common.StateAfter {
 			s.MemoryAssignments[uid][name] = blocks(b)
 		}
 	}
+	s.PodCPUSets = podCPUSets(k.cpu)
+	for uid, b := range podMemory(k.mem) {
+		if s.PodMemory == nil {
+			s.PodMemory = map[string][]common.Block{}
+		}
+		s.PodMemory[uid] = blocks(b)
+	}
 	return s
 }
 
