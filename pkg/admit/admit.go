@@ -83,6 +83,9 @@ type Admission struct {
 	Admitted  bool   `json:"admitted"`
 	Reason    string `json:"reason"`
 	Message   string `json:"message"`
+	// Hangs: the kubelet never answers for this pod (Message says where); the pod stays
+	// Pending and the kubelet admits no pod after it until it restarts.
+	Hangs bool `json:"hangs,omitempty"`
 	// StatusMessage is the refused pod's status.message: the kubelet's rejectPod puts its
 	// release's prefix before Message ("Pod was rejected: " from 1.26); the Warning event
 	// carries Message as is. Empty when admitted.
@@ -140,8 +143,9 @@ func Predict(in Input) (Result, error) {
 		// The numbers behind a refusal are the node as the pod found it; kept cheap until needed.
 		freeCPUs, freeMemory := node.FreeCPUs(), node.FreeMemory()
 		a := Admission{Pod: pod.Name, Namespace: pod.Namespace, UID: string(pod.UID), Containers: []Container{}, Unreplayed: unreplayed(pod)}
+		stuck := node.Stuck()
 		pa := node.Admit(pod)
-		a.Admitted, a.Reason, a.Message = pa.Admit, pa.Reason, pa.Message
+		a.Admitted, a.Reason, a.Message, a.Hangs = pa.Admit, pa.Reason, pa.Message, pa.Hangs
 		if !pa.Admit {
 			a.Handler = HandlerResourceManagers
 		} else if in.Node != nil {
@@ -157,7 +161,13 @@ func Predict(in Input) (Result, error) {
 			}
 			bound = append(bound, pod)
 		}
-		if !a.Admitted {
+		switch {
+		case a.Hangs && stuck:
+			// Not reached: nothing to explain but the pod it waits behind.
+		case a.Hangs:
+			a.Before = describe(node, pod, freeCPUs, freeMemory)
+			a.Why = why(&a)
+		case !a.Admitted:
 			a.StatusMessage = node.RejectedStatusMessage(a.Message)
 			a.Before = describe(node, pod, freeCPUs, freeMemory)
 			a.Why = why(&a)

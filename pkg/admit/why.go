@@ -22,6 +22,9 @@ func why(a *Admission) []string {
 	asked := "asked: " + askedText(c.Asked)
 	var out []string
 	switch {
+	case a.Hangs:
+		out = append(out, "cpuManagerPolicyOptions full-pcpus-only with distribute-cpus-across-numa: the NUMA nodes left to take the remainder hold enough free CPUs but too few whole cores, and the kubelet's picker loops forever there (kubernetes/kubernetes#140730, fixed upstream after v1.37); its CPU manager stays locked, this pod stays Pending and no pod after it is admitted until the kubelet restarts",
+			"to avoid it: keep whole cores free per NUMA node (reservedSystemCPUs as whole cores), or run without one of the two options", asked, free)
 	case a.Reason == ReasonSMTAlignment:
 		out = append(out, "cpuManagerPolicyOptions full-pcpus-only: exclusive CPUs are handed out in whole cores only, and only from cores outside the reserved ones", asked, free)
 	case a.Reason == ReasonTopologyAffinity:

@@ -45,7 +45,11 @@ func Admit(w io.Writer, o Options, results []AdmitResult) error {
 		for _, a := range r.Admissions {
 			name := admittedPod(a)
 			if !a.Admitted {
-				t.add(r.Node, name, "no", "", "", "", a.Reason, text.OneLine(a.Message))
+				admitted, reason := "no", a.Reason
+				if a.Hangs {
+					admitted, reason = "hangs", "KubeletHangs"
+				}
+				t.add(r.Node, name, admitted, "", "", "", reason, text.OneLine(a.Message))
 				where := name
 				if r.Node != "" {
 					where += " on " + r.Node

@@ -60,6 +60,10 @@ func (n *Node) activate(pod, ctr string) {
 // resources, a rejected one's partial allocations are dropped before the next admission, as
 // the managers' removeStaleState does.
 func (n *Node) Admit(pod *v1.Pod) PodAdmission {
+	if n.stuckOn != "" {
+		// The kubelet admits pods one at a time; one whose admission never returns holds the rest.
+		return PodAdmission{AdmitResult: AdmitResult{Hangs: true, Message: "not reached: the kubelet's admission is stuck on pod " + n.stuckOn}}
+	}
 	uid := string(pod.UID)
 	for _, c := range podContainers(pod) {
 		n.activate(uid, c.Name)
@@ -71,6 +75,9 @@ func (n *Node) Admit(pod *v1.Pod) PodAdmission {
 		n.Memory.removeStaleState(n.active)
 	}
 	res := PodAdmission{AdmitResult: n.Topology.Admit(pod, n.env.podGates.levelManagers && isPodLevelResourcesSet(pod))}
+	if res.Hangs {
+		n.stuckOn = pod.Name
+	}
 	if !res.Admit {
 		delete(n.active, uid)
 		return res
@@ -91,6 +98,9 @@ func (n *Node) Admit(pod *v1.Pod) PodAdmission {
 	}
 	return res
 }
+
+// Stuck: a pod's admission never returned; the kubelet admits nothing after it.
+func (n *Node) Stuck() bool { return n.stuckOn != "" }
 
 // State is the managers' state now, as the checkpoints would record it.
 type State struct {

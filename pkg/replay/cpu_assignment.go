@@ -4,6 +4,7 @@ package replay
 // takeByTopologyNUMAPacked and takeByTopologyNUMADistributed over a cpuAccumulator.
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -287,6 +288,14 @@ func iterateCombinations(n []int, k int, f func([]int) bool) {
 	helper(k, 0, []int{})
 }
 
+// ErrKubeletHangs: the real kubelet never returns from this step; it loops forever.
+var ErrKubeletHangs = errors.New("the kubelet never returns: its CPU manager loops forever in takeByTopologyNUMADistributed")
+
+// anyGroupLeft: some NUMA node of nodes still holds a whole group of CPUs.
+func anyGroupLeft(nodes []int, groupSize int, count func(numa int) int) bool {
+	return slices.ContainsFunc(nodes, func(numa int) bool { return count(numa) >= groupSize })
+}
+
 // standardDeviation rounds like the kubelet's (to 3 decimals, mean too).
 func standardDeviation(xs []int) float64 {
 	var sum float64
@@ -319,6 +328,7 @@ func TakeByTopologyNUMADistributed(topo *CPUTopology, available cpuset.CPUSet, n
 	numas := acc.sortAvailableNUMANodes()
 	minNUMAs, maxNUMAs := acc.rangeNUMANodesNeededToSatisfy(cpuGroupSize)
 	free := func(numa int) int { return acc.details.CPUsInNUMANodes(numa).Size() }
+	hangs := false
 	for k := minNUMAs; k <= maxNUMAs; k++ {
 		bestBalance := math.MaxFloat64
 		var bestRemainder, bestCombo []int
@@ -367,7 +377,7 @@ func TakeByTopologyNUMADistributed(topo *CPUTopology, available cpuset.CPUSet, n
 			if remainder == 0 {
 				bestLocalBalance = standardDeviation(slices.Collect(maps.Values(after)))
 			}
-			for k := len(remainderCombo); remainder > 0 && k >= 1; k-- {
+			for k := len(remainderCombo); remainder > 0 && k >= 1 && !hangs; k-- {
 				iterateCombinations(remainderCombo, k, func(subset []int) bool {
 					left := remainder
 					avail := maps.Clone(after)
@@ -379,6 +389,12 @@ func TakeByTopologyNUMADistributed(topo *CPUTopology, available cpuset.CPUSet, n
 						return true
 					}
 					for left > 0 {
+						// The CPUs left suffice but not in whole groups: the kubelet's loop
+						// never ends here (kubernetes/kubernetes#140730, after 1.37).
+						if !anyGroupLeft(subset, cpuGroupSize, func(numa int) int { return avail[numa] }) {
+							hangs = true
+							return false
+						}
 						for _, numa := range subset {
 							if left == 0 {
 								break
@@ -397,6 +413,9 @@ func TakeByTopologyNUMADistributed(topo *CPUTopology, available cpuset.CPUSet, n
 					return true
 				})
 			}
+			if hangs {
+				return false
+			}
 			inSameSocket := alignBySocket && topo.CPUDetails.AreNUMANodesInSameSocket(combo)
 			isBetter := bestLocalBalance < bestBalance
 			if alignBySocket && inSameSocket != bestBalanceInOneSocket {
@@ -410,6 +429,9 @@ func TakeByTopologyNUMADistributed(topo *CPUTopology, available cpuset.CPUSet, n
 			}
 			return true
 		})
+		if hangs {
+			return cpuset.New(), ErrKubeletHangs
+		}
 		if bestCombo == nil {
 			continue
 		}
@@ -423,8 +445,10 @@ func TakeByTopologyNUMADistributed(topo *CPUTopology, available cpuset.CPUSet, n
 		}
 		remainder := numCPUs - distribution*len(bestCombo)
 		for remainder > 0 {
-			// The kubelet loops forever when no remainder node can take a group; stop instead.
-			before := remainder
+			// As above: with no group left in the remainder nodes the kubelet's loop never ends.
+			if !anyGroupLeft(bestRemainder, cpuGroupSize, free) {
+				return cpuset.New(), ErrKubeletHangs
+			}
 			for _, numa := range bestRemainder {
 				if remainder == 0 {
 					break
@@ -435,9 +459,6 @@ func TakeByTopologyNUMADistributed(topo *CPUTopology, available cpuset.CPUSet, n
 				cpus, _ := TakeByTopologyNUMAPacked(acc.topo, acc.details.CPUsInNUMANodes(numa), cpuGroupSize, strategy, false)
 				acc.take(cpus)
 				remainder -= cpuGroupSize
-			}
-			if remainder == before {
-				break
 			}
 		}
 		if acc.numCPUsNeeded > 0 {

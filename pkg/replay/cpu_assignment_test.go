@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"errors"
 	"testing"
 
 	"k8s.io/utils/cpuset"
@@ -79,4 +80,85 @@ func TestTakeByTopologyNUMADistributedAsKubelet(t *testing.T) {
 			t.Errorf("%s: got %s (%v), want %s", tc.name, got, err, tc.want)
 		}
 	}
+}
+
+// twoSocketsFourNUMA: 2 sockets of 2 NUMA nodes, 4 cores of 2 threads per NUMA node (CPU c
+// and c+16 are siblings).
+func twoSocketsFourNUMA() *CPUTopology {
+	topo := &CPUTopology{NumCPUs: 32, NumSockets: 2, NumCores: 16, NumNUMANodes: 4, NumUncoreCache: 1, CPUDetails: CPUDetails{}}
+	for cpu := 0; cpu < 32; cpu++ {
+		core := cpu % 16
+		topo.CPUDetails[cpu] = CPUInfo{CoreID: core, SocketID: core / 8, NUMANodeID: core / 4}
+	}
+	return topo
+}
+
+// The kubelet's takeByTopologyNUMADistributed loops forever when the remainder NUMA nodes hold
+// enough CPUs but too few whole groups (kubernetes/kubernetes#140730): the replay must say so,
+// at once, and must not take that for any input that terminates in the kubelet.
+func TestTakeByTopologyNUMADistributedHangs(t *testing.T) {
+	avail, err := cpuset.Parse("0-8,10-14,17-22,24-25,27-29")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name          string
+		group         int
+		alignBySocket bool
+		hangs         bool
+	}{
+		{"whole cores, align-by-socket", 2, true, true},
+		{"whole cores", 2, false, true},
+		{"single CPUs (no full-pcpus-only)", 1, true, false},
+	} {
+		got, err := TakeByTopologyNUMADistributed(twoSocketsFourNUMA(), avail, 22, tc.group, CPUSortingStrategyPacked, tc.alignBySocket)
+		if hangs := errors.Is(err, ErrKubeletHangs); hangs != tc.hangs {
+			t.Errorf("%s: got %s, %v; want hangs=%v", tc.name, got, err, tc.hangs)
+		}
+		if !tc.hangs && (err != nil || got.Size() != 22 || !got.IsSubsetOf(avail)) {
+			t.Errorf("%s: got %s, %v; want 22 of %s", tc.name, got, err, avail)
+		}
+	}
+}
+
+// FuzzTakeByTopology: on any machine of up to 64 CPUs and any free set, the pickers return
+// (a loop that never ends is the kubelet's only as ErrKubeletHangs), take only free CPUs, and
+// take exactly as many as asked when they succeed.
+func FuzzTakeByTopology(f *testing.F) {
+	f.Add(uint8(1), uint8(1), uint8(3), uint8(1), uint64(0x3b7e7dff), uint8(21), true, true, false) // the hang of TestTakeByTopologyNUMADistributedHangs
+	f.Add(uint8(1), uint8(1), uint8(4), uint8(2), uint64(0xfe), uint8(3), false, false, true)
+	f.Fuzz(func(t *testing.T, sockets, numaPerSocket, coresPerNUMA, threads uint8, free uint64, n uint8, distribute, alignOrUncore, spread bool) {
+		s, m, c, th := int(sockets%2)+1, int(numaPerSocket%4)+1, int(coresPerNUMA%4)+1, int(threads%2)+1
+		cores := s * m * c
+		topo := &CPUTopology{NumCPUs: cores * th, NumSockets: s, NumCores: cores, NumNUMANodes: s * m, NumUncoreCache: 1, CPUDetails: CPUDetails{}}
+		for cpu := 0; cpu < cores*th; cpu++ {
+			core := cpu % cores
+			topo.CPUDetails[cpu] = CPUInfo{CoreID: core, SocketID: core / (m * c), NUMANodeID: core / c}
+		}
+		var ids []int
+		for cpu := 0; cpu < cores*th; cpu++ {
+			if free&(1<<uint(cpu)) != 0 {
+				ids = append(ids, cpu)
+			}
+		}
+		available := cpuset.New(ids...)
+		want := int(n)%(available.Size()+1) + 1
+		strategy := CPUSortingStrategyPacked
+		if spread {
+			strategy = CPUSortingStrategySpread
+		}
+		var got cpuset.CPUSet
+		var err error
+		if distribute {
+			got, err = TakeByTopologyNUMADistributed(topo, available, want, th, strategy, alignOrUncore)
+		} else {
+			got, err = TakeByTopologyNUMAPacked(topo, available, want, strategy, alignOrUncore)
+		}
+		if err != nil {
+			return
+		}
+		if got.Size() != want || !got.IsSubsetOf(available) {
+			t.Fatalf("took %s (%d) of %s, asked %d", got, got.Size(), available, want)
+		}
+	})
 }

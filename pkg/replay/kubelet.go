@@ -99,6 +99,8 @@ type Node struct {
 	// active is pod UID -> container names of the pods the kubelet runs: the checkpoints'
 	// owners and each admitted pod (removeStaleState keeps only theirs).
 	active map[string]map[string]bool
+	// stuckOn names the pod whose admission never returned (ErrKubeletHangs).
+	stuckOn string
 }
 
 // PredictStart replays, for in.Kubelet's release, what the kubelet checks when it builds and

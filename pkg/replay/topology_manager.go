@@ -76,12 +76,18 @@ type AdmitResult struct {
 	Admit   bool
 	Reason  string
 	Message string
+	// Hangs: the kubelet never answers for this pod; its admission stays stuck (Message says
+	// where), and no pod after it is admitted.
+	Hangs bool
 }
 
 // podAdmitResult is admission.GetPodAdmitResult.
 func podAdmitResult(err error) AdmitResult {
 	if err == nil {
 		return AdmitResult{Admit: true}
+	}
+	if errors.Is(err, ErrKubeletHangs) {
+		return AdmitResult{Hangs: true, Message: err.Error()}
 	}
 	var ae admissionError
 	if !errors.As(err, &ae) {
