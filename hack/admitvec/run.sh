@@ -16,6 +16,7 @@
 #                 SET=shapes ONLY='^abs__|^gate__|^pickx__|^pick__s[0-9n]+c[0-9]+t[0-9]q?x__'
 #                 and the podlevel set with SET=podlevel ONLY='^plr__|^absb__' (v1.37.1, v1.36.4),
 #                 SKIP='__plrm-on__' added for v1.34.10 and v1.31.14 (an unknown gate there)
+#                 and the readmit set with SET=readmit ONLY='^readmit__' (every release)
 set -euo pipefail
 cd "$(dirname "$0")"
 repo=$(cd ../.. && pwd)
@@ -46,7 +47,7 @@ one_case() {
   for f in machine.json pod.json pod2.json; do
     [ -f "$src/$f" ] && cp "$src/$f" "$dest/"
   done
-  for f in "$src"/setup/seed[0-9]*.json "$src"/setup/write.json "$src"/setup/seed-gates.json "$src"/setup/meta.json; do
+  for f in "$src"/setup/seed[0-9]*.json "$src"/setup/write.json "$src"/setup/seed-gates.json "$src"/setup/seed-kubelet.json "$src"/setup/meta.json; do
     [ -f "$f" ] && cp "$f" "$dest/setup/"
   done
   if compgen -G "$src/setup/seed[0-9]*.json" > /dev/null || [ -f "$src/setup/write.json" ]; then

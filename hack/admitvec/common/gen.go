@@ -140,6 +140,7 @@ type genCase struct {
 	pods              []*v1.Pod
 	seeds             []*v1.Pod
 	seedGates         map[string]bool // the seeding kubelet's gates, when not machine.json's
+	seedKubelet       *KubeletConfig  // the seeding kubelet's configuration, when not machine.json's
 	write             *CPUWrite
 }
 
@@ -164,6 +165,11 @@ func (g *genCase) writeTo(dir string) error {
 	}
 	if g.seedGates != nil {
 		if err := WriteJSON(filepath.Join(d, "setup", "seed-gates.json"), g.seedGates); err != nil {
+			return err
+		}
+	}
+	if g.seedKubelet != nil {
+		if err := WriteJSON(filepath.Join(d, "setup", "seed-kubelet.json"), g.seedKubelet); err != nil {
 			return err
 		}
 	}
@@ -237,6 +243,7 @@ func Generate(out string) error {
 	all = append(all, betaGateOffCases()...)
 	all = append(all, podLevelCases()...)
 	all = append(all, alignBySocketBoundaryCases()...)
+	all = append(all, readmitCases()...)
 	seen := map[string]bool{}
 	for _, c := range all {
 		if seen[c.name] {

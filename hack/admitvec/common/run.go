@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -63,15 +64,12 @@ func (a *ActivePods) add(p *v1.Pod) {
 	a.pods = append(a.pods, p)
 }
 
+// remove drops every pod of that UID: a running pod the restarted kubelet refuses again is
+// listed twice (as a checkpoint owner and as admitted), and the kubelet's refusal ends it.
 func (a *ActivePods) remove(uid types.UID) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for i, p := range a.pods {
-		if p.UID == uid {
-			a.pods = append(a.pods[:i], a.pods[i+1:]...)
-			return
-		}
-	}
+	a.pods = slices.DeleteFunc(a.pods, func(p *v1.Pod) bool { return p.UID == uid })
 }
 
 func (a *ActivePods) others(uid types.UID) []*v1.Pod {
@@ -283,6 +281,14 @@ func SeedCase(k Kubelet, caseDir, outDir string) error {
 	}
 	var m Machine
 	if err := readJSON(filepath.Join(caseDir, "machine.json"), &m); err != nil {
+		return err
+	}
+	// setup/seed-kubelet.json: the seeding kubelet ran with another configuration (a policy
+	// changed before the restart).
+	var seedKubelet KubeletConfig
+	if err := readJSON(filepath.Join(caseDir, "setup", "seed-kubelet.json"), &seedKubelet); err == nil {
+		m.Kubelet = seedKubelet
+	} else if !os.IsNotExist(err) {
 		return err
 	}
 	// setup/seed-gates.json: the seeding kubelet ran with other gates than the restarted one.
