@@ -237,6 +237,7 @@ func Generate(out string) error {
 	all = append(all, betaGateOffCases()...)
 	all = append(all, podLevelCases()...)
 	all = append(all, alignBySocketBoundaryCases()...)
+	all = append(all, memoryCases()...)
 	seen := map[string]bool{}
 	for _, c := range all {
 		if seen[c.name] {
