@@ -50,30 +50,38 @@ func memScenarios() []memScenario {
 	one := func(p *v1.Pod) func(int) []*v1.Pod { return func(int) []*v1.Pod { return []*v1.Pod{p} } }
 	exact := func(name string, n int64) *v1.Pod { return pod(name, c("app", bytesQ(n))) }
 	return []memScenario{
-		// Pod-scope request: max(init, apps + sidecars); container scope: the app reuses the init's.
+		// Pod-scope request: max(init, apps + sidecars), sized so that the two differ in NUMA nodes;
+		// container scope: the apps reuse the init's memory.
 		{short: "init-more", pods: func(int) []*v1.Pod {
-			return []*v1.Pod{pod("p", ini("init", "10Gi"), c("app", "4Gi")), pod("q", c("app", "8Gi"))}
+			return []*v1.Pod{pod("p", ini("init", "20Gi"), c("app", "4Gi")), pod("q", c("app", "11Gi"))}
 		}},
 		{short: "init-less", pods: func(int) []*v1.Pod {
-			return []*v1.Pod{pod("p", ini("init", "2Gi"), c("a", "3Gi"), c("b", "3Gi")), pod("q", c("app", "12Gi"))}
+			return []*v1.Pod{pod("p", ini("init", "2Gi"), c("a", "9Gi"), c("b", "9Gi")), pod("q", c("app", "12Gi"))}
 		}},
 		{short: "two-init", pods: func(int) []*v1.Pod {
-			return []*v1.Pod{pod("p", ini("i1", "5Gi"), ini("i2", "9Gi"), c("app", "3Gi")), pod("q", c("app", "10Gi"))}
+			return []*v1.Pod{pod("p", ini("i1", "5Gi"), ini("i2", "18Gi"), c("app", "3Gi")), pod("q", c("app", "10Gi"))}
 		}},
 		{short: "init-eq-app", pods: one(pod("p", ini("init", "6Gi"), c("a", "3Gi"), c("b", "3Gi")))},
 		// A sidecar before the init: the init runs beside it (byRestartable + q).
 		{short: "side-then-init", pods: func(int) []*v1.Pod {
-			return []*v1.Pod{pod("p", side("side", "4Gi"), ini("init", "7Gi"), c("app", "2Gi")), pod("q", c("app", "9Gi"))}
+			return []*v1.Pod{pod("p", side("side", "4Gi"), ini("init", "13Gi"), c("app", "2Gi")), pod("q", c("app", "9Gi"))}
 		}},
 		{short: "init-then-side", pods: func(int) []*v1.Pod {
-			return []*v1.Pod{pod("p", ini("init", "7Gi"), side("side", "4Gi"), c("app", "2Gi")), pod("q", c("app", "9Gi"))}
+			return []*v1.Pod{pod("p", ini("init", "13Gi"), side("side", "4Gi"), c("app", "2Gi")), pod("q", c("app", "9Gi"))}
 		}},
 		{short: "side-big", pods: func(int) []*v1.Pod {
-			return []*v1.Pod{pod("p", side("side", "6Gi"), ini("init", "1Gi"), c("app", "5Gi")), pod("q", c("app", "5Gi"))}
+			return []*v1.Pod{pod("p", side("side", "6Gi"), ini("init", "1Gi"), c("app", "11Gi")), pod("q", c("app", "5Gi"))}
 		}},
 		// Init memory reused by two apps in turn, then a pod needing what is left.
 		{short: "reuse-2apps", pods: func(int) []*v1.Pod {
-			return []*v1.Pod{pod("p", ini("init", "12Gi"), c("a", "5Gi"), c("b", "5Gi")), pod("q", c("app", "6Gi"))}
+			return []*v1.Pod{pod("p", ini("init", "12Gi"), c("a", "5Gi"), c("b", "5Gi")), exact("q", memNode0-12<<30)}
+		}},
+		// Init memory reused in part (the app asks more) and exactly; pod2 asks what node 0 keeps.
+		{short: "reuse-partial", pods: func(int) []*v1.Pod {
+			return []*v1.Pod{pod("p", ini("init", "6Gi"), c("app", "8Gi")), exact("q", memNode0-8<<30)}
+		}},
+		{short: "reuse-exact", pods: func(int) []*v1.Pod {
+			return []*v1.Pod{pod("p", ini("init", "6Gi"), c("app", "6Gi")), exact("q", memNode0-6<<30)}
 		}},
 		// Boundaries: node 1's free memory exactly and one byte more, node 0's likewise.
 		{short: "node1-exact", pods: func(int) []*v1.Pod { return []*v1.Pod{exact("p", memNode), exact("q", memNode0)} }},
@@ -212,6 +220,18 @@ func memoryPodLevelCases(s Shape) []*genCase {
 				description: fmt.Sprintf("memory Static, pod-level memory (%s) on %s, PodLevelResourceManagers on; topology %s/%s; cpu static",
 					p.short, s.Name(), tm.policy, tm.scope)})
 		}
+	}
+	// A zero pod-level request (hugepages-2Mi: 0) is no request at all: no block, no hint.
+	huge := Shape{Sockets: 2, NUMAPerSocket: 1, CoresPerSocket: 4, Threads: 2, Numbering: "interleave", HugePages2M: 512, HugePages1G: 2}
+	for _, tm := range []string{"restricted", "single-numa-node"} {
+		m := memMachine(huge, tm, "pod", true)
+		m.Kubelet.FeatureGates = map[string]bool{"PodLevelResourceManagers": true}
+		p := withPodResources(pod("p", c("a", "3Gi"), shared("b")), "4", "4Gi")
+		podLevelResources[p]["hugepages-2Mi"] = resource.MustParse("0")
+		name := fmt.Sprintf("mem__%s__plr-hp-zero__tm-%s-pod", huge.Name(), tm)
+		out = append(out, &genCase{name: name, machine: m, pods: []*v1.Pod{p, guaranteed("q", 2)},
+			tags:        []string{"memory", "pod-level", "hp-zero", "tm-" + tm + "-pod", "2pods"},
+			description: fmt.Sprintf("memory Static, pod-level memory 4Gi and hugepages-2Mi 0 on %s, PodLevelResourceManagers on; topology %s/pod; cpu static", huge.Name(), tm)})
 	}
 	return out
 }
