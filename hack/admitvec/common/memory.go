@@ -39,8 +39,10 @@ func withResource(p *v1.Pod, ctr, name, qty string) *v1.Pod {
 type memScenario struct {
 	short string
 	huge  bool // needs the hugepages shape
-	pods  func(nodes int) []*v1.Pod
-	seeds func(nodes int) []*v1.Pod
+	// hpReserved: 1Gi of node 0's 1Gi hugepages reserved (systemReserved and reservedMemory).
+	hpReserved bool
+	pods       func(nodes int) []*v1.Pod
+	seeds      func(nodes int) []*v1.Pod
 }
 
 func memScenarios() []memScenario {
@@ -113,6 +115,12 @@ func memScenarios() []memScenario {
 			p := withResource(pod("p", ini("init", "2Gi"), c("app", "1Gi")), "init", "hugepages-2Mi", "800Mi")
 			return []*v1.Pod{withResource(p, "app", "hugepages-2Mi", "400Mi"), withResource(pod("q", c("app", "1Gi")), "app", "hugepages-2Mi", "1Gi")}
 		}},
+		// Reserved hugepages: the checkpoint's free pages are the total less the reservation.
+		{short: "hp-reserved-seeded", huge: true, hpReserved: true, seeds: func(int) []*v1.Pod {
+			return []*v1.Pod{withResource(pod("seed-a", c("app", "1Gi")), "app", "hugepages-1Gi", "1Gi")}
+		}, pods: func(int) []*v1.Pod {
+			return []*v1.Pod{withResource(pod("p", c("app", "1Gi")), "app", "hugepages-1Gi", "1Gi"), withResource(pod("q", c("app", "1Gi")), "app", "hugepages-1Gi", "1Gi")}
+		}},
 		// Seeded: a multi-NUMA group (and init memory reused) already in the checkpoint.
 		{short: "seeded-group", seeds: func(int) []*v1.Pod { return []*v1.Pod{exact("seed-a", 20<<30)} },
 			pods: func(int) []*v1.Pod { return []*v1.Pod{exact("p", 2<<30), exact("q", 10<<30)} }},
@@ -170,6 +178,10 @@ func memoryCases() []*genCase {
 			}
 			cpuStatic := i%3 == 0
 			m := memMachine(s, tm.policy, tm.scope, cpuStatic)
+			if sc.hpReserved {
+				m.Kubelet.SystemReserved = map[string]string{"hugepages-1Gi": "1Gi"}
+				m.Kubelet.ReservedMemory[0].Limits["hugepages-1Gi"] = "1Gi"
+			}
 			cpu := onOff(cpuStatic, "static", "none")
 			name := fmt.Sprintf("mem__%s__%s__tm-%s-%s__cpu-%s", s.Name(), sc.short, tm.policy, tm.scope, cpu)
 			c := &genCase{name: name, machine: m, pods: sc.pods(len(m.NUMA)),
