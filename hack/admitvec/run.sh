@@ -17,6 +17,7 @@
 #                 and the podlevel set with SET=podlevel ONLY='^plr__|^absb__' (v1.37.1, v1.36.4),
 #                 SKIP='__plrm-on__' added for v1.34.10 and v1.31.14 (an unknown gate there)
 #                 and the readmit set with SET=readmit ONLY='^readmit__' (every release)
+#                 and the memory set with SET=memory ONLY='^mem__' (SKIP='__plr-' for v1.34.10, v1.31.14)
 set -euo pipefail
 cd "$(dirname "$0")"
 repo=$(cd ../.. && pwd)

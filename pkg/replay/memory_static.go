@@ -146,6 +146,15 @@ func (p *memoryStaticPolicy) GetPodTopologyHints(pod *v1.Pod) map[string][]Topol
 	if err != nil || p.gates.skips(pod) {
 		return nil
 	}
+	// Exclusive memory taking the whole pod-level budget: empty hints, so the topology
+	// manager refuses the pod before AllocatePod says why.
+	if p.gates.podLevel(pod) && p.validatePodScopeResources(pod) != nil {
+		hints := map[string][]TopologyHint{}
+		for name := range reqs {
+			hints[name] = []TopologyHint{}
+		}
+		return hints
+	}
 	if len(reqs) == 0 {
 		return nil
 	}

@@ -244,6 +244,7 @@ func Generate(out string) error {
 	all = append(all, podLevelCases()...)
 	all = append(all, alignBySocketBoundaryCases()...)
 	all = append(all, readmitCases()...)
+	all = append(all, memoryCases()...)
 	seen := map[string]bool{}
 	for _, c := range all {
 		if seen[c.name] {
