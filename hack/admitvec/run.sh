@@ -15,7 +15,10 @@
 #                 (ONLY picks them): the shapes set was run with
 #                 SET=shapes ONLY='^abs__|^gate__|^pickx__|^pick__s[0-9n]+c[0-9]+t[0-9]q?x__'
 #                 and the podlevel set with SET=podlevel ONLY='^plr__|^absb__' (v1.37.1, v1.36.4),
-#                 SKIP='__plrm-on__' added for v1.34.10 and v1.31.14 (an unknown gate there)
+#                 SKIP='__plrm-on__' added for v1.34.10 and v1.31.14 (an unknown gate there),
+#                 and the hang set with SET=hang ONLY='^hang__' HANG_AFTER=10s
+#   HANG_AFTER=D  the watchdog's limit on one admission (-hang-after; default 20s): a pod whose
+#                 admission has not returned by then is recorded "hangs" (each costs D)
 set -euo pipefail
 cd "$(dirname "$0")"
 repo=$(cd ../.. && pwd)
@@ -61,7 +64,7 @@ one_case() {
       [ -f "$src/$f" ] && cp "$src/$f" "$dest/"
     done
   fi
-  "$bin" -mode run -case "$dest" -out "$dest/expected.json" 2>> "$work/log.txt"
+  "$bin" -mode run -case "$dest" -out "$dest/expected.json" ${HANG_AFTER:+-hang-after "$HANG_AFTER"} 2>> "$work/log.txt"
   rmdir "$dest/setup" 2> /dev/null || true
 }
 export -f one_case
