@@ -18,6 +18,9 @@
 #                 SKIP='__plrm-on__' added for v1.34.10 and v1.31.14 (an unknown gate there)
 #                 and the readmit set with SET=readmit ONLY='^readmit__' (every release)
 #                 and the memory set with SET=memory ONLY='^mem__' (SKIP='__plr-' for v1.34.10, v1.31.14)
+#                 and the hang set with SET=hang ONLY='^hang__' HANG_AFTER=10s
+#   HANG_AFTER=D  the watchdog's limit on one admission (-hang-after; default 20s): a pod whose
+#                 admission has not returned by then is recorded "hangs" (each costs D)
 set -euo pipefail
 cd "$(dirname "$0")"
 repo=$(cd ../.. && pwd)
@@ -63,7 +66,7 @@ one_case() {
       [ -f "$src/$f" ] && cp "$src/$f" "$dest/"
     done
   fi
-  "$bin" -mode run -case "$dest" -out "$dest/expected.json" 2>> "$work/log.txt"
+  "$bin" -mode run -case "$dest" -out "$dest/expected.json" ${HANG_AFTER:+-hang-after "$HANG_AFTER"} 2>> "$work/log.txt"
   rmdir "$dest/setup" 2> /dev/null || true
 }
 export -f one_case

@@ -82,14 +82,17 @@ type Expected struct {
 
 // PodResult is the admission of one pod.
 type PodResult struct {
-	Pod        string                     `json:"pod"`
-	UID        string                     `json:"uid"`
-	Admit      bool                       `json:"admit"`
-	Reason     string                     `json:"reason"`
-	Message    string                     `json:"message"`
+	Pod     string `json:"pod"`
+	UID     string `json:"uid"`
+	Admit   bool   `json:"admit"`
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+	// Hangs: the admission did not return within the watchdog's limit (the kubelet's
+	// admission is wedged, holding the CPU manager's lock); no state, no pods after it.
+	Hangs      bool                       `json:"hangs,omitempty"`
 	Containers map[string]ContainerResult `json:"containers,omitempty"`
 	PodCPUs    string                     `json:"podCPUs,omitempty"`
-	StateAfter StateAfter                 `json:"stateAfter"`
+	StateAfter *StateAfter                `json:"stateAfter,omitempty"`
 }
 
 // ContainerResult is what the kubelet gives one container.
@@ -219,18 +222,26 @@ func parseList(m map[string]string) (v1.ResourceList, error) {
 
 // countCPUList counts the CPUs of a Linux CPU list ("0-3,8").
 func countCPUList(s string) (int, error) {
-	n := 0
+	ids, err := parseCPUList(s)
+	return len(ids), err
+}
+
+// parseCPUList reads a Linux CPU list ("0-3,8") as ids in its order.
+func parseCPUList(s string) ([]int, error) {
+	var ids []int
 	for _, part := range strings.Split(s, ",") {
 		var lo, hi int
 		if _, err := fmt.Sscanf(part, "%d-%d", &lo, &hi); err == nil {
-			n += hi - lo + 1
+			for c := lo; c <= hi; c++ {
+				ids = append(ids, c)
+			}
 		} else if _, err := fmt.Sscanf(part, "%d", &lo); err == nil {
-			n++
+			ids = append(ids, lo)
 		} else {
-			return 0, fmt.Errorf("cpu list %q", s)
+			return nil, fmt.Errorf("cpu list %q", s)
 		}
 	}
-	return n, nil
+	return ids, nil
 }
 
 func readJSON(path string, v any) error {

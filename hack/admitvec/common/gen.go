@@ -245,6 +245,7 @@ func Generate(out string) error {
 	all = append(all, alignBySocketBoundaryCases()...)
 	all = append(all, readmitCases()...)
 	all = append(all, memoryCases()...)
+	all = append(all, hangCases()...)
 	seen := map[string]bool{}
 	for _, c := range all {
 		if seen[c.name] {
@@ -577,8 +578,6 @@ func pickerCases(prefix string, shapes []Shape, options func(i int, s Shape) []i
 		}
 		for _, setName := range sortedKeys(sets) {
 			avail := sets[setName]
-			outside := minus(online, avail)
-			reserved := outside[0]
 			ns := []int{1, 2, 3, 4, 6, len(avail) / 2, len(avail)}
 			seenN := map[int]bool{}
 			for _, n := range ns {
@@ -591,28 +590,41 @@ func pickerCases(prefix string, shapes []Shape, options func(i int, s Shape) []i
 				// one again with an option in turn.
 				for _, o := range options(i, s) {
 					opt := pickerOptions[o]
-					m := s.Machine()
-					k := KubeletConfig{CPUManagerPolicy: "static", CPUManagerPolicyOptions: opt.opts, ReservedSystemCPUs: fmt.Sprint(reserved)}
-					if opt.opts != nil {
-						k.FeatureGates = map[string]bool{"CPUManagerPolicyAlphaOptions": true}
-					}
-					m.Kubelet = k
-					def := append(append([]int(nil), avail...), reserved)
-					sort.Ints(def)
-					w := &CPUWrite{PolicyName: "static", DefaultCPUSet: CPUList(def)}
-					if held := minus(outside, []int{reserved}); len(held) > 0 {
-						w.Entries = map[string]map[string]string{"uid-old": {"old": CPUList(held)}}
-					}
-					name := fmt.Sprintf("%s__%s__%s__n%d__%s", prefix, s.Name(), setName, n, opt.short)
-					out = append(out, &genCase{name: name, machine: m, write: w, pods: []*v1.Pod{guaranteed("p", n)},
-						tags: []string{"picker", "opt-" + opt.short, "avail-" + setName},
-						description: fmt.Sprintf("CPU picker: %d of available %s on %s, option %s, reserved %d, topology manager none",
-							n, CPUList(avail), s.Name(), opt.short, reserved)})
+					out = append(out, pickerCase(prefix, s, setName, avail, n, opt.short, opt.opts))
 				}
 			}
 		}
 	}
 	return out
+}
+
+// pickerCase is one CPU-picker case: a checkpoint whose default set is avail plus the reserved
+// CPU (the first online CPU outside avail), the rest held by a running pod, then one
+// Guaranteed container of n CPUs under topology policy none.
+func pickerCase(prefix string, s Shape, setName string, avail []int, n int, optShort string, opts map[string]string) *genCase {
+	m := s.Machine()
+	var online []int
+	for _, c := range m.CPUs {
+		online = append(online, c.ID)
+	}
+	outside := minus(online, avail)
+	reserved := outside[0]
+	k := KubeletConfig{CPUManagerPolicy: "static", CPUManagerPolicyOptions: opts, ReservedSystemCPUs: fmt.Sprint(reserved)}
+	if opts != nil {
+		k.FeatureGates = map[string]bool{"CPUManagerPolicyAlphaOptions": true}
+	}
+	m.Kubelet = k
+	def := append(append([]int(nil), avail...), reserved)
+	sort.Ints(def)
+	w := &CPUWrite{PolicyName: "static", DefaultCPUSet: CPUList(def)}
+	if held := minus(outside, []int{reserved}); len(held) > 0 {
+		w.Entries = map[string]map[string]string{"uid-old": {"old": CPUList(held)}}
+	}
+	name := fmt.Sprintf("%s__%s__%s__n%d__%s", prefix, s.Name(), setName, n, optShort)
+	return &genCase{name: name, machine: m, write: w, pods: []*v1.Pod{guaranteed("p", n)},
+		tags: []string{"picker", "opt-" + optShort, "avail-" + setName},
+		description: fmt.Sprintf("CPU picker: %d of available %s on %s, option %s, reserved %d, topology manager none",
+			n, CPUList(avail), s.Name(), optShort, reserved)}
 }
 
 func cpuOf(m *Machine, id int) CPU {

@@ -44,6 +44,8 @@ func outcome(e *Expected, i int) *string {
 		s = "nostart:" + e.Phase
 	case i >= len(e.Pods):
 		return nil
+	case e.Pods[i].Hangs:
+		s = "hangs"
 	case e.Pods[i].Admit:
 		s = "admit"
 	default:

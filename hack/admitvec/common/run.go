@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -107,6 +108,7 @@ func Main(k Kubelet) {
 	stateDir := flag.String("state", "", "directory of the checkpoints (default: -case)")
 	casesDir := flag.String("cases", "", "directory of cases (manifest)")
 	out := flag.String("out", "", "output")
+	flag.DurationVar(&hangAfter, "hang-after", hangAfter, "an admission not returned by then is recorded as hanging (and the pods after it are not admitted)")
 	flag.Parse()
 	var err error
 	switch *mode {
@@ -183,13 +185,43 @@ func boot(k Kubelet, m *Machine, stateDir string) (*ActivePods, *Expected, error
 	return active, e, nil
 }
 
+// hangAfter is the watchdog's limit on one admission (-hang-after).
+var hangAfter = 20 * time.Second
+
+// admitWithin runs k.Admit, giving up after limit: hung is true when it has not returned (the
+// goroutine stays stuck, holding the managers' locks, until the process exits).
+func admitWithin(limit time.Duration, k Kubelet, pod *v1.Pod, others []*v1.Pod) (ok bool, reason, message string, hung bool) {
+	type result struct {
+		ok              bool
+		reason, message string
+	}
+	done := make(chan result, 1)
+	go func() {
+		ok, reason, message := k.Admit(pod, others)
+		done <- result{ok, reason, message}
+	}()
+	timer := time.NewTimer(limit)
+	defer timer.Stop()
+	select {
+	case r := <-done:
+		return r.ok, r.reason, r.message, false
+	case <-timer.C:
+		return false, "", "", true
+	}
+}
+
 // admit admits pods one after another on the same kubelet: the pod is active while it is
 // admitted (the kubelet adds it to its pod manager first) and stays active only if admitted.
+// An admission that hangs ends the list: the kubelet admits nothing after it.
 func admit(k Kubelet, active *ActivePods, pods []*v1.Pod) []PodResult {
 	var out []PodResult
 	for _, pod := range pods {
 		active.add(pod)
-		ok, reason, message := k.Admit(pod, active.others(pod.UID))
+		ok, reason, message, hung := admitWithin(hangAfter, k, pod, active.others(pod.UID))
+		if hung {
+			fmt.Fprintf(os.Stderr, "admitvec: pod %s: admission did not return within %s\n", pod.Name, hangAfter)
+			return append(out, PodResult{Pod: pod.Name, UID: string(pod.UID), Hangs: true})
+		}
 		r := PodResult{Pod: pod.Name, UID: string(pod.UID), Admit: ok, Reason: reason, Message: message}
 		if ok {
 			r.Containers = map[string]ContainerResult{}
@@ -200,7 +232,8 @@ func admit(k Kubelet, active *ActivePods, pods []*v1.Pod) []PodResult {
 		} else {
 			active.remove(pod.UID)
 		}
-		r.StateAfter = k.State()
+		state := k.State()
+		r.StateAfter = &state
 		out = append(out, r)
 	}
 	return out
