@@ -58,6 +58,11 @@ func hangSets(s Shape) map[string][]int {
 		issue, _ := parseCPUList("0-8,10-14,17-22,24-25,27-29") // 7, 7, 6, 5 free
 		sets["issue"] = issue
 		sets["whole"] = filter(all, func(c int) bool { return c%cores != 11 && c%cores != 15 }) // 8, 8, 6, 6
+		// NUMA nodes with fewer free CPUs than an even share: align-by-socket caps the share at
+		// each node's whole groups (issue 21's surviving mutant of that cap).
+		for name, list := range map[string]string{"short1": "0,2-6,8,10,12-13,15-19,21,25,28-31", "short2": "0-5,7-8,13,15-19,22-31", "short3": "2-7,12-14,16,18-23,25,29-31"} {
+			sets[name], _ = parseCPUList(list)
+		}
 	} else {
 		sets["whole"] = filter(all, func(c int) bool { return c%cores != 3 && c%cores != 7 }) // 6, 6, 8 x 6
 	}
@@ -78,6 +83,9 @@ func hangInputs() []hangInput {
 		{0, "whole", "", []int{26}, []string{"fpo+dan+abs"}, "whole cores free: 4 NUMA nodes, even leftovers"},
 		{0, "odd7", "", []int{2, 22}, []string{"fpo+dan"}, "the first pod takes a core; the second hangs"},
 		{0, "odd7", "", []int{22, 2}, []string{"fpo+dan"}, "the first pod hangs; the second is never admitted"},
+		{0, "short1", "", []int{8}, both, "a NUMA node short of the even share: capped at its whole groups"},
+		{0, "short2", "", []int{12}, []string{"fpo+dan+abs"}, "a NUMA node short of the even share"},
+		{0, "short3", "", []int{12}, []string{"fpo+dan+abs"}, "a NUMA node short of the even share"},
 		{0, "", "0,4,8,12", []int{22}, both, "reservedSystemCPUs takes one thread of a core on each NUMA node"},
 		{0, "", "0,4", []int{22}, []string{"fpo+dan"}, "one thread reserved on 2 NUMA nodes: 3 NUMA nodes suffice"},
 		{0, "", "0", []int{22}, []string{"fpo+dan"}, "one thread reserved"},
