@@ -45,16 +45,21 @@ func TestTakeByTopologyAsKubelet(t *testing.T) {
 	}
 }
 
-// topoDualSocketMultiNumaPerSocketHT of the kubelet's policy_test.go: 2 sockets, 4 NUMA nodes,
-// 40 cores of 2 threads (cpu c and c+40).
-func dualSocketMultiNUMA() *CPUTopology {
-	topo := &CPUTopology{NumCPUs: 80, NumSockets: 2, NumCores: 40, NumNUMANodes: 4, NumUncoreCache: 1, CPUDetails: CPUDetails{}}
-	for cpu := 0; cpu < 80; cpu++ {
-		core := cpu % 40
-		topo.CPUDetails[cpu] = CPUInfo{CoreID: core, SocketID: core / 20, NUMANodeID: core / 10}
+// gridTopology: sockets x NUMA nodes per socket x cores per NUMA node x threads, numbered as
+// the kubelet's test topologies are: core = cpu % cores, its threads cpu, cpu + cores, ...
+func gridTopology(sockets, numaPerSocket, coresPerNUMA, threads int) *CPUTopology {
+	cores := sockets * numaPerSocket * coresPerNUMA
+	topo := &CPUTopology{NumCPUs: cores * threads, NumSockets: sockets, NumCores: cores, NumNUMANodes: sockets * numaPerSocket, NumUncoreCache: 1, CPUDetails: CPUDetails{}}
+	for cpu := 0; cpu < cores*threads; cpu++ {
+		core := cpu % cores
+		topo.CPUDetails[cpu] = CPUInfo{CoreID: core, SocketID: core / (numaPerSocket * coresPerNUMA), NUMANodeID: core / coresPerNUMA}
 	}
 	return topo
 }
+
+// topoDualSocketMultiNumaPerSocketHT of the kubelet's policy_test.go: 2 sockets, 4 NUMA nodes,
+// 40 cores of 2 threads (cpu c and c+40).
+func dualSocketMultiNUMA() *CPUTopology { return gridTopology(2, 2, 10, 2) }
 
 // Cases of the kubelet's TestTakeByTopologyNUMADistributed (1.37).
 func TestTakeByTopologyNUMADistributedAsKubelet(t *testing.T) {
@@ -84,14 +89,7 @@ func TestTakeByTopologyNUMADistributedAsKubelet(t *testing.T) {
 
 // twoSocketsFourNUMA: 2 sockets of 2 NUMA nodes, 4 cores of 2 threads per NUMA node (CPU c
 // and c+16 are siblings).
-func twoSocketsFourNUMA() *CPUTopology {
-	topo := &CPUTopology{NumCPUs: 32, NumSockets: 2, NumCores: 16, NumNUMANodes: 4, NumUncoreCache: 1, CPUDetails: CPUDetails{}}
-	for cpu := 0; cpu < 32; cpu++ {
-		core := cpu % 16
-		topo.CPUDetails[cpu] = CPUInfo{CoreID: core, SocketID: core / 8, NUMANodeID: core / 4}
-	}
-	return topo
-}
+func twoSocketsFourNUMA() *CPUTopology { return gridTopology(2, 2, 4, 2) }
 
 // The kubelet's takeByTopologyNUMADistributed loops forever when the remainder NUMA nodes hold
 // enough CPUs but too few whole groups (kubernetes/kubernetes#140730): the replay must say so,
@@ -128,15 +126,10 @@ func FuzzTakeByTopology(f *testing.F) {
 	f.Add(uint8(1), uint8(1), uint8(3), uint8(1), uint64(0x3b7e7dff), uint8(21), true, true, false) // the hang of TestTakeByTopologyNUMADistributedHangs
 	f.Add(uint8(1), uint8(1), uint8(4), uint8(2), uint64(0xfe), uint8(3), false, false, true)
 	f.Fuzz(func(t *testing.T, sockets, numaPerSocket, coresPerNUMA, threads uint8, free uint64, n uint8, distribute, alignOrUncore, spread bool) {
-		s, m, c, th := int(sockets%2)+1, int(numaPerSocket%4)+1, int(coresPerNUMA%4)+1, int(threads%2)+1
-		cores := s * m * c
-		topo := &CPUTopology{NumCPUs: cores * th, NumSockets: s, NumCores: cores, NumNUMANodes: s * m, NumUncoreCache: 1, CPUDetails: CPUDetails{}}
-		for cpu := 0; cpu < cores*th; cpu++ {
-			core := cpu % cores
-			topo.CPUDetails[cpu] = CPUInfo{CoreID: core, SocketID: core / (m * c), NUMANodeID: core / c}
-		}
+		th := int(threads%2) + 1
+		topo := gridTopology(int(sockets%2)+1, int(numaPerSocket%4)+1, int(coresPerNUMA%4)+1, th)
 		var ids []int
-		for cpu := 0; cpu < cores*th; cpu++ {
+		for cpu := 0; cpu < topo.NumCPUs; cpu++ {
 			if free&(1<<uint(cpu)) != 0 {
 				ids = append(ids, cpu)
 			}
