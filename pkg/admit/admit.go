@@ -86,6 +86,8 @@ type Admission struct {
 	// Hangs: the kubelet never answers for this pod (Message says where); the pod stays
 	// Pending and the kubelet admits no pod after it until it restarts.
 	Hangs bool `json:"hangs,omitempty"`
+	// NotReached: a pod before it hangs, so the kubelet never gets to this one.
+	NotReached bool `json:"notReached,omitempty"`
 	// StatusMessage is the refused pod's status.message: the kubelet's rejectPod puts its
 	// release's prefix before Message ("Pod was rejected: " from 1.26); the Warning event
 	// carries Message as is. Empty when admitted.
@@ -162,8 +164,9 @@ func Predict(in Input) (Result, error) {
 			bound = append(bound, pod)
 		}
 		switch {
-		case a.Hangs && stuck:
-			// Not reached: nothing to explain but the pod it waits behind.
+		case stuck:
+			// Nothing to explain but the pod it waits behind (the message names it).
+			a.Hangs, a.NotReached = false, true
 		case a.Hangs:
 			a.Before = describe(node, pod, freeCPUs, freeMemory)
 			a.Why = why(&a)

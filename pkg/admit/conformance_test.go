@@ -175,8 +175,8 @@ func compareCase(got Result, want expectedCase) string {
 		return fmt.Sprintf("got %d admissions, want %d", len(got.Admissions), len(want.Pods))
 	}
 	for _, a := range got.Admissions[len(want.Pods):] {
-		if !a.Hangs || a.Admitted {
-			return fmt.Sprintf("pod %s after a hanging admission: admitted=%v hangs=%v, want not reached", a.Pod, a.Admitted, a.Hangs)
+		if !a.NotReached || a.Admitted {
+			return fmt.Sprintf("pod %s after a hanging admission: admitted=%v notReached=%v, want not reached", a.Pod, a.Admitted, a.NotReached)
 		}
 	}
 	for i, w := range want.Pods {

@@ -46,8 +46,11 @@ func Admit(w io.Writer, o Options, results []AdmitResult) error {
 			name := admittedPod(a)
 			if !a.Admitted {
 				admitted, reason := "no", a.Reason
-				if a.Hangs {
+				switch {
+				case a.Hangs:
 					admitted, reason = "hangs", "KubeletHangs"
+				case a.NotReached:
+					admitted = "waits"
 				}
 				t.add(r.Node, name, admitted, "", "", "", reason, text.OneLine(a.Message))
 				where := name

@@ -104,3 +104,32 @@ func TestAdmitExitCodes(t *testing.T) {
 		t.Errorf("no start: exit %d\n%s", code, out)
 	}
 }
+
+// A pod whose exclusive CPUs send the kubelet's NUMA-distributed picker into its endless loop
+// (examples/admit-hang, from the real-kubelet vector hang__s2n4c8t2__rsc0_4_8_12__n22__fpo+dan):
+// admit answers at once that the kubelet never will, and that the pod after it waits.
+func TestAdmitHang(t *testing.T) {
+	cmdtest.Isolate(t)
+	const hang = "../../../examples/admit-hang"
+	args := []string{"admit", "--from-dir", hang, "--machine", filepath.Join(hang, "machine.json"),
+		"--kubelet-config", filepath.Join(hang, "kubelet-config.yaml"), "--kubelet-version", "v1.37.1",
+		"-f", filepath.Join(hang, "pod-wide.yaml"), "-f", filepath.Join(hang, "pod-small.yaml")}
+	out, stderr, code := cmdtest.Run(t, args...)
+	flat := strings.Join(strings.Fields(out), " ")
+	if code != 1 || !strings.Contains(flat, "default/wide hangs - - - KubeletHangs the kubelet never returns") ||
+		!strings.Contains(flat, "default/small waits - - - - not reached: the kubelet's admission is stuck on pod wide") ||
+		!strings.Contains(out, "kubernetes/kubernetes#140730") {
+		t.Errorf("exit %d:\n%s%s", code, out, stderr)
+	}
+	out, _, code = cmdtest.Run(t, append(args, "-o", "json")...)
+	var got struct {
+		Admissions []struct {
+			Pod                         string
+			Admitted, Hangs, NotReached bool
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil || code != 1 || len(got.Admissions) != 2 ||
+		!got.Admissions[0].Hangs || got.Admissions[0].Admitted || !got.Admissions[1].NotReached || got.Admissions[1].Hangs {
+		t.Errorf("json: exit %d, %v: %+v\n%s", code, err, got, out)
+	}
+}
