@@ -246,6 +246,7 @@ func Generate(out string) error {
 	all = append(all, readmitCases()...)
 	all = append(all, memoryCases()...)
 	all = append(all, hangCases()...)
+	all = append(all, topologyGateCases()...)
 	seen := map[string]bool{}
 	for _, c := range all {
 		if seen[c.name] {
