@@ -27,7 +27,7 @@ func TestBitMaskAsKubelet(t *testing.T) {
 	for _, tc := range []struct {
 		ids  []int
 		want string
-	}{{[]int{0}, "01"}, {[]int{1}, "10"}, {[]int{0, 1}, "11"}, {nil, "00"}, {[]int{2}, "100"}, {[]int{3}, "1000"}, {[]int{63}, "1" + strings.Repeat("0", 63)}} {
+	}{{[]int{0}, "01"}, {[]int{1}, "10"}, {[]int{0, 1}, "11"}, {nil, "00"}, {[]int{2}, "100"}, {[]int{3}, "1000"}, {[]int{0, 2}, "0101"}, {[]int{1, 2}, "0110"}, {[]int{0, 1, 2, 4}, "010111"}, {[]int{63}, "1" + strings.Repeat("0", 63)}} {
 		if got := mask(tc.ids...).String(); got != tc.want {
 			t.Errorf("String of %v = %s, want %s", tc.ids, got, tc.want)
 		}
