@@ -2,7 +2,6 @@ package common
 
 import (
 	"fmt"
-	"slices"
 
 	v1 "k8s.io/api/core/v1"
 )
@@ -21,9 +20,6 @@ type plrmemScenario struct {
 	pods        func() []*v1.Pod
 	plrm        bool                               // PodLevelResourceManagers on (restart and seeding)
 	seedKubelet func(KubeletConfig) *KubeletConfig // the seeding kubelet, when not the restarted one
-	// diverges: topology policies left out because pkg/replay's CPU state differs from the
-	// real kubelet's there (not yet fixed; see README.md).
-	diverges []string
 }
 
 func plrmemScenarios() []plrmemScenario {
@@ -60,7 +56,7 @@ func plrmemScenarios() []plrmemScenario {
 		// An exclusive init container after sidecars holding the budget, a shared app.
 		{short: "exinit-eq", plrm: true, pods: two(plr(pod("p", side("s", "4Gi"), ini("init", "1Gi"), shared("app")), "4Gi"))},
 		// A shared sidecar beside an app holding the budget, or one byte less.
-		{short: "shside-eq", plrm: true, diverges: []string{"best-effort"}, pods: two(plr(pod("p", sharedSide, c("app", "4Gi")), "4Gi"))},
+		{short: "shside-eq", plrm: true, pods: two(plr(pod("p", sharedSide, c("app", "4Gi")), "4Gi"))},
 		{short: "shside-minus1", plrm: true, pods: two(plr(pod("p", sharedSide, c("app", bytesQ(budget-1))), "4Gi"))},
 		{short: "shapp-eq", plrm: true, pods: two(plr(pod("p", c("a", "2Gi"), c("b", "2Gi"), shared("c")), "4Gi"))},
 		// Freed pod-level memory asked for exactly: node 1's 16Gi, one shared container or two;
@@ -73,7 +69,7 @@ func plrmemScenarios() []plrmemScenario {
 		{short: "freed-node1-one", plrm: true,
 			seeds: func() []*v1.Pod { return []*v1.Pod{withPodResources(pod("seed-a", shared("a")), "2", bytesQ(memNode))} },
 			pods:  refusedThen(func() *v1.Pod { return pod("seed-a", shared("a")) }, pod("q", c("app", bytesQ(memNode))))},
-		{short: "freed-group", plrm: true, diverges: []string{"restricted", "single-numa-node"},
+		{short: "freed-group", plrm: true,
 			seeds: func() []*v1.Pod {
 				return []*v1.Pod{withPodResources(pod("seed-a", c("a", "1Gi"), shared("b")), "2", "20Gi")}
 			},
@@ -104,9 +100,6 @@ func plrmemCases() []*genCase {
 	var out []*genCase
 	for _, sc := range plrmemScenarios() {
 		for _, tm := range []string{"restricted", "best-effort", "single-numa-node"} {
-			if slices.Contains(sc.diverges, tm) {
-				continue
-			}
 			m := memMachine(s, tm, "pod", true)
 			if sc.plrm {
 				m.Kubelet.FeatureGates = map[string]bool{"PodLevelResourceManagers": true}
