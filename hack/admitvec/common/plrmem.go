@@ -74,6 +74,13 @@ func plrmemScenarios() []plrmemScenario {
 				return []*v1.Pod{withPodResources(pod("seed-a", c("a", "1Gi"), shared("b")), "2", "20Gi")}
 			},
 			pods: refusedThen(func() *v1.Pod { return pod("seed-a", c("a", "1Gi"), shared("b")) }, pod("q", c("app", bytesQ(memNode0+memNode))))},
+		// The group freed, then node 1's 16Gi asked: only a group release that returns each
+		// node's own share leaves node 0 too small for it.
+		{short: "freed-group-node1", plrm: true,
+			seeds: func() []*v1.Pod {
+				return []*v1.Pod{withPodResources(pod("seed-a", c("a", "1Gi"), shared("b")), "2", "20Gi")}
+			},
+			pods: refusedThen(func() *v1.Pod { return pod("seed-a", c("a", "1Gi"), shared("b")) }, pod("q", c("app", bytesQ(memNode))))},
 		// Pod-level checkpoints written with the reservation on node 1, restarted with it on node 0.
 		{short: "seeded-moved", plrm: true, seedKubelet: movedReservation,
 			seeds: func() []*v1.Pod {
