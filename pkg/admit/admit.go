@@ -142,7 +142,9 @@ func Predict(in Input) (Result, error) {
 		bound = append(bound, in.Node.Pods...)
 	}
 	for _, pod := range in.Pods {
-		// The numbers behind a refusal are the node as the pod found it; kept cheap until needed.
+		// The numbers behind a refusal are the node as the pod found it (after the managers
+		// dropped what refused pods left); kept cheap until needed.
+		node.Ready(pod)
 		freeCPUs, freeMemory := node.FreeCPUs(), node.FreeMemory()
 		a := Admission{Pod: pod.Name, Namespace: pod.Namespace, UID: string(pod.UID), Containers: []Container{}, Unreplayed: unreplayed(pod)}
 		stuck := node.Stuck()

@@ -55,6 +55,24 @@ func (n *Node) activate(pod, ctr string) {
 	n.active[pod][ctr] = true
 }
 
+// Ready makes the node as pod finds it: the pod active (the kubelet adds it to its pod manager
+// first) and what refused pods left dropped, as the managers' removeStaleState does before their
+// hints. Admit does it; a caller measuring the free CPUs and memory the pod found does it first.
+func (n *Node) Ready(pod *v1.Pod) {
+	if n.stuckOn != "" {
+		return
+	}
+	for _, c := range podContainers(pod) {
+		n.activate(string(pod.UID), c.Name)
+	}
+	if n.CPU != nil {
+		n.CPU.removeStaleState(n.active)
+	}
+	if n.Memory != nil {
+		n.Memory.removeStaleState(n.active)
+	}
+}
+
 // Admit is the kubelet admitting pod (operation "add") through the topology manager, the
 // handler that allocates CPUs and memory. Admissions stack: an admitted pod keeps its
 // resources, a rejected one's partial allocations are dropped before the next admission, as
@@ -65,15 +83,7 @@ func (n *Node) Admit(pod *v1.Pod) PodAdmission {
 		return PodAdmission{AdmitResult: AdmitResult{Hangs: true, Message: "not reached: the kubelet's admission is stuck on pod " + n.stuckOn}}
 	}
 	uid := string(pod.UID)
-	for _, c := range podContainers(pod) {
-		n.activate(uid, c.Name)
-	}
-	if n.CPU != nil {
-		n.CPU.removeStaleState(n.active)
-	}
-	if n.Memory != nil {
-		n.Memory.removeStaleState(n.active)
-	}
+	n.Ready(pod)
 	res := PodAdmission{AdmitResult: n.Topology.Admit(pod, n.env.podGates.levelManagers && isPodLevelResourcesSet(pod))}
 	if res.Hangs {
 		n.stuckOn = pod.Name

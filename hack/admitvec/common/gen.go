@@ -247,6 +247,7 @@ func Generate(out string) error {
 	all = append(all, memoryCases()...)
 	all = append(all, hangCases()...)
 	all = append(all, topologyGateCases()...)
+	all = append(all, plrmemCases()...)
 	seen := map[string]bool{}
 	for _, c := range all {
 		if seen[c.name] {
