@@ -47,6 +47,11 @@ func plrmemScenarios() []plrmemScenario {
 		// spec.resources with memory only: the pod is Burstable, its Guaranteed containers too.
 		{short: "memonly", plrm: true, pods: two(withPodResources(pod("p", c("a", "1Gi"), c("b", "1Gi")), "", "4Gi"))},
 		{short: "memonly-shared", plrm: true, pods: two(withPodResources(pod("p", c("a", "1Gi"), shared("b")), "", "4Gi"))},
+		// spec.resources with CPU only, beside Guaranteed containers: a pod-level pod all the
+		// same, left to the containers' own resources or skipped by the managers (the gate at
+		// its default).
+		{short: "cpuonly", plrm: true, pods: two(withPodResources(pod("p", c("a", "1Gi"), c("b", "1Gi")), "4", ""))},
+		{short: "cpuonly-default", pods: two(withPodResources(pod("p", c("a", "1Gi"), c("b", "1Gi")), "4", ""))},
 		// A shared init container after sidecars holding the whole budget, or one byte less.
 		{short: "shinit-eq", plrm: true, pods: two(plr(pod("p", side("s", "4Gi"), sharedInit, shared("app")), "4Gi"))},
 		{short: "shinit-minus1", plrm: true, pods: two(plr(pod("p", side("s", bytesQ(budget-1)), sharedInit, shared("app")), "4Gi"))},
