@@ -142,14 +142,9 @@ func Predict(in Input) (Result, error) {
 		bound = append(bound, in.Node.Pods...)
 	}
 	for _, pod := range in.Pods {
-		// The numbers behind a refusal are the node as the pod found it (after the managers
-		// dropped what refused pods left); kept cheap until needed.
-		node.Ready(pod)
-		freeCPUs, freeMemory := node.FreeCPUs(), node.FreeMemory()
 		a := Admission{Pod: pod.Name, Namespace: pod.Namespace, UID: string(pod.UID), Containers: []Container{}, Unreplayed: unreplayed(pod)}
-		stuck := node.Stuck()
 		pa := node.Admit(pod)
-		a.Admitted, a.Reason, a.Message, a.Hangs = pa.Admit, pa.Reason, pa.Message, pa.Hangs
+		a.Admitted, a.Reason, a.Message, a.Hangs, a.NotReached = pa.Admit, pa.Reason, pa.Message, pa.Hangs, pa.NotReached
 		if !pa.Admit {
 			a.Handler = HandlerResourceManagers
 		} else if in.Node != nil {
@@ -166,15 +161,14 @@ func Predict(in Input) (Result, error) {
 			bound = append(bound, pod)
 		}
 		switch {
-		case stuck:
+		case a.NotReached:
 			// Nothing to explain but the pod it waits behind (the message names it).
-			a.Hangs, a.NotReached = false, true
 		case a.Hangs:
-			a.Before = describe(node, pod, freeCPUs, freeMemory)
+			a.Before = describe(node, pod, pa.FreeCPUs, pa.FreeMemory)
 			a.Why = why(&a)
 		case !a.Admitted:
 			a.StatusMessage = node.RejectedStatusMessage(a.Message)
-			a.Before = describe(node, pod, freeCPUs, freeMemory)
+			a.Before = describe(node, pod, pa.FreeCPUs, pa.FreeMemory)
 			a.Why = why(&a)
 		}
 		a.StateAfter = node.State()

@@ -28,6 +28,10 @@ type PodAdmission struct {
 	Containers []ContainerAdmission
 	// PodCPUs is the pod-level CPU set (pod-level resources), empty otherwise.
 	PodCPUs cpuset.CPUSet
+	// FreeCPUs and FreeMemory are the node as the pod found it, once the managers dropped what
+	// refused pods left (the numbers behind a refusal).
+	FreeCPUs   cpuset.CPUSet
+	FreeMemory map[int]map[string]uint64
 }
 
 // markCheckpointOwnersActive: the pods owning checkpoint entries run (with those containers).
@@ -55,13 +59,10 @@ func (n *Node) activate(pod, ctr string) {
 	n.active[pod][ctr] = true
 }
 
-// Ready makes the node as pod finds it: the pod active (the kubelet adds it to its pod manager
+// ready makes the node as pod finds it: the pod active (the kubelet adds it to its pod manager
 // first) and what refused pods left dropped, as the managers' removeStaleState does before their
-// hints. Admit does it; a caller measuring the free CPUs and memory the pod found does it first.
-func (n *Node) Ready(pod *v1.Pod) {
-	if n.stuckOn != "" {
-		return
-	}
+// hints.
+func (n *Node) ready(pod *v1.Pod) {
 	for _, c := range podContainers(pod) {
 		n.activate(string(pod.UID), c.Name)
 	}
@@ -80,11 +81,12 @@ func (n *Node) Ready(pod *v1.Pod) {
 func (n *Node) Admit(pod *v1.Pod) PodAdmission {
 	if n.stuckOn != "" {
 		// The kubelet admits pods one at a time; one whose admission never returns holds the rest.
-		return PodAdmission{AdmitResult: AdmitResult{Hangs: true, Message: "not reached: the kubelet's admission is stuck on pod " + n.stuckOn}}
+		return PodAdmission{AdmitResult: AdmitResult{NotReached: true, Message: "not reached: the kubelet's admission is stuck on pod " + n.stuckOn}}
 	}
 	uid := string(pod.UID)
-	n.Ready(pod)
-	res := PodAdmission{AdmitResult: n.Topology.Admit(pod, n.env.podGates.levelManagers && isPodLevelResourcesSet(pod))}
+	n.ready(pod)
+	res := PodAdmission{FreeCPUs: n.freeCPUs(), FreeMemory: n.freeMemory()}
+	res.AdmitResult = n.Topology.Admit(pod, n.env.podGates.levelManagers && isPodLevelResourcesSet(pod))
 	if res.Hangs {
 		n.stuckOn = pod.Name
 	}
@@ -108,9 +110,6 @@ func (n *Node) Admit(pod *v1.Pod) PodAdmission {
 	}
 	return res
 }
-
-// Stuck: a pod's admission never returned; the kubelet admits nothing after it.
-func (n *Node) Stuck() bool { return n.stuckOn != "" }
 
 // State is the managers' state now, as the checkpoints would record it.
 type State struct {
@@ -173,18 +172,18 @@ func (n *Node) Config() *KubeletConfig { return n.env.cfg }
 // CPUTopology is the CPU manager's view of the machine.
 func (n *Node) CPUTopology() *CPUTopology { return n.env.topo }
 
-// FreeCPUs are the CPUs an exclusive allocation can take now (GetAvailableCPUs); empty unless
+// freeCPUs are the CPUs an exclusive allocation can take now (GetAvailableCPUs); empty unless
 // the static policy runs.
-func (n *Node) FreeCPUs() cpuset.CPUSet {
+func (n *Node) freeCPUs() cpuset.CPUSet {
 	if n.CPU == nil {
 		return cpuset.New()
 	}
 	return n.CPU.AvailableCPUs()
 }
 
-// FreeMemory is NUMA node -> memory type -> free bytes in the memory manager's state (Static
+// freeMemory is NUMA node -> memory type -> free bytes in the memory manager's state (Static
 // policy only).
-func (n *Node) FreeMemory() map[int]map[string]uint64 {
+func (n *Node) freeMemory() map[int]map[string]uint64 {
 	out := map[int]map[string]uint64{}
 	if n.Memory == nil || n.Memory.static() == nil {
 		return out

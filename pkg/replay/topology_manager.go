@@ -79,6 +79,8 @@ type AdmitResult struct {
 	// Hangs: the kubelet never answers for this pod; its admission stays stuck (Message says
 	// where), and no pod after it is admitted.
 	Hangs bool
+	// NotReached: a pod before this one hangs, so the kubelet never gets to it.
+	NotReached bool
 }
 
 // podAdmitResult is admission.GetPodAdmitResult.
