@@ -176,3 +176,16 @@ func completeNodes(ctx context.Context, flags *genericclioptions.ConfigFlags, pr
 	}
 	return out
 }
+
+// NoteNode is what every fan-out command says of a node first: its warnings, as notes (said
+// once across nodes), then its error, if it could not be read. It returns the exit status the
+// error calls for and whether the node was read.
+func NoteNode(notes *Notes, errOut io.Writer, n *nodestate.NodeResult) (exit int, read bool) {
+	for _, w := range n.Warnings() {
+		notes.Addf(n.Node, "warning: node %s: %s", n.Node, w)
+	}
+	if n.Err != nil {
+		return ReportNodeError(errOut, n.Err), false
+	}
+	return ExitOK, true
+}

@@ -259,11 +259,8 @@ func (o *Options) Run(ctx context.Context) error {
 	// A note that repeats across nodes is said once (-v=1: each), as doctor does.
 	notes := cmdutil.NewNotes(o.ErrOut)
 	err := o.Read(ctx, o.ErrOut, func(n *nodestate.NodeResult) error {
-		for _, w := range n.Warnings() {
-			notes.Addf(n.Node, "warning: node %s: %s", n.Node, w)
-		}
-		if n.Err != nil {
-			worst = max(worst, cmdutil.ReportNodeError(o.ErrOut, n.Err))
+		if exit, read := cmdutil.NoteNode(notes, o.ErrOut, n); !read {
+			worst = max(worst, exit)
 			results = append(results, render.AdmitResult{Node: n.Node, Error: n.Err.Error()})
 			return nil
 		}
