@@ -7,6 +7,8 @@ package main
 import (
 	"context"
 	"sort"
+	"sync/atomic"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -30,6 +32,8 @@ type kubelet struct {
 	tm  topologymanager.Manager
 	cpu cpumanager.Manager
 	mem memorymanager.Manager
+	// cpuReconciles: the CPU manager's Start runs a reconcile loop (every policy but none).
+	cpuReconciles bool
 }
 
 func main() { common.Main(&kubelet{}) }
@@ -62,6 +66,7 @@ func (k *kubelet) NewManagers(c *common.Config) (string, error) {
 		return "cpumanager.NewManager", err
 	}
 	addHintProvider(k.tm, k.cpu)
+	k.cpuReconciles = orDefault(kc.CPUManagerPolicy, "none") != "none"
 	var reservedMemory []kubeletconfig.MemoryReservation
 	for _, r := range c.ReservedMemory {
 		reservedMemory = append(reservedMemory, kubeletconfig.MemoryReservation{NumaNode: r.NUMANode, Limits: r.Limits})
@@ -99,8 +104,28 @@ func (k *kubelet) Start(active *common.ActivePods, containers [][2]string) (stri
 		}
 		return cm
 	}
-	if err := startCPU(k.cpu, cpumanager.ActivePodsFunc(active.List), sourcesReady{}, podStatuses{}, runtimeService{}, containerMap()); err != nil {
+	// The CPU manager's reconcile loop makes its first pass on its own goroutine as Start
+	// returns (wait.Until), and that pass's removeStaleState may drop a refused pod's leftovers.
+	// The kubelet starts it long before it admits a pod: wait for that pass (removeStaleState's
+	// list of active pods, then reconcileState's own: two calls in every release) so that it
+	// never lands between two admissions at random. The next pass is reconcilePeriod away.
+	firstPass := make(chan struct{})
+	var calls atomic.Int32
+	cpuActive := func() []*v1.Pod {
+		if calls.Add(1) == 2 {
+			close(firstPass)
+		}
+		return active.List()
+	}
+	if err := startCPU(k.cpu, cpumanager.ActivePodsFunc(cpuActive), sourcesReady{}, podStatuses{}, runtimeService{}, containerMap()); err != nil {
 		return "cpumanager.Start", err
+	}
+	if k.cpuReconciles {
+		select {
+		case <-firstPass:
+		case <-time.After(reconcilePeriod):
+			panic("the CPU manager's reconcile loop made no first pass")
+		}
 	}
 	if err := startMemory(k.mem, memorymanager.ActivePodsFunc(active.List), sourcesReady{}, podStatuses{}, runtimeService{}, containerMap()); err != nil {
 		return "memorymanager.Start", err
