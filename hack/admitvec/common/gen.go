@@ -248,6 +248,7 @@ func Generate(out string) error {
 	all = append(all, hangCases()...)
 	all = append(all, topologyGateCases()...)
 	all = append(all, plrmemCases()...)
+	all = append(all, tieCases()...)
 	seen := map[string]bool{}
 	for _, c := range all {
 		if seen[c.name] {
