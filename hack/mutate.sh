@@ -29,9 +29,11 @@ for p in "${pkgs[@]}"; do
   name=$(basename "$p")
   echo "==> $p ($(date -u +%H:%M:%S))" >&2
   start=$SECONDS
-  # Each mutant runs the package's own tests (-test.cpu 1 each, MUTATE_WORKERS at once); the
-  # timeout is the coverage run's time times the coefficient, loose on a loaded machine.
-  "$bin/gremlins" unleash --workers "$workers" --test-cpu 1 --timeout-coefficient "$coefficient" \
+  # Each mutant runs the package's own tests (MUTATE_WORKERS at once); the timeout is the
+  # coverage run's time times the coefficient, loose on a loaded machine. No --test-cpu:
+  # gremlins v0.6.0 hands `go test` "-cpu N" as ONE argument, go test fails at setup (exit 1)
+  # and every mutant is reported KILLED.
+  "$bin/gremlins" unleash --workers "$workers" --timeout-coefficient "$coefficient" \
     -o "$out/$name.json" "$p" | tee "$out/$name.log" | grep -E 'LIVED|TIMED OUT|Killed:|Efficacy|Mutator coverage' || true
   summary+=("$p: $(grep -E '^Killed:' "$out/$name.log" | head -1); $(grep -E 'Test efficacy' "$out/$name.log" | head -1) ($((SECONDS - start))s)")
 done
