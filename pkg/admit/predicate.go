@@ -80,15 +80,8 @@ func fits(pod *v1.Pod, allocatable v1.ResourceList, others []*v1.Pod) []insuffic
 			used[name] = sum
 		}
 	}
-	zero := true
-	for name, q := range req {
-		if !q.IsZero() && (name == v1.ResourceCPU || name == v1.ResourceMemory || name == v1.ResourceEphemeralStorage || isScalar(name)) {
-			zero = false
-		}
-	}
-	if zero {
-		return out
-	}
+	// The kubelet returns here when the pod asks for nothing; the checks below, each only for a
+	// resource asked (r > 0), come to the same.
 	names := []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory, v1.ResourceEphemeralStorage}
 	var scalars []string
 	for name := range req {

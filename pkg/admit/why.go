@@ -8,6 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/cpuset"
 )
 
 // why says, from the kubelet's reason and the node as the pod found it, which policy or option
@@ -53,20 +54,13 @@ func orNone(s string) string {
 	return s
 }
 
+// cpuCount is the size of a CPU set the replay wrote ("0-3,8"; "" is none).
 func cpuCount(s string) int {
-	n := 0
-	for _, part := range strings.Split(s, ",") {
-		if part == "" {
-			continue
-		}
-		var a, b int
-		if _, err := fmt.Sscanf(part, "%d-%d", &a, &b); err == nil {
-			n += b - a + 1
-		} else {
-			n++
-		}
+	set, err := cpuset.Parse(s)
+	if err != nil {
+		return 0
 	}
-	return n
+	return set.Size()
 }
 
 func byID(m map[int]string) string {
