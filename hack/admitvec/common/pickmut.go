@@ -30,6 +30,11 @@ func pickMutInputs() []pickMutInput {
 		{"numa-unequal-groups", Shape{Sockets: 2, NUMAPerSocket: 4, CoresPerSocket: 12, Threads: 2, Numbering: "interleave",
 			Offline: []int{1, 2, 6, 8, 11, 13, 14, 17, 20, 21, 22, 25, 30, 36, 38, 42, 47}},
 			[]int{0, 3, 4, 5, 9, 10, 12, 15, 16, 18, 19, 23, 24, 26, 27, 28, 29, 31, 32, 33, 34, 35, 37, 39, 40, 41, 43, 44, 45, 46}, 10, "fpo+dan+abs"},
+		// The same with whole cores offline, so groups of 2 (full-pcpus-only): only there does
+		// a wrong count of the machine's CPU groups change the range.
+		{"numa-unequal-cores", Shape{Sockets: 2, NUMAPerSocket: 2, CoresPerSocket: 6, Threads: 2, Numbering: "interleave",
+			Offline: []int{1, 3, 4, 5, 7, 8, 13, 15, 16, 17, 19, 20}},
+			[]int{2, 6, 9, 10, 11, 12, 14, 18, 21, 22, 23}, 6, "fpo+dan"},
 		// 8 NUMA nodes, 1 CPU: the most balanced node left is chosen by standard deviation;
 		// a mean scaled wrongly makes combinations tie after rounding, the first one kept.
 		{"balance", Shape{Sockets: 2, NUMAPerSocket: 4, CoresPerSocket: 8, Threads: 2, Numbering: "interleave", UncoreCores: 1,
@@ -42,10 +47,14 @@ func pickMutInputs() []pickMutInput {
 func pickMutCases() []*genCase {
 	var out []*genCase
 	for _, in := range pickMutInputs() {
+		opts, ok := hangOptions[in.option] // fpo+dan is only there
 		for _, o := range pickerOptions {
 			if o.short == in.option {
-				out = append(out, pickerCase("pickm", in.shape, in.name, in.avail, in.n, o.short, o.opts))
+				opts, ok = o.opts, true
 			}
+		}
+		if ok {
+			out = append(out, pickerCase("pickm", in.shape, in.name, in.avail, in.n, in.option, opts))
 		}
 	}
 	return out
