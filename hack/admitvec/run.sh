@@ -21,6 +21,7 @@
 #                 and the hang set with SET=hang ONLY='^hang__' HANG_AFTER=10s
 #                 and the plrmem set with SET=plrmem ONLY='^plrmem__' (v1.37.1, v1.36.4)
 #                 and the ties set with SET=ties ONLY='^tie__' (every release)
+#                 and the pickmut set with SET=pickmut ONLY='^pickm__' JOBS=1 (v1.37.1, v1.34.10)
 #                 and v1.33.6's sets with SET=uncore ONLY='uncore', SET=scenarios ONLY='^s[0-9]',
 #                 memory, readmit, hang and topogates as above
 #   HANG_AFTER=D  the watchdog's limit on one admission (-hang-after; default 20s): a pod whose

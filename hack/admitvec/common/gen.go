@@ -249,6 +249,7 @@ func Generate(out string) error {
 	all = append(all, topologyGateCases()...)
 	all = append(all, plrmemCases()...)
 	all = append(all, tieCases()...)
+	all = append(all, pickMutCases()...)
 	seen := map[string]bool{}
 	for _, c := range all {
 		if seen[c.name] {
