@@ -62,11 +62,12 @@ func (k *kubelet) NewManagers(c *common.Config) (string, error) {
 	if k.tm, err = newTopologyManager(mi, orDefault(kc.TopologyManagerPolicy, "none"), orDefault(kc.TopologyManagerScope, "container"), kc.TopologyManagerPolicyOptions); err != nil {
 		return "topologymanager.NewManager", err
 	}
-	if k.cpu, err = newCPUManager(orDefault(kc.CPUManagerPolicy, "none"), kc.CPUManagerPolicyOptions, mi, reserved, c.Reservation, c.StateDir, k.tm); err != nil {
+	cpuPolicy := orDefault(kc.CPUManagerPolicy, "none")
+	if k.cpu, err = newCPUManager(cpuPolicy, kc.CPUManagerPolicyOptions, mi, reserved, c.Reservation, c.StateDir, k.tm); err != nil {
 		return "cpumanager.NewManager", err
 	}
 	addHintProvider(k.tm, k.cpu)
-	k.cpuReconciles = orDefault(kc.CPUManagerPolicy, "none") != "none"
+	k.cpuReconciles = cpuPolicy != "none"
 	var reservedMemory []kubeletconfig.MemoryReservation
 	for _, r := range c.ReservedMemory {
 		reservedMemory = append(reservedMemory, kubeletconfig.MemoryReservation{NumaNode: r.NUMANode, Limits: r.Limits})
