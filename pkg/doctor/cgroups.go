@@ -153,8 +153,11 @@ func cpuCgroupFindings(in Input, file string, cs *decode.CPUState, running []cgr
 				held = held.Union(set)
 			}
 		}
-		if set, err := parseCPUSet(cs.PodEntries[pod]); err == nil && cs.PodEntries[pod] != "" {
+		if set, err := parseCPUSet(cs.PodEntries[pod]); err == nil {
 			held = held.Union(set)
+		}
+		if held.IsEmpty() {
+			continue // entries of no CPU (a pod-level "") hold nothing
 		}
 		where := "no cgroup"
 		if pc := in.Cgroups.Pods[pod]; pc != nil {

@@ -189,6 +189,12 @@ func caseHas(name, file string) bool {
 // node) removed, the files decoded again for the resulting config, and the start predicted.
 func replayStarts(t *testing.T, at, name, version string, patch json.RawMessage, del string) bool {
 	t.Helper()
+	return replayEditedStarts(t, at, name, version, nil, patch, del)
+}
+
+// replayEditedStarts is replayStarts on the case's config changed by edit first (nil: as it is).
+func replayEditedStarts(t *testing.T, at, name, version string, edit func(*KubeletConfig), patch json.RawMessage, del string) bool {
+	t.Helper()
 	dir := filepath.Join(startVectorsDir, "cases", name)
 	var files []string
 	for _, f := range []string{"cpu_manager_state", "memory_manager_state"} {
@@ -207,6 +213,9 @@ func replayStarts(t *testing.T, at, name, version string, patch json.RawMessage,
 	}
 	base := startCase(t, dir, nil, version)
 	cfg := base.Config
+	if edit != nil {
+		edit(cfg)
+	}
 	if patch != nil {
 		orig, err := json.Marshal(cfg)
 		if err != nil {

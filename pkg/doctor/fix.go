@@ -19,8 +19,43 @@ import (
 // A candidate is a config change worth trying for a failed start. Candidates are guesses from
 // the error; only those with which the replayed start succeeds are offered as verified.
 type candidate struct {
-	change map[string]any
+	// fields are the KubeletConfiguration fields apply sets; the fix names each with the value
+	// it has after apply, so that setting them as written is the change replayed.
+	fields []string
 	apply  func(*KubeletConfig)
+}
+
+func setting(apply func(*KubeletConfig), fields ...string) candidate {
+	return candidate{fields: fields, apply: apply}
+}
+
+// try is the input with the candidate applied to a copy of its config, and the change in the
+// words of the config: each field the candidate sets, with its whole new value.
+func (c candidate) try(in StartInput) (StartInput, json.RawMessage) {
+	cfg := cloneConfig(in.Config)
+	c.apply(cfg)
+	in.Config = cfg
+	var all map[string]json.RawMessage
+	b, _ := json.Marshal(cfg)
+	_ = json.Unmarshal(b, &all)
+	change := map[string]json.RawMessage{}
+	for _, f := range c.fields {
+		if v, ok := all[f]; ok {
+			change[f] = v
+		} else {
+			change[f] = unsetField[f]
+		}
+	}
+	out, _ := json.Marshal(change)
+	return in, out
+}
+
+// unsetField is how a fix writes a field the change leaves empty (omitted from the config's JSON).
+var unsetField = map[string]json.RawMessage{
+	"cpuManagerPolicy": json.RawMessage(`""`), "memoryManagerPolicy": json.RawMessage(`""`),
+	"reservedSystemCPUs": json.RawMessage(`""`), "reservedMemory": json.RawMessage(`[]`),
+	"kubeReserved": json.RawMessage(`{}`), "systemReserved": json.RawMessage(`{}`),
+	"cpuManagerPolicyOptions": json.RawMessage(`{}`), "featureGates": json.RawMessage(`{}`),
 }
 
 // proposeFix offers a verified config change and, when a checkpoint is what the kubelet
@@ -28,13 +63,8 @@ type candidate struct {
 func proposeFix(in StartInput, p Prediction) *Fix {
 	fix := &Fix{}
 	for _, c := range configCandidates(in, p) {
-		cfg := cloneConfig(in.Config)
-		c.apply(cfg)
-		try := in
-		try.Config = cfg
-		if q, err := PredictStart(try); err == nil && q.Starts {
-			b, _ := json.Marshal(c.change)
-			fix.Config, fix.Verified = b, true
+		if try, change := c.try(in); startsWith(try) {
+			fix.Config, fix.Verified = change, true
 			break
 		}
 	}
@@ -88,14 +118,10 @@ func proposeFix(in StartInput, p Prediction) *Fix {
 // needs the state written under the old one gone: the change, then the file to delete.
 func configAndDelete(in StartInput, p Prediction, chosen json.RawMessage) *Fix {
 	for _, c := range configCandidates(in, p) {
-		b, _ := json.Marshal(c.change)
+		try, b := c.try(in)
 		if string(b) == string(chosen) {
 			continue
 		}
-		cfg := cloneConfig(in.Config)
-		c.apply(cfg)
-		try := in
-		try.Config = cfg
 		q, err := PredictStart(try)
 		if err != nil || q.Starts {
 			continue
@@ -112,7 +138,7 @@ func configAndDelete(in StartInput, p Prediction, chosen json.RawMessage) *Fix {
 		if rep == nil {
 			continue
 		}
-		if q, err := PredictStart(try); err != nil || !q.Starts {
+		if !startsWith(try) {
 			continue
 		}
 		f := &Fix{Config: b, Delete: path.Join(rootDir(in), rep.File), Loses: loses(rep), Verified: true}
@@ -123,6 +149,11 @@ func configAndDelete(in StartInput, p Prediction, chosen json.RawMessage) *Fix {
 		return f
 	}
 	return nil
+}
+
+func startsWith(in StartInput) bool {
+	q, err := PredictStart(in)
+	return err == nil && q.Starts
 }
 
 func rootDir(in StartInput) string {
@@ -180,18 +211,18 @@ func configCandidates(in StartInput, p Prediction) []candidate {
 		// The policy the file was written with.
 		if cs != nil && (cs.PolicyName == cpuPolicyNone || cs.PolicyName == cpuPolicyStatic) && cs.PolicyName != in.Config.CPUPolicy() {
 			pol := cs.PolicyName
-			out = append(out, candidate{map[string]any{"cpuManagerPolicy": pol}, func(c *KubeletConfig) { c.CPUManagerPolicy = pol }})
+			out = append(out, setting(func(c *KubeletConfig) { c.CPUManagerPolicy = pol }, "cpuManagerPolicy"))
 			if pol == cpuPolicyStatic {
 				// static needs a CPU reservation; the smallest one.
-				out = append(out, candidate{map[string]any{"cpuManagerPolicy": pol, "kubeReserved": map[string]string{"cpu": "1"}}, func(c *KubeletConfig) {
+				out = append(out, setting(func(c *KubeletConfig) {
 					c.CPUManagerPolicy = pol
 					c.KubeReserved = cloneMap(c.KubeReserved)
 					c.KubeReserved["cpu"] = "1"
-				}})
+				}, "cpuManagerPolicy", "kubeReserved"))
 			}
 		}
 		if low := strings.ToLower(in.Config.CPUPolicy()); low != in.Config.CPUPolicy() {
-			out = append(out, candidate{map[string]any{"cpuManagerPolicy": low}, func(c *KubeletConfig) { c.CPUManagerPolicy = low }})
+			out = append(out, setting(func(c *KubeletConfig) { c.CPUManagerPolicy = low }, "cpuManagerPolicy"))
 		}
 		// Options: turn the gate on, or drop the option.
 		for _, name := range slices.Sorted(maps.Keys(in.Config.CPUManagerPolicyOptions)) {
@@ -200,12 +231,13 @@ func configCandidates(in StartInput, p Prediction) []candidate {
 				for _, g := range []string{gateCPUAlphaOptions, gateCPUBetaOptions} {
 					if strings.Contains(cpuErr, strings.TrimPrefix(strings.TrimSuffix(g, "Options"), "CPUManagerPolicy")+"-level") {
 						g := g
-						out = append(out, candidate{map[string]any{"featureGates": map[string]bool{g: true}}, func(c *KubeletConfig) {
+						out = append(out, setting(func(c *KubeletConfig) {
+							c.FeatureGates = maps.Clone(c.FeatureGates)
 							if c.FeatureGates == nil {
 								c.FeatureGates = map[string]bool{}
 							}
 							c.FeatureGates[g] = true
-						}})
+						}, "featureGates"))
 					}
 				}
 				rest := map[string]string{}
@@ -214,7 +246,7 @@ func configCandidates(in StartInput, p Prediction) []candidate {
 						rest[k] = v
 					}
 				}
-				out = append(out, candidate{map[string]any{"cpuManagerPolicyOptions": rest}, func(c *KubeletConfig) { c.CPUManagerPolicyOptions = rest }})
+				out = append(out, setting(func(c *KubeletConfig) { c.CPUManagerPolicyOptions = rest }, "cpuManagerPolicyOptions"))
 			}
 		}
 		// Reserved CPUs: the same number, chosen among the CPUs the state's default set holds.
@@ -225,69 +257,72 @@ func configCandidates(in StartInput, p Prediction) []candidate {
 				if n > 0 {
 					if set, _ := replay.TakeByTopologyNUMAPacked(topo, def.Intersection(topo.CPUs()), n, replay.CPUSortingStrategyPacked, false); set.Size() == n {
 						s := set.String()
-						out = append(out, candidate{map[string]any{"reservedSystemCPUs": s}, func(c *KubeletConfig) { c.ReservedSystemCPUs = s }})
+						out = append(out, setting(func(c *KubeletConfig) { c.ReservedSystemCPUs = s }, "reservedSystemCPUs"))
 					}
 				}
 				// strict-cpu-reservation: reserve what the default set lacks.
 				if rest := topo.CPUs().Difference(def); rest.Size() > 0 {
 					s := rest.String()
-					out = append(out, candidate{map[string]any{"reservedSystemCPUs": s}, func(c *KubeletConfig) { c.ReservedSystemCPUs = s }})
+					out = append(out, setting(func(c *KubeletConfig) { c.ReservedSystemCPUs = s }, "reservedSystemCPUs"))
 				}
 			}
 		}
 		if in.Config.ReservedSystemCPUs != "" {
-			out = append(out, candidate{map[string]any{"reservedSystemCPUs": ""}, func(c *KubeletConfig) { c.ReservedSystemCPUs = "" }})
+			out = append(out, setting(func(c *KubeletConfig) { c.ReservedSystemCPUs = "" }, "reservedSystemCPUs"))
 		}
 		if strings.Contains(cpuErr, "unable to determine reserved CPU") || strings.Contains(cpuErr, "unable to reserve") {
-			out = append(out, candidate{map[string]any{"kubeReserved": map[string]string{"cpu": "1"}}, func(c *KubeletConfig) {
+			// One CPU reserved in all: kubeReserved's, and none in systemReserved.
+			fields := []string{"kubeReserved"}
+			if _, ok := in.Config.SystemReserved["cpu"]; ok {
+				fields = append(fields, "systemReserved")
+			}
+			out = append(out, setting(func(c *KubeletConfig) {
 				c.KubeReserved = cloneMap(c.KubeReserved)
 				c.KubeReserved["cpu"] = "1"
-				if c.SystemReserved != nil {
-					c.SystemReserved = cloneMap(c.SystemReserved)
-					delete(c.SystemReserved, "cpu")
-				}
-			}})
+				c.SystemReserved = cloneMap(c.SystemReserved)
+				delete(c.SystemReserved, "cpu")
+			}, fields...))
 		}
 	}
 	if memFailed {
 		if ms != nil && (ms.PolicyName == memPolicyNone || ms.PolicyName == memPolicyStatic) && ms.PolicyName != in.Config.MemoryPolicy() {
 			pol := ms.PolicyName
-			out = append(out, candidate{map[string]any{"memoryManagerPolicy": pol}, func(c *KubeletConfig) { c.MemoryManagerPolicy = pol }})
+			out = append(out, setting(func(c *KubeletConfig) { c.MemoryManagerPolicy = pol }, "memoryManagerPolicy"))
 		}
 		for _, pol := range []string{memPolicyStatic, memPolicyNone} {
 			if strings.EqualFold(pol, in.Config.MemoryPolicy()) && pol != in.Config.MemoryPolicy() {
 				pol := pol
-				out = append(out, candidate{map[string]any{"memoryManagerPolicy": pol}, func(c *KubeletConfig) { c.MemoryManagerPolicy = pol }})
+				out = append(out, setting(func(c *KubeletConfig) { c.MemoryManagerPolicy = pol }, "memoryManagerPolicy"))
 			}
 		}
 		// reservedMemory as the stored machine state records it (what the pods were placed with).
 		if ms != nil && len(ms.MachineState) > 0 {
 			rm := reservedFromState(ms)
-			out = append(out, candidate{map[string]any{"reservedMemory": rm}, func(c *KubeletConfig) { c.ReservedMemory = rm }})
+			out = append(out, setting(func(c *KubeletConfig) { c.ReservedMemory = rm }, "reservedMemory"))
 		}
 		// The reservation the state was written with: reservedMemory as recorded, and
 		// systemReserved memory so that node allocatable adds up to it.
 		if ms != nil && len(ms.MachineState) > 0 && in.Machine != nil {
 			rm := reservedFromState(ms)
 			if sys, ok := systemReservedFor(in, rm); ok {
-				out = append(out, candidate{map[string]any{"reservedMemory": rm, "systemReserved": map[string]string{"memory": sys}}, func(c *KubeletConfig) {
+				out = append(out, setting(func(c *KubeletConfig) {
 					c.ReservedMemory = rm
 					c.SystemReserved = cloneMap(c.SystemReserved)
 					c.SystemReserved["memory"] = sys
-				}})
+				}, "reservedMemory", "systemReserved"))
 			}
 		}
 		// systemReserved memory adjusted so node allocatable matches reservedMemory.
 		if sys, ok := systemReservedFor(in, in.Config.ReservedMemory); ok {
-			out = append(out, candidate{map[string]any{"systemReserved": map[string]string{"memory": sys}}, func(c *KubeletConfig) {
+			out = append(out, setting(func(c *KubeletConfig) {
 				c.SystemReserved = cloneMap(c.SystemReserved)
 				c.SystemReserved["memory"] = sys
-			}})
+			}, "systemReserved"))
 		}
 		// reservedMemory adding up to the node-allocatable reservation, on the first NUMA node.
 		if in.Machine != nil {
 			if rm := reservedMatchingAllocatable(in); rm != nil {
-				out = append(out, candidate{map[string]any{"reservedMemory": rm}, func(c *KubeletConfig) { c.ReservedMemory = rm }})
+				out = append(out, setting(func(c *KubeletConfig) { c.ReservedMemory = rm }, "reservedMemory"))
 			}
 		}
 	}
@@ -404,7 +439,7 @@ func systemReservedFor(in StartInput, rm []MemoryReservation) (string, bool) {
 	}
 	rest := res[string(v1.ResourceMemory)]
 	want.Sub(rest)
-	if want.Sign() <= 0 {
+	if want.Sign() < 0 {
 		return "", false
 	}
 	return want.String(), true
