@@ -7,7 +7,8 @@ import (
 	"strings"
 )
 
-// The device manager's restore (readCheckpoint) never fails once the checkpoint loaded: its
+// The device manager's restore (readCheckpoint) never fails once the checkpoint loaded (but
+// for a panic of some releases' generated code, devRestore.check): its
 // podDevices.fromCheckpointData unmarshals each entry's AllocResp and, when that fails, logs
 // "Can't unmarshal allocResp" and skips the entry; of the entries it keeps, a later one for the
 // same pod, container and resource silently replaces an earlier one. The kubelet starts, but
