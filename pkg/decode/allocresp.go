@@ -72,10 +72,10 @@ type protoLib int
 
 const (
 	// gogoRecursiveSkip: gogo/protobuf 1.2 generated code; its skipApi returns a lone end-group
-	// tag as a field of its own (1.17-1.18).
+	// tag as a field of its own (1.17).
 	gogoRecursiveSkip protoLib = iota
 	// gogoDepthSkip: gogo/protobuf 1.3 generated code; skipApi counts group depth and refuses a
-	// lone end-group tag (1.19-1.33).
+	// lone end-group tag (1.18-1.33).
 	gogoDepthSkip
 	// googleProtobuf: protoc-gen-go code run by google.golang.org/protobuf's proto.Unmarshal
 	// (1.34+): proto3 strings must be UTF-8, a known field with another wire type is kept as
@@ -87,6 +87,10 @@ const (
 type allocRespRule struct {
 	Lib    protoLib
 	Schema *protoMsg
+	// MapSkipUnchecked: code generated before gogo/protobuf 1.3.2 (CVE-2021-3121) does not check
+	// in map entries that a skipped field's end fits in an int: the index wraps negative, and
+	// the next read panics.
+	MapSkipUnchecked bool
 }
 
 // unmarshal returns the error that era's Unmarshal returns for b, word for word (nil: accepted).
@@ -94,7 +98,7 @@ func (r allocRespRule) unmarshal(b []byte) error {
 	if r.Lib == googleProtobuf {
 		return googleUnmarshal(b, r.Schema, protowire.DefaultRecursionLimit)
 	}
-	return gogoUnmarshal(b, r.Schema, r.Lib)
+	return r.gogoUnmarshal(b, r.Schema)
 }
 
 // gogo's errors (api.pb.go's ErrInvalidLengthApi, ErrIntOverflowApi, ErrUnexpectedEndOfGroupApi;
@@ -147,7 +151,7 @@ func gogoLength(b []byte, i, l int) (int, int, error) {
 }
 
 // gogoUnmarshal is the generated (m *Msg) Unmarshal(dAtA) of m, checks only.
-func gogoUnmarshal(b []byte, m *protoMsg, lib protoLib) error {
+func (r allocRespRule) gogoUnmarshal(b []byte, m *protoMsg) error {
 	l := len(b)
 	i := 0
 	for i < l {
@@ -166,7 +170,7 @@ func gogoUnmarshal(b []byte, m *protoMsg, lib protoLib) error {
 		}
 		f := m.field(num)
 		if f == nil {
-			skippy, err := gogoSkip(b[pre:], lib)
+			skippy, err := gogoSkip(b[pre:], r.Lib)
 			if err != nil {
 				return err
 			}
@@ -200,7 +204,7 @@ func gogoUnmarshal(b []byte, m *protoMsg, lib protoLib) error {
 			if err != nil {
 				return err
 			}
-			if err := gogoUnmarshal(b[start:end], f.Msg, lib); err != nil {
+			if err := r.gogoUnmarshal(b[start:end], f.Msg); err != nil {
 				return err
 			}
 			i = end
@@ -209,7 +213,7 @@ func gogoUnmarshal(b []byte, m *protoMsg, lib protoLib) error {
 			if err != nil {
 				return err
 			}
-			if err := gogoMapEntry(b, start, end, l, lib); err != nil {
+			if err := r.gogoMapEntry(b, start, end, l); err != nil {
 				return err
 			}
 			i = end
@@ -224,7 +228,7 @@ func gogoUnmarshal(b []byte, m *protoMsg, lib protoLib) error {
 // gogoMapEntry is the generated loop over one map<string, string> entry in b[i:end]. Its reads
 // are checked against l, the whole message's end, not the entry's; fields 1 and 2 are read as
 // strings whatever their wire type; anything else is skipped and must end within the entry.
-func gogoMapEntry(b []byte, i, end, l int, lib protoLib) error {
+func (r allocRespRule) gogoMapEntry(b []byte, i, end, l int) error {
 	for i < end {
 		pre := i
 		wire, next, err := gogoVarint(b, i, l)
@@ -238,9 +242,14 @@ func gogoMapEntry(b []byte, i, end, l int, lib protoLib) error {
 			}
 			continue
 		}
-		skippy, err := gogoSkip(b[pre:], lib)
+		skippy, err := gogoSkip(b[pre:], r.Lib)
 		if err != nil {
 			return err
+		}
+		if pre+skippy < 0 && r.MapSkipUnchecked {
+			// Only skippy < 0 is checked: the wrapped index passes the end check, and the
+			// entry's loop reads at it.
+			return allocRespPanic{index: pre + skippy}
 		}
 		if skippy < 0 || pre+skippy < 0 {
 			return errGogoInvalidLength
@@ -251,6 +260,14 @@ func gogoMapEntry(b []byte, i, end, l int, lib protoLib) error {
 		i = pre + skippy
 	}
 	return nil
+}
+
+// allocRespPanic is the generated code's panic, which the restore does not recover: the
+// kubelet crashes (devRestore.check).
+type allocRespPanic struct{ index int }
+
+func (p allocRespPanic) Error() string {
+	return fmt.Sprintf("panic: runtime error: index out of range [%d]", p.index)
 }
 
 // gogoSkip is the generated skipApi: the length of the field starting at b[0], tag included.

@@ -2,8 +2,12 @@ package decode
 
 import (
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -72,22 +76,112 @@ func TestAllocRespRules(t *testing.T) {
 		// A map entry's string may run past the entry, as long as it ends within the response:
 		// gogo reads it against the whole message's length, then jumps to the entry's end.
 		// Here the key is the next field's two bytes (field 9, empty), which is then read again.
+		// An unknown field in a map entry whose end, from the response's start, is past the
+		// largest int: 1.2's code only checks the skip's own length, the index wraps negative
+		// and the next read panics (TestAllocRespPanicReport: the kubelet crashes).
+		{"skip in an env entry past the largest int", pbBytes(1, pbCat(pbStr(1, "k"), pbTag(3, 2), binary.AppendUvarint(nil, 1<<63-15))),
+			[4]string{"panic: runtime error: index out of range [-9223372036854775808]", "proto: negative length found during unmarshaling", "proto: negative length found during unmarshaling", pbDecode}},
 		{"env key past its entry", pbCat(pbTag(1, 2), []byte{2}, pbTag(1, 2), []byte{2}, pbTag(9, 2), []byte{0}), [4]string{"", "", "", pbDecode}},
 	} {
 		for i, label := range allocRespEras {
-			k := MustParseKubelet(label)
-			var got string
-			for _, r := range files[KindDevices].Restore {
-				if r.By.has(k) {
-					if err := r.Check.(devRestore).AllocResp.unmarshal(c.b); err != nil {
-						got = err.Error()
-					}
-					break
-				}
-			}
-			if got != c.want[i] {
+			if got := allocRespRuleOf(t, label).judge(c.b); got != c.want[i] {
 				t.Errorf("%s, kubelet %s: %q, want %q", c.name, label, got, c.want[i])
 			}
+		}
+	}
+}
+
+// allocRespRuleOf is the AllocResp rule of kubelet release label's row of
+// files[KindDevices].Restore.
+func allocRespRuleOf(t testing.TB, label string) allocRespRule {
+	t.Helper()
+	k := MustParseKubelet(label)
+	for _, r := range files[KindDevices].Restore {
+		if r.By.has(k) {
+			return r.Check.(devRestore).AllocResp
+		}
+	}
+	t.Fatalf("kubelet %s: no device restore row", label)
+	return allocRespRule{}
+}
+
+// judge is the rule's error text for b ("": accepted).
+func (r allocRespRule) judge(b []byte) string {
+	if err := r.unmarshal(b); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+// The corpus of hack/restorevec/device/allocresp, recorded from each era's real device plugin
+// API code (k8s.io/kubelet's deviceplugin/v1beta1 and its Unmarshal, as the restore calls it):
+// every era rule must return each input's error word for word. The record's count guards a
+// vanished input, its columns a rule without a record.
+func TestAllocRespMatchesRealUnmarshal(t *testing.T) {
+	raw, err := os.ReadFile("../../testdata/allocresp/corpus.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var eras []string
+	var rules []allocRespRule
+	texts := []string{""}
+	count, rows, bad := -1, 0, 0
+	for n, line := range strings.Split(strings.TrimSuffix(string(raw), "\n"), "\n") {
+		key, rest, _ := strings.Cut(line, " ")
+		switch key {
+		case "#":
+			continue
+		case "eras":
+			eras = strings.Fields(rest)
+			for _, label := range eras {
+				rules = append(rules, allocRespRuleOf(t, label))
+			}
+			continue
+		case "inputs":
+			if count, err = strconv.Atoi(rest); err != nil {
+				t.Fatalf("corpus.txt:%d: %v", n+1, err)
+			}
+			continue
+		case "text":
+			num, quoted, _ := strings.Cut(rest, " ")
+			text, err := strconv.Unquote(quoted)
+			if err != nil || num != strconv.Itoa(len(texts)) {
+				t.Fatalf("corpus.txt:%d: text %s %s out of order or not quoted", n+1, num, quoted)
+			}
+			texts = append(texts, text)
+			continue
+		}
+		fields := strings.Fields(line)
+		if len(eras) == 0 || (len(fields) != len(eras) && len(fields) != len(eras)+1) {
+			t.Fatalf("corpus.txt:%d: %d fields, want a result per era (%v) and the input", n+1, len(fields), eras)
+		}
+		in, err := hex.DecodeString(strings.Join(fields[len(eras):], ""))
+		if err != nil {
+			t.Fatalf("corpus.txt:%d: %v", n+1, err)
+		}
+		rows++
+		for i, rule := range rules {
+			want, err := strconv.Atoi(fields[i])
+			if err != nil || want < 0 || want >= len(texts) {
+				t.Fatalf("corpus.txt:%d: %q is not a text's number", n+1, fields[i])
+			}
+			if got := rule.judge(in); got != texts[want] {
+				if bad++; bad <= 20 {
+					t.Errorf("corpus.txt:%d, kubelet %s, input %x: %q, the real code %q", n+1, eras[i], in, got, texts[want])
+				}
+			}
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d results differ from the real code's", bad)
+	}
+	if rows != count || rows == 0 {
+		t.Errorf("corpus.txt: %d inputs, its header says %d", rows, count)
+	}
+	// Every era rule is checked: the rule of each row of the restore is a recorded release's.
+	for _, r := range files[KindDevices].Restore {
+		if rule := r.Check.(devRestore).AllocResp; !slices.Contains(rules, rule) {
+			t.Errorf("no recorded era has the rule %+v", rule)
 		}
 	}
 }
@@ -108,6 +202,32 @@ func TestDroppedEntryReport(t *testing.T) {
 		if !strings.Contains(strings.Join(rep.Notes, "\n"), "skips 1 of 2 device entries") {
 			t.Errorf("%s: notes %q", label, rep.Notes)
 		}
+	}
+}
+
+// An AllocResp on which kubelet 1.17's generated code panics: that kubelet crashes, the file is
+// refused with the panic's text; later kubelets skip the entry.
+func TestAllocRespPanicReport(t *testing.T) {
+	bad := pbBytes(1, pbCat(pbStr(1, "k"), pbTag(3, 2), binary.AppendUvarint(nil, 1<<63-15)))
+	cp := devcheckpoint.NewDataV1()
+	for i, r := range [][]byte{pbGood, bad} {
+		cp.Data.PodDeviceEntries = append(cp.Data.PodDeviceEntries, devcheckpoint.PodDevicesEntryV1{PodUID: "6f1c2a0d-3b5e-4c8a-9d1e-2a7b6c5d4e3f",
+			ContainerName: fmt.Sprintf("c%d", i), ResourceName: "nvidia.com/gpu", DeviceIDs: []string{fmt.Sprintf("GPU-%d", i)}, AllocResp: r})
+	}
+	cp.Checksum = checksumField(eraByID(t, "dev-v1").Sums[0].Rule.compute(cp))
+	raw, err := json.Marshal(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := MustParseKubelet("v1.17.17")
+	rep := Decode(KindDevices, raw, Options{Kubelet: &k})
+	if rep.Verdict != Unreadable || rep.Error != "panic: runtime error: index out of range [-9223372036854775808]" ||
+		rep.Refused == nil || rep.Refused.KubeletStarts || !strings.Contains(rep.Refused.Effect, "panics") {
+		t.Errorf("1.17: verdict %s, error %q, refused %+v", rep.Verdict, rep.Error, rep.Refused)
+	}
+	k = MustParseKubelet("v1.19.16")
+	if rep := Decode(KindDevices, raw, Options{Kubelet: &k}); rep.Verdict != Valid || len(rep.Dropped) != 1 || rep.Dropped[0].Index != 1 {
+		t.Errorf("1.19: verdict %s, dropped %+v", rep.Verdict, rep.Dropped)
 	}
 }
 

@@ -101,6 +101,9 @@ func decodeChecksummed(rep *Report, raw []byte, opts Options) *Report {
 	rep.Verdict, rep.Error, rep.Cause = out.verdict, out.err, out.cause
 	if out.verdict == Corrupt || out.verdict == Unreadable {
 		rep.Refused = refusedOf(rep.Kind, *reader)
+		if out.refusal != nil {
+			rep.Refused = out.refusal
+		}
 	}
 	if out.verdict == Valid {
 		rep.Rule = out.result.rule.ID

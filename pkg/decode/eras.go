@@ -132,10 +132,17 @@ var files = map[Kind]fileSpec{
 		// Nothing fails the restore after the checksum; entries whose AllocResp does not
 		// unmarshal are skipped, by the rules of the era's device plugin API code.
 		Restore: []restoreRule{
-			{between("", "1.18"), devRestore{allocRespRule{gogoRecursiveSkip, allocRespV1beta1}}},
-			{between("1.18", "1.28"), devRestore{allocRespRule{gogoDepthSkip, allocRespV1beta1}}},
-			{between("1.28", "1.34"), devRestore{allocRespRule{gogoDepthSkip, allocRespCDI}}},
-			{from("1.34"), devRestore{allocRespRule{googleProtobuf, allocRespCDI}}},
+			// The code regenerated with gogo 1.3.2 checks map entries' skips (1.18.19, 1.19.10,
+			// 1.20.6; the module proxy serves no 1.18.18).
+			{between("", "1.18"), devRestore{allocRespRule{gogoRecursiveSkip, allocRespV1beta1, true}}},
+			{between("1.18", "1.18.19"), devRestore{allocRespRule{gogoDepthSkip, allocRespV1beta1, true}}},
+			{between("1.18.19", "1.19"), devRestore{allocRespRule{gogoDepthSkip, allocRespV1beta1, false}}},
+			{between("1.19", "1.19.10"), devRestore{allocRespRule{gogoDepthSkip, allocRespV1beta1, true}}},
+			{between("1.19.10", "1.20"), devRestore{allocRespRule{gogoDepthSkip, allocRespV1beta1, false}}},
+			{between("1.20", "1.20.6"), devRestore{allocRespRule{gogoDepthSkip, allocRespV1beta1, true}}},
+			{between("1.20.6", "1.28"), devRestore{allocRespRule{gogoDepthSkip, allocRespV1beta1, false}}},
+			{between("1.28", "1.34"), devRestore{allocRespRule{gogoDepthSkip, allocRespCDI, false}}},
+			{from("1.34"), devRestore{allocRespRule{googleProtobuf, allocRespCDI, false}}},
 		}},
 	KindDRA: {Keys: []string{"version", "entries", "checksum", "data"}, Wrap: []wording{{every, wrapDRA}}, PayloadWrap: wrapNone,
 		Refused: []refusal{{every, stops("the DRA manager cannot be created, and the kubelet does not start")}}},

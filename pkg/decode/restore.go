@@ -38,8 +38,12 @@ func restoreErrorOf(kind Kind, k Kubelet, model any) error {
 }
 
 // restoreError is a failed restore check: the kubelet's own words, not wrapping further (the
-// report's cause is the whole sentence).
-type restoreError struct{ text string }
+// report's cause is the whole sentence). refusal, when set, is what the kubelet does instead of
+// the file's Refused row.
+type restoreError struct {
+	text    string
+	refusal *Refusal
+}
 
 func (e *restoreError) Error() string { return e.text }
 
@@ -120,12 +124,12 @@ func (c cpuRestore) check(model any, k Kubelet) error {
 		return nil
 	}
 	if err := c.Parse.parse(st.DefaultCPUSet); err != nil {
-		return &restoreError{fmt.Sprintf(c.Default, st.DefaultCPUSet, err)}
+		return &restoreError{text: fmt.Sprintf(c.Default, st.DefaultCPUSet, err)}
 	}
 	if c.ByContainerID != "" {
 		for _, id := range slices.Sorted(maps.Keys(st.ContainerIDEntries)) {
 			if set := st.ContainerIDEntries[id]; c.Parse.parse(set) != nil {
-				return &restoreError{fmt.Sprintf(c.ByContainerID, set, id, c.Parse.parse(set))}
+				return &restoreError{text: fmt.Sprintf(c.ByContainerID, set, id, c.Parse.parse(set))}
 			}
 		}
 	} else {
@@ -133,7 +137,7 @@ func (c cpuRestore) check(model any, k Kubelet) error {
 		// runtime knows, which the file does not say.
 		for _, id := range slices.Sorted(maps.Keys(st.ContainerIDEntries)) {
 			if set := st.ContainerIDEntries[id]; c.Parse.parse(set) != nil {
-				return &restoreError{fmt.Sprintf(c.Entry, set, "<name of container "+id+">", "<UID of the pod of container "+id+">", c.Parse.parse(set))}
+				return &restoreError{text: fmt.Sprintf(c.Entry, set, "<name of container "+id+">", "<UID of the pod of container "+id+">", c.Parse.parse(set))}
 			}
 		}
 	}
@@ -160,7 +164,7 @@ func (c cpuRestore) containers(text string, sets map[string]map[string]string) e
 	for _, pod := range slices.Sorted(maps.Keys(sets)) {
 		for _, container := range slices.Sorted(maps.Keys(sets[pod])) {
 			if set := sets[pod][container]; c.Parse.parse(set) != nil {
-				return &restoreError{fmt.Sprintf(text, set, container, pod, c.Parse.parse(set))}
+				return &restoreError{text: fmt.Sprintf(text, set, container, pod, c.Parse.parse(set))}
 			}
 		}
 	}

@@ -1,12 +1,14 @@
 package decode
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 )
 
-// The device manager's restore (readCheckpoint) never fails once the checkpoint loaded: its
+// The device manager's restore (readCheckpoint) never fails once the checkpoint loaded (but
+// for a panic of some releases' generated code, devRestore.check): its
 // podDevices.fromCheckpointData unmarshals each entry's AllocResp and, when that fails, logs
 // "Can't unmarshal allocResp" and skips the entry; of the entries it keeps, a later one for the
 // same pod, container and resource silently replaces an earlier one. The kubelet starts, but
@@ -50,8 +52,23 @@ func restoreDropsOf(kind Kind, k Kubelet, model any) []DroppedEntry {
 // devRestore is readCheckpoint after the checksum, by era of the device plugin API's code.
 type devRestore struct{ AllocResp allocRespRule }
 
-// check: nothing after the checksum fails the device manager's restore.
-func (devRestore) check(any, Kubelet) error { return nil }
+// check: nothing after the checksum fails the device manager's restore, but an AllocResp on
+// which the generated code panics (allocRespPanic): nothing recovers it, and the kubelet crashes.
+func (d devRestore) check(model any, _ Kubelet) error {
+	st, ok := model.(*DeviceState)
+	if !ok {
+		return nil
+	}
+	for _, e := range st.PodDeviceEntries {
+		var p allocRespPanic
+		if errors.As(d.AllocResp.unmarshal(e.AllocResp), &p) {
+			return &restoreError{text: p.Error(), refusal: &devRestorePanics}
+		}
+	}
+	return nil
+}
+
+var devRestorePanics = stops("the device manager's restore panics (podDevices.fromCheckpointData), and the kubelet with it")
 
 func (d devRestore) dropped(model any, _ Kubelet) []DroppedEntry {
 	st, ok := model.(*DeviceState)

@@ -13,8 +13,10 @@ type readOutcome struct {
 	cause   string
 	result  attemptResult // the accepting attempt, when valid
 	model   any           // its version-neutral model, when valid
-	// restoreFailed: the file loaded, then a restore check refused its content.
+	// restoreFailed: the file loaded, then a restore check refused its content; refusal, when
+	// set, is what the kubelet then does instead of the file's Refused row.
 	restoreFailed bool
+	refusal       *Refusal
 	// dropped is the entries the restore skips of a file it accepts.
 	dropped []DroppedEntry
 }
@@ -62,8 +64,12 @@ func simulate(kind Kind, in *input, k Kubelet, rootDir string) readOutcome {
 	if errors.Is(cause, errCorrupted) {
 		verdict = Corrupt
 	}
-	return readOutcome{verdict: verdict, err: fmt.Sprintf(wrap, cause.Error(), path.Join(rootDir, PathOf(kind))), cause: innermost(cause).Error(),
-		restoreFailed: errors.As(cause, new(*restoreError))}
+	out := readOutcome{verdict: verdict, err: fmt.Sprintf(wrap, cause.Error(), path.Join(rootDir, PathOf(kind))), cause: innermost(cause).Error()}
+	var re *restoreError
+	if errors.As(cause, &re) {
+		out.restoreFailed, out.refusal = true, re.refusal
+	}
+	return out
 }
 
 // prefixed is an error with a prefix that keeps errors.Is working.
