@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -22,31 +23,36 @@ func TestConfigFixFound(t *testing.T) {
 		what, name string
 		edit       func(*KubeletConfig)
 		want       string
+		noFile     string // the case's checkpoint left out (the kubelet then writes a fresh one)
 	}{
+		// Without a file whose policy to go back to, the policy's spelling is the fix.
 		{"CPU policy capitalised", cpuCase, func(c *KubeletConfig) { c.CPUManagerPolicy = "Static" },
-			`{"cpuManagerPolicy":"static"}`},
+			`{"cpuManagerPolicy":"static"}`, "cpu_manager_state"},
 		{"memory policy None over a Static state", memCase, func(c *KubeletConfig) { c.MemoryManagerPolicy = "None" },
-			`{"memoryManagerPolicy":"Static"}`},
+			`{"memoryManagerPolicy":"Static"}`, ""},
 		{"memory policy in lower case", memCase, func(c *KubeletConfig) { c.MemoryManagerPolicy = "static" },
-			`{"memoryManagerPolicy":"Static"}`},
+			`{"memoryManagerPolicy":"Static"}`, "memory_manager_state"},
 		// The CPU reservation too big: one CPU in kubeReserved, and none left in systemReserved.
 		{"systemReserved cpu beyond the machine", cpuCase, func(c *KubeletConfig) { c.SystemReserved = map[string]string{"cpu": "100", "memory": "1Gi"} },
-			`{"kubeReserved":{"cpu":"1"},"systemReserved":{"memory":"1Gi"}}`},
+			`{"kubeReserved":{"cpu":"1"},"systemReserved":{"memory":"1Gi"}}`, ""},
 		// More CPUs reserved than the default set holds: only dropping the list works.
 		{"reservedSystemCPUs onto the assignment", cpuCase, func(c *KubeletConfig) { c.ReservedSystemCPUs = "0-30" },
-			`{"reservedSystemCPUs":""}`},
+			`{"reservedSystemCPUs":""}`, ""},
 		// strict-cpu-reservation: the CPUs the default set lacks are the reserved ones.
 		{"strict reservation grown", strictCase, func(c *KubeletConfig) { c.KubeReserved = map[string]string{"cpu": "2"} },
-			`{"reservedSystemCPUs":"0"}`},
+			`{"reservedSystemCPUs":"0"}`, ""},
 		// kubeReserved memory now covers what systemReserved did: systemReserved memory 0.
 		{"kubeReserved memory added", memCase, func(c *KubeletConfig) { c.KubeReserved = map[string]string{"memory": "1Gi"} },
-			`{"reservedMemory":[{"numaNode":0,"limits":{"memory":"1124Mi"}}],"systemReserved":{"memory":"0"}}`},
+			`{"reservedMemory":[{"numaNode":0,"limits":{"memory":"1124Mi"}}],"systemReserved":{"memory":"0"}}`, ""},
 		// systemReserved keeps its other resources.
 		{"systemReserved memory doubled", memCase, func(c *KubeletConfig) { c.SystemReserved = map[string]string{"cpu": "1", "memory": "2Gi"} },
-			`{"reservedMemory":[{"numaNode":0,"limits":{"memory":"1124Mi"}}],"systemReserved":{"cpu":"1","memory":"1Gi"}}`},
+			`{"reservedMemory":[{"numaNode":0,"limits":{"memory":"1124Mi"}}],"systemReserved":{"cpu":"1","memory":"1Gi"}}`, ""},
 	} {
 		at := tc.what + " (" + tc.name + ")"
-		r := diagnoseCaseWith(t, tc.name, decode.HomeKubelet, func(in *Input) { tc.edit(in.Config) })
+		r := diagnoseCaseWith(t, tc.name, decode.HomeKubelet, func(in *Input) {
+			tc.edit(in.Config)
+			in.Files = slices.DeleteFunc(in.Files, func(r *decode.Report) bool { return r.File == tc.noFile })
+		})
 		if r.KubeletStart.Starts {
 			t.Errorf("%s: starts; the edit breaks nothing", at)
 			continue
@@ -57,7 +63,7 @@ func TestConfigFixFound(t *testing.T) {
 			t.Errorf("%s (%s): fix %s, want config %s", at, r.KubeletStart.Error, b, tc.want)
 			continue
 		}
-		if !fix.Verified || !replayEditedStarts(t, at, tc.name, decode.HomeKubelet, tc.edit, fix.Config, "") {
+		if !fix.Verified || !replayEditedStarts(t, at, tc.name, decode.HomeKubelet, tc.edit, fix.Config, tc.noFile) {
 			t.Errorf("%s: fix %s (verified %v) does not start when set as written", at, fix.Config, fix.Verified)
 		}
 	}
@@ -228,5 +234,34 @@ func TestNodeFactsQuiet(t *testing.T) {
 	r := Diagnose(in)
 	if len(r.Findings) != 1 || strings.Contains(r.Findings[0].Message, "claims prepared") || strings.Contains(r.Findings[0].Fix, "move the pods") {
 		t.Errorf("an unhealthy device no claim uses: %+v", r.Findings)
+	}
+}
+
+// TestSkippedSaysWhatIsUnknown: the checks that need the machine or the API's pods are named as
+// skipped exactly when those are unknown.
+func TestSkippedSaysWhatIsUnknown(t *testing.T) {
+	const noMachine, noPods = "CPUs and NUMA nodes outside the machine: no machine", "stale entries (pods gone from the API): the live pods are unknown"
+	for _, known := range []bool{false, true} {
+		r := diagnoseCaseWith(t, "cpu-s2c8t2n2-healthy-assigned__w1.37.1", decode.HomeKubelet, func(in *Input) {
+			if known {
+				in.LivePods = map[string]bool{"pod-a": true}
+			} else {
+				in.Machine = nil
+			}
+		})
+		if slices.Contains(r.Skipped, noMachine) == known || slices.Contains(r.Skipped, noPods) == known {
+			t.Errorf("machine and pods known %v: skipped %q", known, r.Skipped)
+		}
+	}
+}
+
+// TestPodLevelCPUOverlap: CPUs held at pod level (podEntries) conflict with another pod's
+// container like a container's own.
+func TestPodLevelCPUOverlap(t *testing.T) {
+	rep := cpuReport("0-1", map[string]map[string]string{"a": {"app": "2-3"}})
+	rep.Decoded.CPU.PodEntries = map[string]string{"b": "3-4", "c": "x"}
+	r := Diagnose(Input{Files: []*decode.Report{rep}})
+	if !hasFinding(r, "cpu-overlap", "exclusive CPUs 3 are also assigned to a/app") || len(r.Findings) != 1 {
+		t.Errorf("findings %+v, want pod b's CPU 3 also assigned to a/app", r.Findings)
 	}
 }
