@@ -256,12 +256,12 @@ func TestSkippedSaysWhatIsUnknown(t *testing.T) {
 }
 
 // TestPodLevelCPUOverlap: CPUs held at pod level (podEntries) conflict with another pod's
-// container like a container's own.
+// container like a container's own, and a set that does not parse is said as a container's is.
 func TestPodLevelCPUOverlap(t *testing.T) {
 	rep := cpuReport("0-1", map[string]map[string]string{"a": {"app": "2-3"}})
 	rep.Decoded.CPU.PodEntries = map[string]string{"b": "3-4", "c": "x"}
 	r := Diagnose(Input{Files: []*decode.Report{rep}})
-	if !hasFinding(r, "cpu-overlap", "exclusive CPUs 3 are also assigned to a/app") || len(r.Findings) != 1 {
-		t.Errorf("findings %+v, want pod b's CPU 3 also assigned to a/app", r.Findings)
+	if !hasFinding(r, "cpu-overlap", "exclusive CPUs 3 are also assigned to a/app") || !hasFinding(r, "cpu-unparsable", `cpuset "x" does not parse`) || len(r.Findings) != 2 {
+		t.Errorf("findings %+v, want pod b's CPU 3 also assigned to a/app, and pod c's set unparsable", r.Findings)
 	}
 }

@@ -105,9 +105,13 @@ func cpuFindings(in Input, rep *decode.Report, checkedByStart bool) []Finding {
 		}
 	}
 	for _, pod := range slices.Sorted(maps.Keys(cs.PodEntries)) {
-		if s, err := parseCPUSet(cs.PodEntries[pod]); err == nil {
-			owners = append(owners, owner{pod, "", s})
+		s, err := parseCPUSet(cs.PodEntries[pod])
+		if err != nil {
+			out = append(out, Finding{Severity: SeverityError, Check: "cpu-unparsable", File: file, Entry: entry(pod, ""),
+				Message: fmt.Sprintf("cpuset %q does not parse: %v", cs.PodEntries[pod], err)})
+			continue
 		}
+		owners = append(owners, owner{pod, "", s})
 	}
 	ids := def.List()
 	firstOwner := map[int]int{} // CPU -> index of the first owner holding it
