@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 
 	"k8s.io/utils/cpuset"
@@ -134,7 +133,7 @@ func cpuFindings(in Input, rep *decode.Report, checkedByStart bool) []Finding {
 				shared[j] = append(shared[j], cpu)
 			}
 		}
-		for _, j := range sortedInts(shared) {
+		for _, j := range slices.Sorted(maps.Keys(shared)) {
 			out = append(out, Finding{Severity: SeverityError, Check: "cpu-overlap", File: file, Entry: entry(o.pod, o.ctr),
 				Message: fmt.Sprintf("exclusive CPUs %s are also assigned to %s", cpuset.New(shared[j]...), entry(owners[j].pod, owners[j].ctr)),
 				Fix:     "drain one of the pods; the kubelet starts with this, but exclusivity is already broken"})
@@ -207,19 +206,9 @@ func staleFinding(file, pod, what string) Finding {
 }
 
 func sortedUnion[A, B any](a map[string]A, b map[string]B) []string {
-	set := map[string]bool{}
-	for k := range a {
-		set[k] = true
-	}
-	for k := range b {
-		set[k] = true
-	}
-	out := make([]string, 0, len(set))
-	for k := range set {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	keys := slices.AppendSeq(slices.Collect(maps.Keys(a)), maps.Keys(b))
+	slices.Sort(keys)
+	return slices.Compact(keys)
 }
 
 // memoryFindings: assignments over what a NUMA node has, on nodes the machine lacks, stored
@@ -256,7 +245,7 @@ func memoryFindings(in Input, rep *decode.Report) []Finding {
 			}
 		}
 	}
-	for _, id := range sortedInts(assigned) {
+	for _, id := range slices.Sorted(maps.Keys(assigned)) {
 		node := ms.MachineState[id]
 		for _, typ := range slices.Sorted(maps.Keys(assigned[id])) {
 			var alloc uint64
@@ -310,15 +299,6 @@ func memoryFindings(in Input, rep *decode.Report) []Finding {
 	return out
 }
 
-func sortedInts[V any](m map[int]V) []int {
-	out := make([]int, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Ints(out)
-	return out
-}
-
 func sortedNodeIDs(m map[int]*decode.NUMANodeMemory) []int {
 	out := make([]int, 0, len(m))
 	for k, v := range m {
@@ -326,7 +306,7 @@ func sortedNodeIDs(m map[int]*decode.NUMANodeMemory) []int {
 			out = append(out, k)
 		}
 	}
-	sort.Ints(out)
+	slices.Sort(out)
 	return out
 }
 
@@ -345,7 +325,7 @@ func deviceFindings(in Input) []Finding {
 	stale := map[string]bool{}
 	for _, e := range ds.PodDeviceEntries {
 		ids := append([]string(nil), e.DeviceIDs...)
-		for _, numa := range sortedInt64(e.DevicesPerNUMA) {
+		for _, numa := range slices.Sorted(maps.Keys(e.DevicesPerNUMA)) {
 			ids = append(ids, e.DevicesPerNUMA[numa]...)
 		}
 		seen := map[string]bool{}
@@ -369,15 +349,6 @@ func deviceFindings(in Input) []Finding {
 			out = append(out, staleFinding(rep.File, e.PodUID, "its devices are freed at the device manager's next update"))
 		}
 	}
-	return out
-}
-
-func sortedInt64[V any](m map[int64]V) []int64 {
-	out := make([]int64, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
 }
 
