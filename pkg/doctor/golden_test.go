@@ -1,17 +1,15 @@
 package doctor
 
 import (
-	"flag"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite testdata/diagnose.golden from the current output")
+	"github.com/kubectl-nodestate/kubectl-nodestate/internal/golden"
+)
 
 // TestDiagnoseGolden pins everything Diagnose says on every start vector for every version: the
 // fix offered (its config change, the file to delete, what that loses, the alternatives) and
@@ -39,34 +37,7 @@ func TestDiagnoseGolden(t *testing.T) {
 			fmt.Fprintf(&out, "== %s @ %s\n%s", name, strings.Join(byBlock[block], " "), block)
 		}
 	}
-	got := out.String()
-	p := filepath.Join("testdata", "diagnose.golden")
-	if *update {
-		if err := os.WriteFile(p, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatalf("%v (go test ./pkg/doctor -run TestDiagnoseGolden -update writes it)", err)
-	}
-	if got != string(want) {
-		gotLines, wantLines := strings.Split(got, "\n"), strings.Split(string(want), "\n")
-		for i := 0; i < len(gotLines) || i < len(wantLines); i++ {
-			if i >= len(gotLines) || i >= len(wantLines) || gotLines[i] != wantLines[i] {
-				t.Fatalf("Diagnose differs from %s from line %d (-update rewrites it; review the diff):\n got: %s\nwant: %s",
-					p, i+1, lineAt(gotLines, i), lineAt(wantLines, i))
-			}
-		}
-	}
-}
-
-func lineAt(lines []string, i int) string {
-	if i < len(lines) {
-		return lines[i]
-	}
-	return "(end)"
+	golden.Check(t, filepath.Join("testdata", "diagnose.golden"), []byte(out.String()))
 }
 
 // diagnoseText is a result as golden lines; noPods is the same case with an empty API server,

@@ -2,19 +2,18 @@ package render
 
 import (
 	"bytes"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	goldenfile "github.com/kubectl-nodestate/kubectl-nodestate/internal/golden"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
 )
 
 // go test ./pkg/render -update rewrites testdata/golden from the current printers.
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
 
 // repo is the repository root, seen from this package's directory.
 const repo = "../.."
@@ -201,23 +200,7 @@ var formats = []struct {
 // golden compares got with testdata/golden/<name>.golden (or rewrites it with -update).
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	p := filepath.Join("testdata", "golden", name+".golden")
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatalf("%v (run go test ./pkg/render -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file (go test ./pkg/render -update rewrites it)\n--- got\n%s\n--- want\n%s", p, got, want)
-	}
+	goldenfile.Check(t, filepath.Join("testdata", "golden", name+".golden"), got)
 }
 
 func TestGolden(t *testing.T) {

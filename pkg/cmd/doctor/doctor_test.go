@@ -2,7 +2,6 @@ package doctor_test
 
 import (
 	"encoding/json"
-	"flag"
 	"maps"
 	"os"
 	"path/filepath"
@@ -11,10 +10,9 @@ import (
 	"testing"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/internal/cmdtest"
+	"github.com/kubectl-nodestate/kubectl-nodestate/internal/golden"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
 
 const vectors = "../../../testdata/kubelet-start"
 
@@ -139,20 +137,7 @@ func TestGolden(t *testing.T) {
 			}
 		}
 		got := "exit: " + string(rune('0'+code)) + "\n--- stdout\n" + out + "--- stderr\n" + strings.Join(lines, "\n")
-		p := filepath.Join("testdata", tc.golden+".golden")
-		if *update {
-			if err := os.WriteFile(p, []byte(got), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatalf("%v (go test ./pkg/cmd/doctor -update writes it)", err)
-		}
-		if got != string(want) {
-			t.Errorf("%s differs from %s (go test ./pkg/cmd/doctor -update rewrites it)\n--- got\n%s\n--- want\n%s", tc.golden, p, got, want)
-		}
+		golden.Check(t, filepath.Join("testdata", tc.golden+".golden"), []byte(got))
 	}
 }
 
