@@ -131,7 +131,7 @@ func decodeChecksummed(rep *Report, raw []byte, opts Options) *Report {
 		}
 		if out.restoreFailed {
 			rep.Notes = append(rep.Notes, fmt.Sprintf("the file is intact (its checksums match), but kubelet %s's restore refuses its content", reader))
-		} else if rep.Verdict != Valid && allMatch(rep.Checksums) {
+		} else if (rep.Verdict == Corrupt || rep.Verdict == Unreadable) && allMatch(rep.Checksums) {
 			rep.Notes = append(rep.Notes, fmt.Sprintf("the file is intact (its %s checksum matches): kubelet %s refuses it because it reads the %s format differently", f.ID, reader, f.ID))
 		}
 		mismatch := false

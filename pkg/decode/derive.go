@@ -107,10 +107,8 @@ func homeOf(ix *eraIndex, e *era) *Kubelet {
 			if r == nil {
 				continue
 			}
+			// A gate set off stays in Gates: String names only the gates that are on.
 			if len(e.Sums) == 0 || r.Rules == nil || r.Rules[0] == e.Sums[0].Rule {
-				if w.gate != "" && !w.gateOn {
-					delete(k.Gates, w.gate) // off is the default: keep the label plain
-				}
 				return &k
 			}
 		}

@@ -47,6 +47,8 @@ func TestHostileInputs(t *testing.T) {
 		{"json array", []byte(`[1,2,3]`), UnknownFormat, nil},
 		{"json string", []byte(`"cpu_manager_state"`), UnknownFormat, nil},
 		{"unrelated object", []byte(`{"apiVersion":"v1","kind":"Pod"}`), UnknownFormat, nil},
+		// The same without its comma is not JSON at all (each value whole is not enough).
+		{"members without a comma", []byte(`{"apiVersion":"v1" "kind":"Pod"}`), Unreadable, nil},
 		{"checksum not a number", []byte(`{"policyName":"none","defaultCpuSet":"","checksum":"x"}`), Unreadable, cpuAndMemory},
 		{"negative checksum", []byte(`{"policyName":"none","defaultCpuSet":"","checksum":-1}`), Unreadable, cpuAndMemory},
 		{"checksum overflows uint64", []byte(`{"policyName":"none","defaultCpuSet":"","checksum":184467440737095516150}`), Unreadable, cpuAndMemory},
@@ -68,10 +70,20 @@ func TestHostileInputs(t *testing.T) {
 	}
 }
 
+// A file of exactly MaxFileSize bytes is read (a kubelet's file padded with the white space JSON
+// allows after it stays valid); one byte more is not.
 func TestSizeCap(t *testing.T) {
-	big := bytes.Repeat([]byte(" "), MaxFileSize+1)
-	rep := Decode(KindCPU, big, Options{})
-	if rep.Verdict != Unreadable || !strings.Contains(rep.Error, "cap") {
+	raw, err := os.ReadFile(filepath.Join(vectorsDir, "cpu_manager_state/v1.35.8/static-numa.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := MustParseKubelet("v1.35.8")
+	padded := append(raw, bytes.Repeat([]byte(" "), MaxFileSize-len(raw))...)
+	if rep := Decode(KindCPU, padded, Options{Kubelet: &k}); rep.Verdict != Valid {
+		t.Errorf("file of exactly %d bytes: %s %q, want valid", len(padded), rep.Verdict, rep.Error)
+	}
+	padded = append(padded, ' ')
+	if rep := Decode(KindCPU, padded, Options{Kubelet: &k}); rep.Verdict != Unreadable || !strings.Contains(rep.Error, "cap") {
 		t.Fatalf("over-cap file: %s %q", rep.Verdict, rep.Error)
 	}
 }

@@ -1,8 +1,10 @@
 package decode
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -91,6 +93,7 @@ func TestWrittenBy(t *testing.T) {
 		{KindCPU, "cpu-v2", "1.18-1.35, 1.36 without PodLevelResourceManagers", "1.18+"},
 		{KindDRA, "dra-v2a", "1.31+", "1.31-1.34"},
 		{KindDRA, "dra-v1c", "1.30", "1.30"},
+		{KindCPU, "cpu-v3", "1.36 with PodLevelResourceManagers", "1.36+"},
 	} {
 		if got := WrittenBy(tc.kind, tc.format); got != tc.want {
 			t.Errorf("WrittenBy(%s) = %q, want %q", tc.format, got, tc.want)
@@ -125,6 +128,22 @@ func TestBreaks(t *testing.T) {
 	if rep := Decode(KindCPU, raw, Options{Kubelet: &k136}); rep.Verdict != Valid || rep.Breaks == nil || *rep.Breaks != (Breaks{Newer: "1.37"}) {
 		t.Fatalf("cpu file for 1.36: verdict %s, breaks %+v", rep.Verdict, rep.Breaks)
 	}
+	// Breaks are releases before or after the reader's, never its own line. The 1.37 memory
+	// file with its outer checksum set to the mem-v2 rule's, which 1.36 checks only with
+	// PodLevelResourceManagers on: 1.36 with the gate off (its default) refuses it, but that is
+	// a gate away, not a release away.
+	raw, err = os.ReadFile(filepath.Join(vectorsDir, "memory_manager_state/v1.37.1/static-2numa-pods.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw = withOuterChecksum(t, raw, memV2Layout, eraByID(t, "mem-v2").Sums[0].Rule)
+	k136gate := MustParseKubelet("v1.36.4+" + GatePodLevelResourceManagers)
+	if rep := Decode(KindMemory, raw, Options{Kubelet: &k136}); rep.Verdict != Corrupt {
+		t.Fatalf("by 1.36, gate off: %s (%s), want corrupt", rep.Verdict, rep.Error)
+	}
+	if rep := Decode(KindMemory, raw, Options{Kubelet: &k136gate}); rep.Verdict != Valid || rep.Breaks == nil || *rep.Breaks != (Breaks{Older: "1.35"}) {
+		t.Fatalf("by 1.36 with the gate: verdict %s (%s), breaks %+v, want valid, breaks older 1.35 only", rep.Verdict, rep.Error, rep.Breaks)
+	}
 	// An intact file breaks nothing.
 	raw, err = os.ReadFile(filepath.Join("..", "..", "examples", "kubelet-root", "memory_manager_state"))
 	if err != nil {
@@ -133,4 +152,14 @@ func TestBreaks(t *testing.T) {
 	if rep := Decode(KindMemory, raw, Options{Kubelet: &k}); rep.Verdict != Valid || rep.Breaks != nil {
 		t.Fatalf("intact file: verdict %s, breaks %+v", rep.Verdict, rep.Breaks)
 	}
+}
+
+// withOuterChecksum sets a file's top-level "checksum" to what rule computes over it as layout l.
+func withOuterChecksum(t *testing.T, raw []byte, l *layout, rule *checksumRule) []byte {
+	t.Helper()
+	outer := regexp.MustCompile(`"checksum":[0-9]+`)
+	if len(outer.FindAll(raw, -1)) != 1 {
+		t.Fatalf("not one outer checksum in %s", raw)
+	}
+	return outer.ReplaceAll(raw, fmt.Appendf(nil, `"checksum":%d`, newInput(raw).checksum(l, rule)))
 }

@@ -37,7 +37,8 @@ func ParseKubelet(s string, gates map[string]bool) (Kubelet, error) {
 		k.Gates[name] = on
 	}
 	base := strings.TrimSpace(s)
-	if parts := strings.Split(base, "+"); len(parts) > 1 && allKnownGates(parts[1:]) {
+	// parts[1:] are the "+" suffixes: none when there is no "+", and then nothing changes.
+	if parts := strings.Split(base, "+"); allKnownGates(parts[1:]) {
 		base = parts[0]
 		for _, g := range parts[1:] {
 			k.Gates[g] = true

@@ -108,7 +108,8 @@ func (s *scanner) skipValue() bool {
 			}
 			s.i++
 		case '{', '[':
-			if depth++; depth > maxNesting {
+			// The object around the value is one level of encoding/json's count.
+			if depth++; depth >= maxNesting {
 				return false // let encoding/json report it, as the kubelet would
 			}
 			s.i++
@@ -126,7 +127,8 @@ func (s *scanner) skipValue() bool {
 		default:
 			s.i++
 		}
-		if depth == 0 && s.i > 0 && (s.b[s.i-1] == '"' || s.b[s.i-1] == '}' || s.b[s.i-1] == ']') {
+		// Every case above moved s.i on, so s.b[s.i-1] is the byte just passed.
+		if depth == 0 && (s.b[s.i-1] == '"' || s.b[s.i-1] == '}' || s.b[s.i-1] == ']') {
 			return true
 		}
 	}

@@ -12,6 +12,7 @@ func TestScanObjectAgreesWithEncodingJSON(t *testing.T) {
 		`{}`, ` { "a" : 1 , "B":"x\"}y" ,"c":[1,{"d":"]"}],"e":{"f":null}} `,
 		`{"policyName":"static","entries":{"u":{"c":"1-2"}},"checksum":12}`,
 		`{"a":true,"b":false,"c":null,"d":-1.5e3}`,
+		`{"":1,"b":{"":"x"}}`, // an empty key is a plain string too
 	} {
 		got, ok := scanObject([]byte(in))
 		if !ok {
@@ -30,9 +31,40 @@ func TestScanObjectAgreesWithEncodingJSON(t *testing.T) {
 			}
 		}
 	}
-	for _, in := range []string{`[]`, `"x"`, `{"a":1} x`, `{"a\u0062":1}`, `{"a":"unterminated}`, `{`} {
+	for _, in := range []string{`[]`, `"x"`, `{"a":1} x`, `{"a\u0062":1}`, `{"\u0062":1}`, `{"a":"unterminated}`, `{`,
+		`{"a":"x" "b":1}`, `{"a":{} "b":1}`, `{"a":[] "b":1}`} {
 		if _, ok := scanObject([]byte(in)); ok {
 			t.Errorf("%s: scanned, want fallback", in)
+		}
+	}
+}
+
+// encoding/json refuses a document nested deeper than 10000 levels, the object itself being
+// one: the scanner falls back (so that encoding/json reports it) exactly where it refuses.
+func TestScanObjectNestingLimit(t *testing.T) {
+	for _, depth := range []int{maxNesting - 1, maxNesting} {
+		in := []byte(`{"a":` + strings.Repeat("[", depth) + strings.Repeat("]", depth) + `}`)
+		_, scanned := scanObject(in)
+		var m map[string]json.RawMessage
+		valid := json.Unmarshal(in, &m) == nil
+		if scanned != valid {
+			t.Errorf("value nested %d deep: scanned %v, encoding/json accepts %v", depth, scanned, valid)
+		}
+	}
+}
+
+// firstMemberValue is the value of the first member as written, whatever the key.
+func TestFirstMemberValue(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"c1":"0-3","c2":"4"}`: `"0-3"`,
+		`{"":{"x":1} ,"b":2}`:   `{"x":1}`,
+		` { "k" : [1,"]"] } `:   `[1,"]"]`,
+		`{"\u0063":"1"}`:        `"1"`, // an escaped key: encoding/json decodes it
+		`{}`:                    ``,
+		`["c1"]`:                ``,
+	} {
+		if got := string(firstMemberValue([]byte(in))); got != want {
+			t.Errorf("%s: %q, want %q", in, got, want)
 		}
 	}
 }
