@@ -23,6 +23,12 @@ coefficient=${MUTATE_TIMEOUT_COEFFICIENT:-10}
 out=${MUTATE_OUT:-$(mktemp -d "${TMPDIR:-/tmp}/nodestate-mutate.XXXXXX")}
 mkdir -p "$out"
 bin=$(NODESTATE_TOOLS=gremlins hack/tools/build.sh | tail -n 1)
+# gremlins copies the whole module (testdata and .git: about 420 MB) into a gremlins-* dir of
+# TMPDIR for each worker, and when a copy fails (a full disk) it panics without removing them.
+# Its TMPDIR is ours, removed on every exit.
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/nodestate-gremlins.XXXXXX")
+trap 'rm -rf "$scratch"' EXIT
+export TMPDIR=$scratch
 "$bin/gremlins" --version 2>/dev/null || true
 summary=()
 for p in "${pkgs[@]}"; do
