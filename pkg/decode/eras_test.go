@@ -3,6 +3,8 @@ package decode
 import (
 	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/util/version"
 )
 
 // What the era table implies, spelled out: a row edit that moves a home reader or changes who
@@ -150,5 +152,20 @@ func TestGateRowsContiguous(t *testing.T) {
 	}
 	if on, _ := GateAt("MemoryManager", Release("1.36")); on == nil || !on.Removed || !GateDefault("MemoryManager", Release("1.37")) {
 		t.Errorf("MemoryManager after its removal: %+v", on)
+	}
+}
+
+// TestVersionSetAddEitherGateFirst: a release range added for one gate setting, then the same
+// range for the other, is one range for both, whichever came first (the table happens to list
+// the gate off first).
+func TestVersionSetAddEitherGateFirst(t *testing.T) {
+	since := version.MustParseGeneric("1.36.0")
+	for _, first := range []bool{false, true} {
+		var s versionSet
+		s.add(since, nil, first)
+		s.add(since, nil, !first)
+		if len(s.ranges) != 1 || !s.ranges[0].on || !s.ranges[0].off {
+			t.Errorf("gate %v first: ranges %+v, want one range for both settings", first, s.ranges)
+		}
 	}
 }
