@@ -3,6 +3,7 @@ package decode
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -162,6 +163,24 @@ func TestRenamerMatchesStringsReplace(t *testing.T) {
 			if buf.String() != want {
 				t.Fatalf("all=%v chunk %d: %q, want %q", all, chunk, buf.String(), want)
 			}
+		}
+	}
+}
+
+// TestWithConfigGates: the config file's gates, then the kubelet's own, which win; a config
+// with fewer gates than the kubelet's, or none, keeps the kubelet's.
+func TestWithConfigGates(t *testing.T) {
+	k := MustParseKubelet("v1.36.4+PodLevelResourceManagers")
+	for _, tc := range []struct {
+		config map[string]bool
+		want   map[string]bool
+	}{
+		{nil, map[string]bool{"PodLevelResourceManagers": true}},
+		{map[string]bool{"PodLevelResourceManagers": false, "Other": true}, map[string]bool{"PodLevelResourceManagers": true, "Other": true}},
+	} {
+		got := k.WithConfigGates(tc.config).Gates
+		if !maps.Equal(got, tc.want) {
+			t.Errorf("config %v: gates %v, want %v", tc.config, got, tc.want)
 		}
 	}
 }
