@@ -27,14 +27,18 @@ type restoreCheck interface {
 	check(model any, k Kubelet) error
 }
 
-// restoreErrorOf is the first failing restore check of kubelet k on a loaded file's model.
-func restoreErrorOf(kind Kind, k Kubelet, model any) error {
+// restoreOf is what kubelet k's restore does with a loaded file's model: the first failing
+// check, or, when it passes, the entries it skips (a restoreDropper's, in the same pass).
+func restoreOf(kind Kind, k Kubelet, model any) ([]DroppedEntry, error) {
 	for _, r := range files[kind].Restore {
 		if r.By.has(k) {
-			return r.Check.check(model, k)
+			if d, ok := r.Check.(restoreDropper); ok {
+				return d.restore(model, k)
+			}
+			return nil, r.Check.check(model, k)
 		}
 	}
-	return nil
+	return nil, nil
 }
 
 // restoreError is a failed restore check: the kubelet's own words, not wrapping further (the

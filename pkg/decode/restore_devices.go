@@ -8,7 +8,7 @@ import (
 )
 
 // The device manager's restore (readCheckpoint) never fails once the checkpoint loaded (but
-// for a panic of some releases' generated code, devRestore.check): its
+// for a panic of some releases' generated code, devRestore.restore): its
 // podDevices.fromCheckpointData unmarshals each entry's AllocResp and, when that fails, logs
 // "Can't unmarshal allocResp" and skips the entry; of the entries it keeps, a later one for the
 // same pod, container and resource silently replaces an earlier one. The kubelet starts, but
@@ -31,49 +31,29 @@ type DroppedEntry struct {
 	ReplacedBy *int `json:"replacedBy,omitempty"`
 }
 
-// A restoreDropper is a restore check that skips the entries it cannot use instead of failing.
+// A restoreDropper is a restore check that skips the entries it cannot use instead of failing:
+// one pass gives both its refusal, if any, and the entries skipped.
 type restoreDropper interface {
-	dropped(model any, k Kubelet) []DroppedEntry
-}
-
-// restoreDropsOf is what kubelet k's restore skips of a loaded file's model.
-func restoreDropsOf(kind Kind, k Kubelet, model any) []DroppedEntry {
-	for _, r := range files[kind].Restore {
-		if r.By.has(k) {
-			if d, ok := r.Check.(restoreDropper); ok {
-				return d.dropped(model, k)
-			}
-			return nil
-		}
-	}
-	return nil
+	restore(model any, k Kubelet) ([]DroppedEntry, error)
 }
 
 // devRestore is readCheckpoint after the checksum, by era of the device plugin API's code.
 type devRestore struct{ AllocResp allocRespRule }
 
-// check: nothing after the checksum fails the device manager's restore, but an AllocResp on
-// which the generated code panics (allocRespPanic): nothing recovers it, and the kubelet crashes.
-func (d devRestore) check(model any, _ Kubelet) error {
-	st, ok := model.(*DeviceState)
-	if !ok {
-		return nil
-	}
-	for _, e := range st.PodDeviceEntries {
-		var p allocRespPanic
-		if errors.As(d.AllocResp.unmarshal(e.AllocResp), &p) {
-			return &restoreError{text: p.Error(), refusal: &devRestorePanics}
-		}
-	}
-	return nil
+func (d devRestore) check(model any, k Kubelet) error {
+	_, err := d.restore(model, k)
+	return err
 }
 
 var devRestorePanics = stops("the device manager's restore panics (podDevices.fromCheckpointData), and the kubelet with it")
 
-func (d devRestore) dropped(model any, _ Kubelet) []DroppedEntry {
+// restore: nothing after the checksum fails the device manager's restore, but an AllocResp on
+// which the generated code panics (allocRespPanic): nothing recovers it, and the kubelet
+// crashes. Otherwise it skips the entries it cannot unmarshal and those a later one replaces.
+func (d devRestore) restore(model any, _ Kubelet) ([]DroppedEntry, error) {
 	st, ok := model.(*DeviceState)
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	var out []DroppedEntry
 	// podDevices.insert keys the kept entries by pod, container and resource: a later entry
@@ -83,6 +63,10 @@ func (d devRestore) dropped(model any, _ Kubelet) []DroppedEntry {
 	for i, e := range st.PodDeviceEntries {
 		drop := DroppedEntry{Index: i, PodUID: e.PodUID, ContainerName: e.ContainerName, ResourceName: e.ResourceName}
 		if err := d.AllocResp.unmarshal(e.AllocResp); err != nil {
+			var p allocRespPanic
+			if errors.As(err, &p) {
+				return nil, &restoreError{text: p.Error(), refusal: &devRestorePanics}
+			}
 			drop.Error = err.Error()
 			out = append(out, drop)
 			continue
@@ -96,7 +80,7 @@ func (d devRestore) dropped(model any, _ Kubelet) []DroppedEntry {
 		kept[k] = i
 	}
 	slices.SortFunc(out, func(a, b DroppedEntry) int { return a.Index - b.Index })
-	return out
+	return out, nil
 }
 
 // droppedNote says what the kubelet does with the skipped entries, for the report's notes.

@@ -25,7 +25,11 @@ func TestDroppedEntriesInFileOrder(t *testing.T) {
 	}}
 	for _, label := range []string{"v1.21.14", HomeKubelet} {
 		var got []string
-		for _, d := range restoreDropsOf(KindDevices, MustParseKubelet(label), st) {
+		dropped, err := restoreOf(KindDevices, MustParseKubelet(label), st)
+		if err != nil {
+			t.Fatalf("%s: %v", label, err)
+		}
+		for _, d := range dropped {
 			if d.ReplacedBy != nil {
 				got = append(got, fmt.Sprintf("%d replaced by %d", d.Index, *d.ReplacedBy))
 			} else {

@@ -43,8 +43,9 @@ func simulate(kind Kind, in *input, k Kubelet, rootDir string) readOutcome {
 				res.keptFrom = &first
 			}
 			model := res.layoutModel()
-			if cause = restoreErrorOf(kind, k, model); cause == nil {
-				return readOutcome{verdict: Valid, result: res, model: model, dropped: restoreDropsOf(kind, k, model)}
+			var dropped []DroppedEntry
+			if dropped, cause = restoreOf(kind, k, model); cause == nil {
+				return readOutcome{verdict: Valid, result: res, model: model, dropped: dropped}
 			}
 			break
 		}
