@@ -1,11 +1,5 @@
 package replay
 
-// Package replay is one pure replay of the kubelet's resource managers: the topology manager,
-// the CPU manager and the memory manager, built and started as NewContainerManager and
-// ContainerManager.Start do (doctor's start prediction), then admitting pods as the kubelet's
-// resource admit handler does (the topology manager's Admit, calling the managers as hint
-// providers). Release differences are rows of data (releases.go, gates.go).
-
 import (
 	"fmt"
 	"strconv"
@@ -193,13 +187,13 @@ func Start(in StartInput) (*Node, Prediction, error) {
 		}
 	}
 	p.Starts, p.Phase = true, PhaseOK
-	// The kubelet registers the CPU manager, then the memory manager, as hint providers (the
-	// device manager and DRA come after; they are not replayed).
+	// The topology manager asks its hint providers in the order the kubelet registers them:
+	// the device manager (not replayed yet), the CPU manager, the memory manager.
 	if n.CPU != nil {
-		n.Topology.addHintProvider(n.CPU)
+		n.Topology.AddHintProvider(n.CPU)
 	}
 	if n.Memory != nil {
-		n.Topology.addHintProvider(n.Memory)
+		n.Topology.AddHintProvider(n.Memory)
 	}
 	n.markCheckpointOwnersActive()
 	return n, p, nil

@@ -1,5 +1,8 @@
 package replay
 
+// The memory manager (memorymanager/memory_manager.go): NewManager, the reserved memory per
+// NUMA node, Start, and the hint provider calls it hands to its policy.
+
 import (
 	"errors"
 	"fmt"
@@ -27,38 +30,19 @@ type MemoryManager struct {
 	policy memoryPolicy
 }
 
-// memoryPolicy is memorymanager.Policy: None or Static.
-type memoryPolicy interface {
-	GetTopologyHints(pod *v1.Pod, c *v1.Container) map[string][]TopologyHint
-	GetPodTopologyHints(pod *v1.Pod) map[string][]TopologyHint
-	Allocate(pod *v1.Pod, c *v1.Container) error
-	removeStaleState(active map[string]map[string]bool)
-	MemoryBlocks(podUID, container string) []decode.MemoryBlock
-	AllocatePod(pod *v1.Pod) error
-}
-
-// memoryNonePolicy is policy_none.go: no hints, no allocation, no state.
-type memoryNonePolicy struct{}
-
-func (memoryNonePolicy) GetTopologyHints(*v1.Pod, *v1.Container) map[string][]TopologyHint {
-	return nil
-}
-func (memoryNonePolicy) GetPodTopologyHints(*v1.Pod) map[string][]TopologyHint { return nil }
-func (memoryNonePolicy) Allocate(*v1.Pod, *v1.Container) error                 { return nil }
-func (memoryNonePolicy) removeStaleState(map[string]map[string]bool)           {}
-func (memoryNonePolicy) MemoryBlocks(string, string) []decode.MemoryBlock      { return nil }
-func (memoryNonePolicy) AllocatePod(*v1.Pod) error                             { return nil }
-
 // The manager hands the topology manager's calls to its policy.
 func (m *MemoryManager) GetTopologyHints(pod *v1.Pod, c *v1.Container) map[string][]TopologyHint {
 	return m.policy.GetTopologyHints(pod, c)
 }
+
 func (m *MemoryManager) GetPodTopologyHints(pod *v1.Pod) map[string][]TopologyHint {
 	return m.policy.GetPodTopologyHints(pod)
 }
+
 func (m *MemoryManager) Allocate(pod *v1.Pod, c *v1.Container) error {
 	return m.policy.Allocate(pod, c)
 }
+
 func (m *MemoryManager) AllocatePod(pod *v1.Pod) error { return m.policy.AllocatePod(pod) }
 
 // MemoryBlocks is the container's memory assignment, nil when the manager pins nothing.
@@ -74,23 +58,6 @@ func (m *MemoryManager) removeStaleState(active map[string]map[string]bool) {
 func (m *MemoryManager) static() *memoryStaticPolicy {
 	p, _ := m.policy.(*memoryStaticPolicy)
 	return p
-}
-
-// memoryStaticPolicy is policy_static.go: memory pinned to NUMA nodes for Guaranteed pods.
-type memoryStaticPolicy struct {
-	// systemReserved is NUMA node -> resource -> bytes (convertReserved).
-	systemReserved map[int]map[string]uint64
-	// machineState and assignments are the state, restored then changed by allocations.
-	machineState machineState
-	assignments  map[string]map[string][]decode.MemoryBlock
-	podEntries   map[string][]decode.MemoryBlock
-	affinity     *TopologyManager
-	// initContainersReusableMemory: pod -> NUMA mask -> resource -> bytes an init container
-	// frees for the containers after it.
-	initContainersReusableMemory map[string]map[string]map[string]uint64
-	gates                        podGates
-	// sidecarAware, violationCheck and skipsNoRequest are the release's rows (releases.go).
-	sidecarAware, violationCheck, skipsNoRequest bool
 }
 
 // newMemoryManager is memorymanager.NewManager on Linux.
@@ -233,255 +200,16 @@ func (m *MemoryManager) start(e *env, rep *decode.Report) error {
 	return nil
 }
 
-// restore keeps the checkpoint as the state the allocations start from (a deep copy: the
-// report is the caller's).
-func (m *memoryStaticPolicy) restore(e *env, ms *decode.MemoryState) {
-	if len(ms.MachineState) == 0 {
-		m.machineState = m.defaultMachineState(e)
-	} else {
-		m.machineState = machineState{}
-		for id, n := range ms.MachineState {
-			if n == nil {
-				continue
-			}
-			c := &decode.NUMANodeMemory{NumberOfAssignments: n.NumberOfAssignments, Cells: append([]int(nil), n.Cells...), MemoryMap: map[string]*decode.MemoryTable{}}
-			for name, t := range n.MemoryMap {
-				if t != nil {
-					tt := *t
-					c.MemoryMap[name] = &tt
-				}
-			}
-			m.machineState[id] = c
+// MemoryNUMANodes is GetMemoryNUMANodes: the NUMA nodes of the container's blocks, sorted.
+func (m *MemoryManager) MemoryNUMANodes(podUID, container string) []int {
+	set := map[int]bool{}
+	for _, b := range m.MemoryBlocks(podUID, container) {
+		for _, id := range b.NUMAAffinity {
+			set[id] = true
 		}
 	}
-	for pod, ctrs := range ms.Entries {
-		for ctr, blocks := range ctrs {
-			m.setBlocks(pod, ctr, cloneBlocks(blocks))
-		}
-	}
-	if e.release.PodLevelEntries && m.gates.levelManagers {
-		for pod, blocks := range ms.PodEntries {
-			m.podEntries[pod] = cloneBlocks(blocks)
-		}
-	}
-}
-
-// machineState is the memory manager's NUMANodeMap, built here from the machine.
-type machineState map[int]*decode.NUMANodeMemory
-
-// defaultMachineState is getDefaultMachineState: every node's memory and hugepages, less what
-// reservedMemory sets aside (uint64 arithmetic, as the kubelet's).
-func (m *memoryStaticPolicy) defaultMachineState(e *env) machineState {
-	out := machineState{}
-	for _, id := range e.machine.NodeIDs() {
-		node, _ := e.machine.Node(id)
-		st := &decode.NUMANodeMemory{MemoryMap: map[string]*decode.MemoryTable{}, Cells: []int{id}}
-		var hugepages uint64
-		for _, hp := range node.HugePages {
-			name := HugePagesName(hp.PageSizeKiB)
-			reserved := m.systemReserved[id][name]
-			total := hp.NumPages * hp.PageSizeKiB * 1024
-			st.MemoryMap[name] = &decode.MemoryTable{Total: total, SystemReserved: reserved, Allocatable: total - reserved, Free: total - reserved}
-			hugepages += total
-		}
-		reserved := m.systemReserved[id][string(v1.ResourceMemory)]
-		alloc := node.Memory - reserved - hugepages
-		st.MemoryMap[string(v1.ResourceMemory)] = &decode.MemoryTable{Total: node.Memory, SystemReserved: reserved, Allocatable: alloc, Free: alloc}
-		out[id] = st
-	}
-	return out
-}
-
-// validateState is the static policy's validateState: replay every assignment onto a fresh
-// machine state and compare it with the stored one.
-func (m *memoryStaticPolicy) validateState(e *env, ms *decode.MemoryState) error {
-	if len(ms.MachineState) == 0 {
-		if len(ms.Entries) != 0 {
-			return errors.New("[memorymanager] machine state can not be empty when it has memory assignments")
-		}
+	if len(set) == 0 {
 		return nil
 	}
-	expected := m.defaultMachineState(e)
-	podLevel := e.release.PodLevelEntries && e.gate(GatePodLevelResourceManagers)
-	for _, pod := range slices.Sorted(maps.Keys(ms.Entries)) {
-		if podLevel && len(ms.PodEntries[pod]) > 0 {
-			if err := expected.update(ms.PodEntries[pod], pod, ""); err != nil {
-				return err
-			}
-			continue
-		}
-		for _, ctr := range slices.Sorted(maps.Keys(ms.Entries[pod])) {
-			if err := expected.update(ms.Entries[pod][ctr], pod, ctr); err != nil {
-				return err
-			}
-		}
-	}
-	if !statesEqual(machineState(ms.MachineState), expected, e.release.GroupedMemoryCompare) {
-		return &stateMismatch{details: diffStates(machineState(ms.MachineState), expected)}
-	}
-	return nil
-}
-
-// stateMismatch is the kubelet's error, with what differs (the kubelet only logs that).
-type stateMismatch struct{ details []string }
-
-func (*stateMismatch) Error() string {
-	return "[memorymanager] the expected machine state is different from the real one"
-}
-
-// diffStates says, node by node and field by field, how the stored machine state differs from
-// the one the assignments and the machine imply.
-func diffStates(stored, expected machineState) []string {
-	var out []string
-	ids := map[int]bool{}
-	for id := range stored {
-		ids[id] = true
-	}
-	for id := range expected {
-		ids[id] = true
-	}
-	for _, id := range slices.Sorted(maps.Keys(ids)) {
-		s, x := stored[id], expected[id]
-		switch {
-		case s == nil:
-			out = append(out, fmt.Sprintf("NUMA node %d: not in the stored state, but the machine has it", id))
-			continue
-		case x == nil:
-			out = append(out, fmt.Sprintf("NUMA node %d: in the stored state, but not on the machine", id))
-			continue
-		}
-		if s.NumberOfAssignments != x.NumberOfAssignments {
-			out = append(out, fmt.Sprintf("NUMA node %d: numberOfAssignments %d stored, %d from the assignments", id, s.NumberOfAssignments, x.NumberOfAssignments))
-		}
-		if !sameCells(s.Cells, x.Cells) {
-			out = append(out, fmt.Sprintf("NUMA node %d: cells %v stored, %v from the assignments", id, s.Cells, x.Cells))
-		}
-		names := map[string]bool{}
-		for n := range s.MemoryMap {
-			names[n] = true
-		}
-		for n := range x.MemoryMap {
-			names[n] = true
-		}
-		for _, n := range slices.Sorted(maps.Keys(names)) {
-			st, xt := s.MemoryMap[n], x.MemoryMap[n]
-			if st == nil || xt == nil {
-				out = append(out, fmt.Sprintf("NUMA node %d %s: stored %v, expected %v", id, n, st != nil, xt != nil))
-				continue
-			}
-			for _, f := range []struct {
-				name   string
-				sv, xv uint64
-			}{{"total", st.Total, xt.Total}, {"systemReserved", st.SystemReserved, xt.SystemReserved}, {"allocatable", st.Allocatable, xt.Allocatable},
-				{"reserved", st.Reserved, xt.Reserved}, {"free", st.Free, xt.Free}} {
-				if f.sv != f.xv {
-					out = append(out, fmt.Sprintf("NUMA node %d %s %s: %d stored, %d expected (%+d)", id, n, f.name, f.sv, f.xv, int64(f.xv)-int64(f.sv)))
-				}
-			}
-		}
-	}
-	return out
-}
-
-// update is updateExpectedMachineState: a block is taken from each node of its affinity in
-// turn, as much as is free there.
-func (s machineState) update(blocks []decode.MemoryBlock, pod, ctr string) error {
-	for _, b := range blocks {
-		size := b.Size
-		for _, id := range b.NUMAAffinity {
-			node, ok := s[id]
-			if !ok {
-				return fmt.Errorf("[memorymanager] (pod: %s, container: %s) the memory assignment uses the NUMA that does not exist", pod, ctr)
-			}
-			node.NumberOfAssignments++
-			node.Cells = b.NUMAAffinity
-			t, ok := node.MemoryMap[b.Type]
-			if !ok {
-				return fmt.Errorf("[memorymanager] (pod: %s, container: %s) the memory assignment uses memory resource that does not exist", pod, ctr)
-			}
-			size = reserve(t, size)
-		}
-	}
-	return nil
-}
-
-// reserve takes what it can of size from the table's free memory and returns what is left
-// for the next node of the block's group.
-func reserve(t *decode.MemoryTable, size uint64) uint64 {
-	if size == 0 || t.Free == 0 {
-		return size
-	}
-	if t.Free >= size {
-		t.Reserved += size
-		t.Free -= size
-		return 0
-	}
-	size -= t.Free
-	t.Reserved += t.Free
-	t.Free = 0
-	return size
-}
-
-// statesEqual is areMachineStatesEqual: before 1.32 every table must be identical; from 1.32
-// free and reserved are compared summed over each node's group of cells.
-func statesEqual(real, expected machineState, grouped bool) bool {
-	if len(real) != len(expected) {
-		return false
-	}
-	for id, n1 := range real {
-		n2, ok := expected[id]
-		if !ok || n1 == nil || n2 == nil {
-			return false
-		}
-		if n1.NumberOfAssignments != n2.NumberOfAssignments || !sameCells(n1.Cells, n2.Cells) || len(n1.MemoryMap) != len(n2.MemoryMap) {
-			return false
-		}
-		for name, t1 := range n1.MemoryMap {
-			t2, ok := n2.MemoryMap[name]
-			if !ok || t1 == nil || t2 == nil {
-				return false
-			}
-			if !grouped {
-				if *t1 != *t2 {
-					return false
-				}
-				continue
-			}
-			if t1.Total != t2.Total || t1.SystemReserved != t2.SystemReserved || t1.Allocatable != t2.Allocatable {
-				return false
-			}
-			var free1, res1, free2, res2 uint64
-			for _, cell := range n1.Cells {
-				// The kubelet dereferences these without checking (it would panic); a missing
-				// cell or table can only mean the states differ.
-				c1, c2 := real[cell], expected[cell]
-				if c1 == nil || c2 == nil || c1.MemoryMap[name] == nil || c2.MemoryMap[name] == nil {
-					return false
-				}
-				free1 += c1.MemoryMap[name].Free
-				res1 += c1.MemoryMap[name].Reserved
-				free2 += c2.MemoryMap[name].Free
-				res2 += c2.MemoryMap[name].Reserved
-			}
-			if free1 != free2 || res1 != res2 {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-func sameCells(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	x, y := append([]int(nil), a...), append([]int(nil), b...)
-	sort.Ints(x)
-	sort.Ints(y)
-	for i := range x {
-		if x[i] != y[i] {
-			return false
-		}
-	}
-	return true
+	return slices.Sorted(maps.Keys(set))
 }

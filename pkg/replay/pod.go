@@ -117,3 +117,9 @@ func requirementsQOS(r *v1.ResourceRequirements) v1.PodQOSClass {
 	}
 	return qos
 }
+
+// podContainers are the pod's init containers, then its containers: the order the kubelet
+// admits and allocates them.
+func podContainers(pod *v1.Pod) []v1.Container {
+	return append(append([]v1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...)
+}

@@ -1,18 +1,121 @@
 package replay
 
-// The memory manager's Static policy, admission side (memorymanager/policy_static.go):
-// GetTopologyHints, GetPodTopologyHints, Allocate, RemoveContainer.
-
 import (
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
 
-	v1 "k8s.io/api/core/v1"
-
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
+	v1 "k8s.io/api/core/v1"
 )
+
+// The memory manager's Static policy (memorymanager/policy_static.go): its Start (restore and
+// validateState), and the admission side: GetTopologyHints, GetPodTopologyHints, Allocate,
+// AllocatePod, RemoveContainer.
+
+// memoryStaticPolicy is policy_static.go: memory pinned to NUMA nodes for Guaranteed pods.
+type memoryStaticPolicy struct {
+	// systemReserved is NUMA node -> resource -> bytes (convertReserved).
+	systemReserved map[int]map[string]uint64
+	// machineState and assignments are the state, restored then changed by allocations.
+	machineState machineState
+	assignments  map[string]map[string][]decode.MemoryBlock
+	podEntries   map[string][]decode.MemoryBlock
+	affinity     *TopologyManager
+	// initContainersReusableMemory: pod -> NUMA mask -> resource -> bytes an init container
+	// frees for the containers after it.
+	initContainersReusableMemory map[string]map[string]map[string]uint64
+	gates                        podGates
+	// sidecarAware, violationCheck and skipsNoRequest are the release's rows (releases.go).
+	sidecarAware, violationCheck, skipsNoRequest bool
+}
+
+// restore keeps the checkpoint as the state the allocations start from (a deep copy: the
+// report is the caller's).
+func (m *memoryStaticPolicy) restore(e *env, ms *decode.MemoryState) {
+	if len(ms.MachineState) == 0 {
+		m.machineState = m.defaultMachineState(e)
+	} else {
+		m.machineState = machineState{}
+		for id, n := range ms.MachineState {
+			if n == nil {
+				continue
+			}
+			c := &decode.NUMANodeMemory{NumberOfAssignments: n.NumberOfAssignments, Cells: append([]int(nil), n.Cells...), MemoryMap: map[string]*decode.MemoryTable{}}
+			for name, t := range n.MemoryMap {
+				if t != nil {
+					tt := *t
+					c.MemoryMap[name] = &tt
+				}
+			}
+			m.machineState[id] = c
+		}
+	}
+	for pod, ctrs := range ms.Entries {
+		for ctr, blocks := range ctrs {
+			m.setBlocks(pod, ctr, cloneBlocks(blocks))
+		}
+	}
+	if e.release.PodLevelEntries && m.gates.levelManagers {
+		for pod, blocks := range ms.PodEntries {
+			m.podEntries[pod] = cloneBlocks(blocks)
+		}
+	}
+}
+
+// defaultMachineState is getDefaultMachineState: every node's memory and hugepages, less what
+// reservedMemory sets aside (uint64 arithmetic, as the kubelet's).
+func (m *memoryStaticPolicy) defaultMachineState(e *env) machineState {
+	out := machineState{}
+	for _, id := range e.machine.NodeIDs() {
+		node, _ := e.machine.Node(id)
+		st := &decode.NUMANodeMemory{MemoryMap: map[string]*decode.MemoryTable{}, Cells: []int{id}}
+		var hugepages uint64
+		for _, hp := range node.HugePages {
+			name := HugePagesName(hp.PageSizeKiB)
+			reserved := m.systemReserved[id][name]
+			total := hp.NumPages * hp.PageSizeKiB * 1024
+			st.MemoryMap[name] = &decode.MemoryTable{Total: total, SystemReserved: reserved, Allocatable: total - reserved, Free: total - reserved}
+			hugepages += total
+		}
+		reserved := m.systemReserved[id][string(v1.ResourceMemory)]
+		alloc := node.Memory - reserved - hugepages
+		st.MemoryMap[string(v1.ResourceMemory)] = &decode.MemoryTable{Total: node.Memory, SystemReserved: reserved, Allocatable: alloc, Free: alloc}
+		out[id] = st
+	}
+	return out
+}
+
+// validateState is the static policy's validateState: replay every assignment onto a fresh
+// machine state and compare it with the stored one.
+func (m *memoryStaticPolicy) validateState(e *env, ms *decode.MemoryState) error {
+	if len(ms.MachineState) == 0 {
+		if len(ms.Entries) != 0 {
+			return errors.New("[memorymanager] machine state can not be empty when it has memory assignments")
+		}
+		return nil
+	}
+	expected := m.defaultMachineState(e)
+	podLevel := e.release.PodLevelEntries && e.gate(GatePodLevelResourceManagers)
+	for _, pod := range slices.Sorted(maps.Keys(ms.Entries)) {
+		if podLevel && len(ms.PodEntries[pod]) > 0 {
+			if err := expected.update(ms.PodEntries[pod], pod, ""); err != nil {
+				return err
+			}
+			continue
+		}
+		for _, ctr := range slices.Sorted(maps.Keys(ms.Entries[pod])) {
+			if err := expected.update(ms.Entries[pod][ctr], pod, ctr); err != nil {
+				return err
+			}
+		}
+	}
+	if !statesEqual(machineState(ms.MachineState), expected, e.release.GroupedMemoryCompare) {
+		return &stateMismatch{details: diffStates(machineState(ms.MachineState), expected)}
+	}
+	return nil
+}
 
 func cloneBlocks(b []decode.MemoryBlock) []decode.MemoryBlock {
 	out := make([]decode.MemoryBlock, len(b))
@@ -36,20 +139,6 @@ func (p *memoryStaticPolicy) setBlocks(pod, ctr string, b []decode.MemoryBlock) 
 // MemoryBlocks is the container's memory assignment, nil when the manager pins nothing.
 func (p *memoryStaticPolicy) MemoryBlocks(podUID, container string) []decode.MemoryBlock {
 	return p.blocks(podUID, container)
-}
-
-// MemoryNUMANodes is GetMemoryNUMANodes: the NUMA nodes of the container's blocks, sorted.
-func (m *MemoryManager) MemoryNUMANodes(podUID, container string) []int {
-	set := map[int]bool{}
-	for _, b := range m.MemoryBlocks(podUID, container) {
-		for _, id := range b.NUMAAffinity {
-			set[id] = true
-		}
-	}
-	if len(set) == 0 {
-		return nil
-	}
-	return slices.Sorted(maps.Keys(set))
 }
 
 // containerRequests is getContainerRequestedResources: memory and hugepages, in bytes.

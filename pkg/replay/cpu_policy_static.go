@@ -1,15 +1,139 @@
 package replay
 
-// The static CPU policy's admission side (cpumanager/policy_static.go): GetTopologyHints,
-// GetPodTopologyHints, Allocate and AllocatePod, as the topology manager calls them.
-
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/utils/cpuset"
 )
+
+// The static CPU policy (cpumanager/policy_static.go): NewStaticPolicy, its Start
+// (validateState), and the admission side the topology manager calls: GetTopologyHints,
+// GetPodTopologyHints, Allocate and AllocatePod.
+
+// staticPolicy is policy_static.go: exclusive CPUs for Guaranteed containers with integral
+// requests, picked by topology from the shared pool less the reserved CPUs.
+type staticPolicy struct {
+	topo                 *CPUTopology
+	state                *cpuState
+	opts                 StaticPolicyOptions
+	reserved             cpuset.CPUSet
+	reservedPhysicalCPUs cpuset.CPUSet
+	cpuGroupSize         int
+	affinity             *TopologyManager
+	cpusToReuse          map[string]cpuset.CPUSet
+	release              *Release
+	gates                podGates
+}
+
+// newStaticPolicy is NewStaticPolicy: options, then the reserved CPUs (reservedSystemCPUs, or
+// the first n CPUs by topology).
+func newStaticPolicy(e *env, topo *CPUTopology, tm *TopologyManager, n int) (*staticPolicy, error) {
+	opts, err := newStaticPolicyOptions(e, topo, tm)
+	if err != nil {
+		return nil, err
+	}
+	p := &staticPolicy{topo: topo, opts: opts, cpuGroupSize: topo.CPUsPerCore(), affinity: tm, cpusToReuse: map[string]cpuset.CPUSet{},
+		release: e.release, gates: e.podGates}
+	reserved := e.reservedSystemCPUs
+	if reserved.Size() == 0 {
+		reserved, _ = p.takeByTopology(topo.CPUs(), n)
+	}
+	if reserved.Size() != n {
+		return nil, fmt.Errorf("[cpumanager] unable to reserve the required amount of CPUs (size of %s did not equal %d)", reserved, n)
+	}
+	physical := cpuset.New()
+	for _, cpu := range reserved.UnsortedList() {
+		info, ok := topo.CPUDetails[cpu]
+		if !ok {
+			if e.release.ReservedPhysicalCPUs {
+				return nil, fmt.Errorf("[cpumanager] unable to build the reserved physical CPUs from the reserved set: unknown CPU ID: %d", cpu)
+			}
+			continue
+		}
+		physical = physical.Union(topo.CPUDetails.CPUsInCores(info.CoreID))
+	}
+	p.reserved, p.reservedPhysicalCPUs = reserved, physical
+	return p, nil
+}
+
+func (p *staticPolicy) pins() bool { return true }
+
+// validateState is the static policy's validateState.
+func (p *staticPolicy) validateState(st *cpuState) error {
+	p.state = st
+	all := p.topo.CPUs()
+	if p.opts.StrictCPUReservation {
+		all = all.Difference(p.reserved)
+	}
+	def := st.defaultSet
+	if def.IsEmpty() {
+		if len(st.assignments) != 0 {
+			return errors.New("default cpuset cannot be empty")
+		}
+		st.defaultSet = all // a fresh state
+		return nil
+	}
+	if p.opts.StrictCPUReservation {
+		if in := p.reserved.Intersection(def); !in.IsEmpty() {
+			return fmt.Errorf("some of strictly reserved cpus: %q are present in defaultCpuSet: %q", in.String(), def.String())
+		}
+	} else if !p.reserved.Intersection(def).Equals(p.reserved) {
+		return fmt.Errorf("not all reserved cpus: %q are present in defaultCpuSet: %q", p.reserved.String(), def.String())
+	}
+	for _, pod := range slices.Sorted(maps.Keys(st.assignments)) {
+		for _, ctr := range slices.Sorted(maps.Keys(st.assignments[pod])) {
+			if s := st.assignments[pod][ctr]; !def.Intersection(s).IsEmpty() {
+				return fmt.Errorf("pod: %s, container: %s cpuset: %q overlaps with default cpuset %q", pod, ctr, s.String(), def.String())
+			}
+		}
+	}
+	var sets []cpuset.CPUSet
+	for _, ctrs := range st.assignments {
+		for _, s := range ctrs {
+			sets = append(sets, s)
+		}
+	}
+	for _, s := range st.podEntries {
+		sets = append(sets, s)
+	}
+	if known := def.Union(sets...); !known.Equals(all) {
+		return fmt.Errorf("current set of available CPUs %q doesn't match with CPUs in state %q", all.String(), known.String())
+	}
+	return nil
+}
+
+func (p *staticPolicy) allocatableCPUs() cpuset.CPUSet { return p.topo.CPUs().Difference(p.reserved) }
+
+// availableCPUs is the default (shared) set less the reserved CPUs.
+func (p *staticPolicy) availableCPUs() cpuset.CPUSet {
+	return p.state.defaultSet.Difference(p.reserved)
+}
+
+// removeContainer is the static policy's RemoveContainer: the CPUs go back to the shared pool
+// unless a sibling still holds them (a pod-level set goes back with the pod's last container).
+func (p *staticPolicy) removeContainer(pod, ctr string) {
+	toRelease, ok := p.state.get(pod, ctr)
+	if !ok {
+		return
+	}
+	p.state.delete(pod, ctr)
+	if podSet, isPodLevel := p.state.podEntries[pod]; isPodLevel && p.gates.levelManagers {
+		if len(p.state.assignments[pod]) == 0 {
+			p.state.defaultSet = p.state.defaultSet.Union(podSet)
+			delete(p.state.podEntries, pod)
+		}
+		return
+	}
+	inUse := cpuset.New()
+	for _, s := range p.state.assignments[pod] {
+		inUse = inUse.Union(s)
+	}
+	p.state.defaultSet = p.state.defaultSet.Union(toRelease.Difference(inUse))
+}
 
 // SMTAlignmentError is the static policy's refusal under full-pcpus-only.
 type SMTAlignmentError struct {
