@@ -29,9 +29,9 @@ mutations=(
   # Pod-level resources and align-by-socket's minimum sockets: killed by the podlevel vectors.
   'pod-level-budget-integral :: ok && q.Value()*1000 == q.MilliValue() :: s/ok && q\.Value\(\)\*1000 == q\.MilliValue\(\)/ok \&\& q.Value()*1000 != q.MilliValue()/'
   'pod-level-shared-pool :: if shared && exclusive >= total { :: s/if shared && exclusive >= total \{/if shared \&\& exclusive > total {/'
-  'pod-level-restore-cpu :: if e.release.PodLevelEntries && e.gate(GatePodLevelResourceManagers) { :: s/if e\.release\.PodLevelEntries && e\.gate/if e.release.PodLevelEntries || e.gate/'
+  'pod-level-restore-cpu :: if e.release.has(PodLevelEntries) && e.gate(decode.GatePodLevelResourceManagers) { :: s/if e\.release\.has\(PodLevelEntries\) && e\.gate/if e.release.has(PodLevelEntries) || e.gate/'
   'pod-level-release-cpu :: isPodLevel && p.gates.levelManagers { :: s/isPodLevel && p\.gates\.levelManagers/isPodLevel \&\& !p.gates.levelManagers/'
-  'pod-level-memory-state :: podLevel := e.release.PodLevelEntries && e.gate( :: s/podLevel := e\.release\.PodLevelEntries && e\.gate/podLevel := e.release.PodLevelEntries \&\& !e.gate/'
+  'pod-level-memory-state :: podLevel := e.release.has(PodLevelEntries) && e.gate( :: s/podLevel := e\.release\.has\(PodLevelEntries\) && e\.gate/podLevel := e.release.has(PodLevelEntries) \&\& !e.gate/'
   'socket-aligned-per-socket :: perSocket := p.topo.NumNUMANodes / p.topo.NumSockets :: s/perSocket := p\.topo\.NumNUMANodes \/ p\.topo\.NumSockets/perSocket := p.topo.NumNUMANodes * p.topo.NumSockets/'
   'socket-aligned-min-sockets :: (minAffinitySize + perSocket - 1) / perSocket :: s/\(minAffinitySize \+ perSocket - 1\)/(minAffinitySize - perSocket - 1)/'
 )

@@ -9,11 +9,12 @@ import (
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/machine"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/replay"
 )
 
 // bigNode is a 4-socket, 8-NUMA, 512-CPU machine with 240 pinned containers, each holding one
 // core and 1Gi on one NUMA node: a large real-world state.
-func bigNode() StartInput {
+func bigNode() replay.StartInput {
 	m := &machine.Machine{Schema: machine.Schema}
 	const sockets, numaPerSocket, coresPerNUMA, threads = 4, 2, 32, 2
 	cores := sockets * numaPerSocket * coresPerNUMA
@@ -27,8 +28,8 @@ func bigNode() StartInput {
 		m.NUMA = append(m.NUMA, machine.NUMANode{ID: n, Memory: 64 << 30})
 	}
 	reserveMi := resource.MustParse("1124Mi")
-	cfg := &KubeletConfig{CPUManagerPolicy: "static", MemoryManagerPolicy: "Static", KubeReserved: ResourceMap{"cpu": "2"},
-		SystemReserved: ResourceMap{"memory": "1Gi"}, ReservedMemory: []MemoryReservation{{NumaNode: 0, Limits: map[string]resource.Quantity{"memory": reserveMi}}}}
+	cfg := &replay.KubeletConfig{CPUManagerPolicy: "static", MemoryManagerPolicy: "Static", KubeReserved: replay.ResourceMap{"cpu": "2"},
+		SystemReserved: replay.ResourceMap{"memory": "1Gi"}, ReservedMemory: []replay.MemoryReservation{{NumaNode: 0, Limits: map[string]resource.Quantity{"memory": reserveMi}}}}
 	cs := &decode.CPUState{PolicyName: "static", Entries: map[string]map[string]string{}}
 	ms := &decode.MemoryState{PolicyName: "Static", MachineState: map[int]*decode.NUMANodeMemory{}, Entries: map[string]map[string][]decode.MemoryBlock{}}
 	all := m.Online()
@@ -55,13 +56,13 @@ func bigNode() StartInput {
 			"memory": {Total: m.NUMA[n].Memory, SystemReserved: reserved, Allocatable: alloc, Reserved: perNode[n] << 30, Free: alloc - perNode[n]<<30}}}
 	}
 	k := decode.MustParseKubelet(decode.HomeKubelet)
-	return StartInput{Machine: m, Config: cfg, Kubelet: k,
+	return replay.StartInput{Machine: m, Config: cfg, Kubelet: k,
 		CPU:    &decode.Report{File: "cpu_manager_state", Kind: decode.KindCPU, Verdict: decode.Valid, Decoded: decode.Model{CPU: cs}},
 		Memory: &decode.Report{File: "memory_manager_state", Kind: decode.KindMemory, Verdict: decode.Valid, Decoded: decode.Model{Memory: ms}}}
 }
 
 func TestBigNodeStarts(t *testing.T) {
-	p, err := PredictStart(bigNode())
+	p, err := replay.PredictStart(bigNode())
 	if err != nil || !p.Starts {
 		t.Fatalf("big healthy node: %+v %v", p, err)
 	}
@@ -71,7 +72,7 @@ func BenchmarkPredictStartBigNode(b *testing.B) {
 	in := bigNode()
 	b.ReportAllocs()
 	for b.Loop() {
-		if p, err := PredictStart(in); err != nil || !p.Starts {
+		if p, err := replay.PredictStart(in); err != nil || !p.Starts {
 			b.Fatal(p, err)
 		}
 	}

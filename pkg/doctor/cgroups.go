@@ -10,6 +10,7 @@ import (
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cgroup"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/replay"
 )
 
 // The checks of the checkpoints against the node's cgroups (Input.Cgroups). The kubelet gives a
@@ -68,10 +69,10 @@ func cgroupFindings(in Input, cpuRep, memRep *decode.Report) (out []Finding, ski
 		}
 	}
 
-	if cs, ok := decodedCPU(cpuRep); ok && cs != nil && cs.PolicyName == cpuPolicyStatic {
+	if cs, ok := decodedCPU(cpuRep); ok && cs != nil && cs.PolicyName == replay.CPUPolicyStatic {
 		out = append(out, cpuCgroupFindings(in, cpuRep.File, cs, running)...)
 	}
-	if ms, ok := decodedMemory(memRep); ok && ms != nil && ms.PolicyName == memPolicyStatic {
+	if ms, ok := decodedMemory(memRep); ok && ms != nil && ms.PolicyName == replay.MemoryPolicyStatic {
 		out = append(out, memCgroupFindings(memRep.File, ms, running)...)
 	}
 	return out, skipped
@@ -79,7 +80,7 @@ func cgroupFindings(in Input, cpuRep, memRep *decode.Report) (out []Finding, ski
 
 func cpuCgroupFindings(in Input, file string, cs *decode.CPUState, running []cgroupContainer) []Finding {
 	var out []Finding
-	shared, err := parseCPUSet(cs.DefaultCPUSet)
+	shared, err := replay.ParseCPUSet(cs.DefaultCPUSet)
 	if err != nil {
 		return nil // cpuFindings reports it
 	}
@@ -88,7 +89,7 @@ func cpuCgroupFindings(in Input, file string, cs *decode.CPUState, running []cgr
 	ownerOf := map[int]owner{}
 	for pod, ctrs := range cs.Entries {
 		for ctr, text := range ctrs {
-			if set, err := parseCPUSet(text); err == nil {
+			if set, err := replay.ParseCPUSet(text); err == nil {
 				exclusive[owner{pod, ctr}] = set
 				for _, cpu := range set.UnsortedList() {
 					ownerOf[cpu] = owner{pod, ctr}
@@ -149,11 +150,11 @@ func cpuCgroupFindings(in Input, file string, cs *decode.CPUState, running []cgr
 		}
 		held := cpuset.New()
 		for _, text := range cs.Entries[pod] {
-			if set, err := parseCPUSet(text); err == nil {
+			if set, err := replay.ParseCPUSet(text); err == nil {
 				held = held.Union(set)
 			}
 		}
-		if set, err := parseCPUSet(cs.PodEntries[pod]); err == nil {
+		if set, err := replay.ParseCPUSet(cs.PodEntries[pod]); err == nil {
 			held = held.Union(set)
 		}
 		if held.IsEmpty() {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/machine"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/replay"
 )
 
 // The kubelet-start vectors: for each case (checkpoint files written by a real kubelet, a
@@ -44,7 +45,7 @@ type managerOutcome struct {
 
 // startCase loads one case as doctor's inputs for one kubelet version: the files decoded for
 // that kubelet, the machine, and the case's `kubelet` section as a KubeletConfiguration.
-func startCase(t testing.TB, dir string, files []string, version string) StartInput {
+func startCase(t testing.TB, dir string, files []string, version string) replay.StartInput {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(dir, "machine.json"))
 	if err != nil {
@@ -54,7 +55,7 @@ func startCase(t testing.TB, dir string, files []string, version string) StartIn
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := ParseKubeletConfig(m.Kubelet)
+	cfg, err := replay.ParseKubeletConfig(m.Kubelet)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,14 +63,14 @@ func startCase(t testing.TB, dir string, files []string, version string) StartIn
 }
 
 // startCaseWith is startCase with the kubelet config given (a fix applied to the case's).
-func startCaseWith(t testing.TB, dir string, files []string, version string, m *machine.Machine, cfg *KubeletConfig) StartInput {
+func startCaseWith(t testing.TB, dir string, files []string, version string, m *machine.Machine, cfg *replay.KubeletConfig) replay.StartInput {
 	t.Helper()
 	// The config's gates are the kubelet's: they change how it reads some files too.
 	k, err := decode.ParseKubelet(version, cfg.FeatureGates)
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := StartInput{Machine: m, Config: cfg, Kubelet: k}
+	in := replay.StartInput{Machine: m, Config: cfg, Kubelet: k}
 	for _, f := range files {
 		b, err := os.ReadFile(filepath.Join(dir, f))
 		if err != nil {
@@ -170,7 +171,7 @@ func TestStartConformance(t *testing.T) {
 			}
 			total++
 			in := startCase(t, filepath.Join(startVectorsDir, c.Dir), c.Files, v)
-			got, err := PredictStart(in)
+			got, err := replay.PredictStart(in)
 			if err != nil {
 				t.Errorf("%s @ %s: %v", name, v, err)
 				continue
@@ -196,12 +197,12 @@ func TestStartConformance(t *testing.T) {
 // compareManagers compares each manager's own outcome with the manifest's. A config failure
 // stops the kubelet before either manager runs: the manifest then records each as "ok" with
 // its configured policy, and doctor reports no manager at all.
-func compareManagers(in StartInput, got Prediction, want startExpectRow) string {
-	if got.Phase == PhaseConfig {
+func compareManagers(in replay.StartInput, got replay.Prediction, want startExpectRow) string {
+	if got.Phase == replay.PhaseConfig {
 		if got.CPU != nil || got.Memory != nil {
 			return fmt.Sprintf("a config failure, yet managers reported: cpu %+v, memory %+v", got.CPU, got.Memory)
 		}
-		if want.CPU.Phase != PhaseOK || want.CPU.Error != "" || want.Memory.Phase != PhaseOK || want.Memory.Error != "" {
+		if want.CPU.Phase != replay.PhaseOK || want.CPU.Error != "" || want.Memory.Phase != replay.PhaseOK || want.Memory.Error != "" {
 			return fmt.Sprintf("a config failure, yet the manifest has managers failing: cpu %+v, memory %+v", want.CPU, want.Memory)
 		}
 		if want.CPU.Policy != in.Config.CPUPolicy() || want.Memory.Policy != in.Config.MemoryPolicy() {
@@ -211,7 +212,7 @@ func compareManagers(in StartInput, got Prediction, want startExpectRow) string 
 	}
 	for _, m := range []struct {
 		name string
-		got  *ManagerResult
+		got  *replay.ManagerResult
 		want managerOutcome
 	}{{"cpu", got.CPU, want.CPU}, {"memory", got.Memory, want.Memory}} {
 		if m.got == nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/replay"
 )
 
 // cpuFileV2 is a V2 cpu_manager_state (1.18-1.27 writers) with the checksum its kubelet computes,
@@ -43,7 +44,7 @@ func TestCPUSetRulesAreDecodes(t *testing.T) {
 	} {
 		in := startCase(t, dir, nil, tc.version)
 		in.CPU = decode.Decode(decode.KindCPU, cpuFileV2(t, "0-14,16-30", tc.app), decode.Options{Kubelet: &in.Kubelet})
-		p, err := PredictStart(in)
+		p, err := replay.PredictStart(in)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -58,7 +59,7 @@ func TestCPUSetRulesAreDecodes(t *testing.T) {
 func TestHostileCPUSetIsNotBuilt(t *testing.T) {
 	in := startCase(t, startVectorsDir+"/cases/cpu-s2c8t2n2-healthy-assigned__w1.25.16", nil, "v1.31.14")
 	in.CPU = decode.Decode(decode.KindCPU, cpuFileV2(t, "0-2000000000", "15,31"), decode.Options{Kubelet: &in.Kubelet})
-	p, err := PredictStart(in)
+	p, err := replay.PredictStart(in)
 	if err != nil {
 		t.Fatal(err)
 	}

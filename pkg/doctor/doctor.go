@@ -2,9 +2,9 @@
 // the node, before the kubelet finds out: after a restart, a config change, a reboot with CPUs
 // offlined, a VM resize or an upgrade. It replays, per kubelet release, the checks the CPU and
 // memory managers' NewManager and Start make against their checkpoints, the kubelet config and
-// the machine (rules.go holds what changes by release), proposes a fix that it has verified by
-// replaying again, and lists other problems in the files (overlaps, stale entries, files the
-// target kubelet refuses).
+// the machine (through pkg/replay: what changes by release is its release_rules.go and
+// decode.Gates), proposes a fix that it has verified by replaying again, and lists other
+// problems in the files (overlaps, stale entries, files the target kubelet refuses).
 //
 // It is a pure library: decoded checkpoints (pkg/decode), a machine (pkg/machine), a kubelet
 // config and a version in; a Result out. It knows nothing of clusters, pods or files on disk.
@@ -20,6 +20,7 @@ import (
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cgroup"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/machine"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/replay"
 )
 
 // Input is everything doctor reads about one node. Any of Machine, Config, Kubelet and LivePods
@@ -30,7 +31,7 @@ type Input struct {
 	// Machine is the node's hardware (sysfs, or machine.json).
 	Machine *machine.Machine
 	// Config is the kubelet's configuration (configz, config.yaml, or the one about to roll out).
-	Config *KubeletConfig
+	Config *replay.KubeletConfig
 	// Kubelet is the kubelet version about to start (and its command-line feature gates).
 	Kubelet *decode.Kubelet
 	// RootDir is the kubelet's root dir (default /var/lib/kubelet), for paths in texts.
@@ -71,7 +72,7 @@ type Finding struct {
 
 // KubeletStart is the start prediction and its fix.
 type KubeletStart struct {
-	Prediction
+	replay.Prediction
 	// Kubelet is the version predicted for.
 	Kubelet string `json:"kubelet,omitempty"`
 	// Fix is how to make it start, when it does not.
@@ -122,7 +123,7 @@ func Diagnose(in Input) Result {
 	}
 	cpuRep, memRep := fileOf(in.Files, decode.KindCPU), fileOf(in.Files, decode.KindMemory)
 
-	res.KubeletStart.Phase = PhaseNotPredicted
+	res.KubeletStart.Phase = replay.PhaseNotPredicted
 	var missing []string
 	if in.Machine == nil {
 		missing = append(missing, "the machine (--machine)")
@@ -138,8 +139,8 @@ func Diagnose(in Input) Result {
 	if len(missing) > 0 {
 		res.Skipped = append(res.Skipped, "start prediction: needs "+text.JoinAnd(missing))
 	} else {
-		sin := StartInput{CPU: cpuRep, Memory: memRep, Machine: in.Machine, Config: in.Config, Kubelet: *in.Kubelet, RootDir: in.RootDir}
-		p, err := PredictStart(sin)
+		sin := replay.StartInput{CPU: cpuRep, Memory: memRep, Machine: in.Machine, Config: in.Config, Kubelet: *in.Kubelet, RootDir: in.RootDir}
+		p, err := replay.PredictStart(sin)
 		if err != nil {
 			res.Skipped = append(res.Skipped, "start prediction: "+err.Error())
 		} else {
@@ -155,7 +156,7 @@ func Diagnose(in Input) Result {
 	res.Findings = append(res.Findings, configFindings(in)...)
 	// When the CPU manager's own check passed, it has compared the state with the machine
 	// (knowing what strict-cpu-reservation leaves out); doctor's cruder comparison would not.
-	cpuChecked := res.KubeletStart.CPU != nil && res.KubeletStart.CPU.Phase == PhaseOK
+	cpuChecked := res.KubeletStart.CPU != nil && res.KubeletStart.CPU.Phase == replay.PhaseOK
 	res.Findings = append(res.Findings, cpuFindings(in, cpuRep, cpuChecked)...)
 	res.Findings = append(res.Findings, memoryFindings(in, memRep)...)
 	res.Findings = append(res.Findings, deviceFindings(in)...)
@@ -198,12 +199,12 @@ func fileOf(files []*decode.Report, kind decode.Kind) *decode.Report {
 }
 
 // startFinding is the prediction as a finding, on the file or config it is about.
-func startFinding(in StartInput, p Prediction, fix *Fix) Finding {
+func startFinding(in replay.StartInput, p replay.Prediction, fix *Fix) Finding {
 	f := Finding{Severity: SeverityError, Check: "kubelet-start", Message: fmt.Sprintf("kubelet %s will not start (%s): %s", in.Kubelet, p.Phase, p.Error)}
 	switch p.Phase {
-	case PhaseCPUStart:
+	case replay.PhaseCPUStart:
 		f.File = decode.PathOf(decode.KindCPU)
-	case PhaseMemoryStart:
+	case replay.PhaseMemoryStart:
 		f.File = decode.PathOf(decode.KindMemory)
 	default:
 		f.File = "kubelet-config"
@@ -211,7 +212,7 @@ func startFinding(in StartInput, p Prediction, fix *Fix) Finding {
 	if fix != nil {
 		f.Fix = fix.Text
 	}
-	if p.Memory != nil && p.Phase == PhaseMemoryStart && len(p.Memory.Details) > 0 {
+	if p.Memory != nil && p.Phase == replay.PhaseMemoryStart && len(p.Memory.Details) > 0 {
 		f.Message += " (" + strings.Join(p.Memory.Details, "; ") + ")"
 	}
 	return f

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/replay"
 )
 
 // diagnoseCase runs Diagnose on one vector case for one version.
@@ -171,9 +172,9 @@ func mustSay(t *testing.T, at, text, want string) {
 
 func failingFile(phase string) string {
 	switch phase {
-	case PhaseCPUStart:
+	case replay.PhaseCPUStart:
 		return "cpu_manager_state"
-	case PhaseMemoryStart:
+	case replay.PhaseMemoryStart:
 		return "memory_manager_state"
 	}
 	return ""
@@ -193,7 +194,7 @@ func replayStarts(t *testing.T, at, name, version string, patch json.RawMessage,
 }
 
 // replayEditedStarts is replayStarts on the case's config changed by edit first (nil: as it is).
-func replayEditedStarts(t *testing.T, at, name, version string, edit func(*KubeletConfig), patch json.RawMessage, del string) bool {
+func replayEditedStarts(t *testing.T, at, name, version string, edit func(*replay.KubeletConfig), patch json.RawMessage, del string) bool {
 	t.Helper()
 	dir := filepath.Join(startVectorsDir, "cases", name)
 	var files []string
@@ -235,12 +236,12 @@ func replayEditedStarts(t *testing.T, at, name, version string, edit func(*Kubel
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cfg, err = ParseKubeletConfig(merged); err != nil {
+		if cfg, err = replay.ParseKubeletConfig(merged); err != nil {
 			t.Errorf("%s: config with fix %s applied: %v", at, patch, err)
 			return false
 		}
 	}
-	p, err := PredictStart(startCaseWith(t, dir, files, version, base.Machine, cfg))
+	p, err := replay.PredictStart(startCaseWith(t, dir, files, version, base.Machine, cfg))
 	if err != nil {
 		t.Errorf("%s: replay: %v", at, err)
 		return false

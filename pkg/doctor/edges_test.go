@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/replay"
 )
 
 // TestConfigFixFound: a kubelet config changed from the one a start vector's state was written
@@ -21,31 +22,31 @@ func TestConfigFixFound(t *testing.T) {
 	)
 	for _, tc := range []struct {
 		what, name string
-		edit       func(*KubeletConfig)
+		edit       func(*replay.KubeletConfig)
 		want       string
 		noFile     string // the case's checkpoint left out (the kubelet then writes a fresh one)
 	}{
 		// Without a file whose policy to go back to, the policy's spelling is the fix.
-		{"CPU policy capitalised", cpuCase, func(c *KubeletConfig) { c.CPUManagerPolicy = "Static" },
+		{"CPU policy capitalised", cpuCase, func(c *replay.KubeletConfig) { c.CPUManagerPolicy = "Static" },
 			`{"cpuManagerPolicy":"static"}`, "cpu_manager_state"},
-		{"memory policy None over a Static state", memCase, func(c *KubeletConfig) { c.MemoryManagerPolicy = "None" },
+		{"memory policy None over a Static state", memCase, func(c *replay.KubeletConfig) { c.MemoryManagerPolicy = "None" },
 			`{"memoryManagerPolicy":"Static"}`, ""},
-		{"memory policy in lower case", memCase, func(c *KubeletConfig) { c.MemoryManagerPolicy = "static" },
+		{"memory policy in lower case", memCase, func(c *replay.KubeletConfig) { c.MemoryManagerPolicy = "static" },
 			`{"memoryManagerPolicy":"Static"}`, "memory_manager_state"},
 		// The CPU reservation too big: one CPU in kubeReserved, and none left in systemReserved.
-		{"systemReserved cpu beyond the machine", cpuCase, func(c *KubeletConfig) { c.SystemReserved = map[string]string{"cpu": "100", "memory": "1Gi"} },
+		{"systemReserved cpu beyond the machine", cpuCase, func(c *replay.KubeletConfig) { c.SystemReserved = map[string]string{"cpu": "100", "memory": "1Gi"} },
 			`{"kubeReserved":{"cpu":"1"},"systemReserved":{"memory":"1Gi"}}`, ""},
 		// More CPUs reserved than the default set holds: only dropping the list works.
-		{"reservedSystemCPUs onto the assignment", cpuCase, func(c *KubeletConfig) { c.ReservedSystemCPUs = "0-30" },
+		{"reservedSystemCPUs onto the assignment", cpuCase, func(c *replay.KubeletConfig) { c.ReservedSystemCPUs = "0-30" },
 			`{"reservedSystemCPUs":""}`, ""},
 		// strict-cpu-reservation: the CPUs the default set lacks are the reserved ones.
-		{"strict reservation grown", strictCase, func(c *KubeletConfig) { c.KubeReserved = map[string]string{"cpu": "2"} },
+		{"strict reservation grown", strictCase, func(c *replay.KubeletConfig) { c.KubeReserved = map[string]string{"cpu": "2"} },
 			`{"reservedSystemCPUs":"0"}`, ""},
 		// kubeReserved memory now covers what systemReserved did: systemReserved memory 0.
-		{"kubeReserved memory added", memCase, func(c *KubeletConfig) { c.KubeReserved = map[string]string{"memory": "1Gi"} },
+		{"kubeReserved memory added", memCase, func(c *replay.KubeletConfig) { c.KubeReserved = map[string]string{"memory": "1Gi"} },
 			`{"reservedMemory":[{"numaNode":0,"limits":{"memory":"1124Mi"}}],"systemReserved":{"memory":"0"}}`, ""},
 		// systemReserved keeps its other resources.
-		{"systemReserved memory doubled", memCase, func(c *KubeletConfig) { c.SystemReserved = map[string]string{"cpu": "1", "memory": "2Gi"} },
+		{"systemReserved memory doubled", memCase, func(c *replay.KubeletConfig) { c.SystemReserved = map[string]string{"cpu": "1", "memory": "2Gi"} },
 			`{"reservedMemory":[{"numaNode":0,"limits":{"memory":"1124Mi"}}],"systemReserved":{"cpu":"1","memory":"1Gi"}}`, ""},
 	} {
 		at := tc.what + " (" + tc.name + ")"

@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/cpuset"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/replay"
 )
 
 // fileFindings: a checkpoint the target kubelet refuses (decode's verdict). A refusal that is
@@ -58,7 +59,7 @@ func configFindings(in Input) []Finding {
 	if in.Config == nil || in.Machine == nil || in.Config.ReservedSystemCPUs == "" {
 		return nil
 	}
-	set, err := parseCPUSet(in.Config.ReservedSystemCPUs)
+	set, err := replay.ParseCPUSet(in.Config.ReservedSystemCPUs)
 	if err != nil {
 		return []Finding{{Severity: SeverityError, Check: "reserved-cpus", File: "kubelet-config", Entry: "reservedSystemCPUs",
 			Message: fmt.Sprintf("the kubelet exits at start: unable to parse reserved-cpus list: %v", err),
@@ -82,7 +83,7 @@ func cpuFindings(in Input, rep *decode.Report, checkedByStart bool) []Finding {
 	}
 	file := rep.File
 	var out []Finding
-	def, err := parseCPUSet(cs.DefaultCPUSet)
+	def, err := replay.ParseCPUSet(cs.DefaultCPUSet)
 	if err != nil {
 		return append(out, Finding{Severity: SeverityError, Check: "cpu-unparsable", File: file, Entry: "defaultCpuSet",
 			Message: fmt.Sprintf("default CPU set %q does not parse: %v", cs.DefaultCPUSet, err)})
@@ -94,7 +95,7 @@ func cpuFindings(in Input, rep *decode.Report, checkedByStart bool) []Finding {
 	var owners []owner
 	for _, pod := range slices.Sorted(maps.Keys(cs.Entries)) {
 		for _, ctr := range slices.Sorted(maps.Keys(cs.Entries[pod])) {
-			s, err := parseCPUSet(cs.Entries[pod][ctr])
+			s, err := replay.ParseCPUSet(cs.Entries[pod][ctr])
 			if err != nil {
 				out = append(out, Finding{Severity: SeverityError, Check: "cpu-unparsable", File: file, Entry: pod + "/" + ctr,
 					Message: fmt.Sprintf("cpuset %q does not parse: %v", cs.Entries[pod][ctr], err)})
@@ -104,7 +105,7 @@ func cpuFindings(in Input, rep *decode.Report, checkedByStart bool) []Finding {
 		}
 	}
 	for _, pod := range slices.Sorted(maps.Keys(cs.PodEntries)) {
-		s, err := parseCPUSet(cs.PodEntries[pod])
+		s, err := replay.ParseCPUSet(cs.PodEntries[pod])
 		if err != nil {
 			out = append(out, Finding{Severity: SeverityError, Check: "cpu-unparsable", File: file, Entry: entry(pod, ""),
 				Message: fmt.Sprintf("cpuset %q does not parse: %v", cs.PodEntries[pod], err)})
@@ -116,7 +117,7 @@ func cpuFindings(in Input, rep *decode.Report, checkedByStart bool) []Finding {
 	firstOwner := map[int]int{} // CPU -> index of the first owner holding it
 	for i, o := range owners {
 		ids = append(ids, o.set.UnsortedList()...)
-		if x := o.set.Intersection(def); !x.IsEmpty() && cs.PolicyName == cpuPolicyStatic {
+		if x := o.set.Intersection(def); !x.IsEmpty() && cs.PolicyName == replay.CPUPolicyStatic {
 			out = append(out, Finding{Severity: SeverityError, Check: "cpu-overlap", File: file, Entry: entry(o.pod, o.ctr),
 				Message: fmt.Sprintf("exclusive CPUs %s are also in the shared pool (defaultCpuSet %s)", x, def),
 				Fix:     "drain the node and delete the file: two owners of one CPU cannot both be right"})
@@ -140,7 +141,7 @@ func cpuFindings(in Input, rep *decode.Report, checkedByStart bool) []Finding {
 		}
 	}
 	known := cpuset.New(ids...)
-	if in.Machine != nil && cs.PolicyName == cpuPolicyStatic && !def.IsEmpty() && !checkedByStart {
+	if in.Machine != nil && cs.PolicyName == replay.CPUPolicyStatic && !def.IsEmpty() && !checkedByStart {
 		online := in.Machine.Online()
 		if extra := known.Difference(online); !extra.IsEmpty() {
 			out = append(out, Finding{Severity: SeverityError, Check: "cpu-outside-machine", File: file,
@@ -264,7 +265,7 @@ func memoryFindings(in Input, rep *decode.Report) []Finding {
 			}
 		}
 	}
-	if in.Machine != nil && ms.PolicyName == memPolicyStatic {
+	if in.Machine != nil && ms.PolicyName == replay.MemoryPolicyStatic {
 		for _, id := range sortedNodeIDs(ms.MachineState) {
 			node := ms.MachineState[id]
 			n, ok := in.Machine.Node(id)
@@ -279,7 +280,7 @@ func memoryFindings(in Input, rep *decode.Report) []Finding {
 					Fix:     "the node's memory changed since the state was written (reboot, firmware, resize): drain the node and delete the file"})
 			}
 			for _, hp := range n.HugePages {
-				name := hugePagesName(hp.PageSizeKiB)
+				name := replay.HugePagesName(hp.PageSizeKiB)
 				if t := node.MemoryMap[name]; t != nil && t.Total != hp.NumPages*hp.PageSizeKiB*1024 {
 					out = append(out, Finding{Severity: SeverityError, Check: "memory-machine-drift", File: file, Entry: fmt.Sprintf("NUMA node %d %s", id, name),
 						Message: fmt.Sprintf("the state records %s of %s, the machine has %s", bytesText(t.Total), name, bytesText(hp.NumPages*hp.PageSizeKiB*1024)),

@@ -22,16 +22,16 @@ type candidate struct {
 	// fields are the KubeletConfiguration fields apply sets; the fix names each with the value
 	// it has after apply, so that setting them as written is the change replayed.
 	fields []string
-	apply  func(*KubeletConfig)
+	apply  func(*replay.KubeletConfig)
 }
 
-func setting(apply func(*KubeletConfig), fields ...string) candidate {
+func setting(apply func(*replay.KubeletConfig), fields ...string) candidate {
 	return candidate{fields: fields, apply: apply}
 }
 
 // try is the input with the candidate applied to a copy of its config, and the change in the
 // words of the config: each field the candidate sets, with its whole new value.
-func (c candidate) try(in StartInput) (StartInput, json.RawMessage) {
+func (c candidate) try(in replay.StartInput) (replay.StartInput, json.RawMessage) {
 	cfg := cloneConfig(in.Config)
 	c.apply(cfg)
 	in.Config = cfg
@@ -60,7 +60,7 @@ var unsetField = map[string]json.RawMessage{
 
 // proposeFix offers a verified config change and, when a checkpoint is what the kubelet
 // refuses, the file to delete after draining (either one lets it start).
-func proposeFix(in StartInput, p Prediction) *Fix {
+func proposeFix(in replay.StartInput, p replay.Prediction) *Fix {
 	fix := &Fix{}
 	for _, c := range configCandidates(in, p) {
 		if try, change := c.try(in); startsWith(try) {
@@ -71,9 +71,9 @@ func proposeFix(in StartInput, p Prediction) *Fix {
 	var rep *decode.Report
 	try := in
 	switch p.Phase {
-	case PhaseCPUStart:
+	case replay.PhaseCPUStart:
 		rep, try.CPU = in.CPU, nil
-	case PhaseMemoryStart:
+	case replay.PhaseMemoryStart:
 		rep, try.Memory = in.Memory, nil
 	}
 	var words []string
@@ -81,7 +81,7 @@ func proposeFix(in StartInput, p Prediction) *Fix {
 		words = append(words, "set "+string(fix.Config)+" in the kubelet config")
 	}
 	if rep != nil {
-		q, err := PredictStart(try)
+		q, err := replay.PredictStart(try)
 		ok := err == nil && q.Starts
 		if ok || fix.Config == nil {
 			fix.Delete, fix.Loses = path.Join(rootDir(in), rep.File), loses(rep)
@@ -116,21 +116,21 @@ func proposeFix(in StartInput, p Prediction) *Fix {
 
 // configAndDelete looks for a config change that keeps what the new config asks for but
 // needs the state written under the old one gone: the change, then the file to delete.
-func configAndDelete(in StartInput, p Prediction, chosen json.RawMessage) *Fix {
+func configAndDelete(in replay.StartInput, p replay.Prediction, chosen json.RawMessage) *Fix {
 	for _, c := range configCandidates(in, p) {
 		try, b := c.try(in)
 		if string(b) == string(chosen) {
 			continue
 		}
-		q, err := PredictStart(try)
+		q, err := replay.PredictStart(try)
 		if err != nil || q.Starts {
 			continue
 		}
 		var rep *decode.Report
 		switch q.Phase {
-		case PhaseCPUStart:
+		case replay.PhaseCPUStart:
 			rep, try.CPU = in.CPU, nil
-		case PhaseMemoryStart:
+		case replay.PhaseMemoryStart:
 			rep, try.Memory = in.Memory, nil
 		default:
 			continue
@@ -151,12 +151,12 @@ func configAndDelete(in StartInput, p Prediction, chosen json.RawMessage) *Fix {
 	return nil
 }
 
-func startsWith(in StartInput) bool {
-	q, err := PredictStart(in)
+func startsWith(in replay.StartInput) bool {
+	q, err := replay.PredictStart(in)
 	return err == nil && q.Starts
 }
 
-func rootDir(in StartInput) string {
+func rootDir(in replay.StartInput) string {
 	if in.RootDir == "" {
 		return decode.DefaultRootDir
 	}
@@ -195,13 +195,13 @@ func bytesText(n uint64) string {
 }
 
 // configCandidates guesses config changes from the failure and the state on the node.
-func configCandidates(in StartInput, p Prediction) []candidate {
+func configCandidates(in replay.StartInput, p replay.Prediction) []candidate {
 	var out []candidate
 	cs, _ := decodedCPU(in.CPU)
 	ms, _ := decodedMemory(in.Memory)
 	// A config-phase failure stops before either manager: both get candidates.
-	cpuFailed := p.CPU == nil || p.CPU.Phase != PhaseOK
-	memFailed := p.Memory == nil || p.Memory.Phase != PhaseOK
+	cpuFailed := p.CPU == nil || p.CPU.Phase != replay.PhaseOK
+	memFailed := p.Memory == nil || p.Memory.Phase != replay.PhaseOK
 	cpuErr := p.Error
 	if p.CPU != nil {
 		cpuErr = p.CPU.Error
@@ -209,12 +209,12 @@ func configCandidates(in StartInput, p Prediction) []candidate {
 
 	if cpuFailed {
 		// The policy the file was written with.
-		if cs != nil && (cs.PolicyName == cpuPolicyNone || cs.PolicyName == cpuPolicyStatic) && cs.PolicyName != in.Config.CPUPolicy() {
+		if cs != nil && (cs.PolicyName == replay.CPUPolicyNone || cs.PolicyName == replay.CPUPolicyStatic) && cs.PolicyName != in.Config.CPUPolicy() {
 			pol := cs.PolicyName
-			out = append(out, setting(func(c *KubeletConfig) { c.CPUManagerPolicy = pol }, "cpuManagerPolicy"))
-			if pol == cpuPolicyStatic {
+			out = append(out, setting(func(c *replay.KubeletConfig) { c.CPUManagerPolicy = pol }, "cpuManagerPolicy"))
+			if pol == replay.CPUPolicyStatic {
 				// static needs a CPU reservation; the smallest one.
-				out = append(out, setting(func(c *KubeletConfig) {
+				out = append(out, setting(func(c *replay.KubeletConfig) {
 					c.CPUManagerPolicy = pol
 					c.KubeReserved = cloneMap(c.KubeReserved)
 					c.KubeReserved["cpu"] = "1"
@@ -222,16 +222,16 @@ func configCandidates(in StartInput, p Prediction) []candidate {
 			}
 		}
 		if low := strings.ToLower(in.Config.CPUPolicy()); low != in.Config.CPUPolicy() {
-			out = append(out, setting(func(c *KubeletConfig) { c.CPUManagerPolicy = low }, "cpuManagerPolicy"))
+			out = append(out, setting(func(c *replay.KubeletConfig) { c.CPUManagerPolicy = low }, "cpuManagerPolicy"))
 		}
 		// Options: turn the gate on, or drop the option.
 		for _, name := range slices.Sorted(maps.Keys(in.Config.CPUManagerPolicyOptions)) {
 			name := name
 			if strings.Contains(cpuErr, fmt.Sprintf("%q", name)) || strings.Contains(cpuErr, name+" and") || strings.Contains(cpuErr, "and "+name) {
-				for _, g := range []string{gateCPUAlphaOptions, gateCPUBetaOptions} {
+				for _, g := range []string{decode.GateCPUManagerPolicyAlphaOptions, decode.GateCPUManagerPolicyBetaOptions} {
 					if strings.Contains(cpuErr, strings.TrimPrefix(strings.TrimSuffix(g, "Options"), "CPUManagerPolicy")+"-level") {
 						g := g
-						out = append(out, setting(func(c *KubeletConfig) {
+						out = append(out, setting(func(c *replay.KubeletConfig) {
 							c.FeatureGates = maps.Clone(c.FeatureGates)
 							if c.FeatureGates == nil {
 								c.FeatureGates = map[string]bool{}
@@ -246,29 +246,29 @@ func configCandidates(in StartInput, p Prediction) []candidate {
 						rest[k] = v
 					}
 				}
-				out = append(out, setting(func(c *KubeletConfig) { c.CPUManagerPolicyOptions = rest }, "cpuManagerPolicyOptions"))
+				out = append(out, setting(func(c *replay.KubeletConfig) { c.CPUManagerPolicyOptions = rest }, "cpuManagerPolicyOptions"))
 			}
 		}
 		// Reserved CPUs: the same number, chosen among the CPUs the state's default set holds.
 		if cs != nil && in.Machine != nil {
-			if def, err := parseCPUSet(cs.DefaultCPUSet); err == nil {
+			if def, err := replay.ParseCPUSet(cs.DefaultCPUSet); err == nil {
 				n := reservedCount(in)
 				topo := replay.Discover(in.Machine)
 				if n > 0 {
 					if set, _ := replay.TakeByTopologyNUMAPacked(topo, def.Intersection(topo.CPUs()), n, replay.CPUSortingStrategyPacked, false); set.Size() == n {
 						s := set.String()
-						out = append(out, setting(func(c *KubeletConfig) { c.ReservedSystemCPUs = s }, "reservedSystemCPUs"))
+						out = append(out, setting(func(c *replay.KubeletConfig) { c.ReservedSystemCPUs = s }, "reservedSystemCPUs"))
 					}
 				}
 				// strict-cpu-reservation: reserve what the default set lacks.
 				if rest := topo.CPUs().Difference(def); rest.Size() > 0 {
 					s := rest.String()
-					out = append(out, setting(func(c *KubeletConfig) { c.ReservedSystemCPUs = s }, "reservedSystemCPUs"))
+					out = append(out, setting(func(c *replay.KubeletConfig) { c.ReservedSystemCPUs = s }, "reservedSystemCPUs"))
 				}
 			}
 		}
 		if in.Config.ReservedSystemCPUs != "" {
-			out = append(out, setting(func(c *KubeletConfig) { c.ReservedSystemCPUs = "" }, "reservedSystemCPUs"))
+			out = append(out, setting(func(c *replay.KubeletConfig) { c.ReservedSystemCPUs = "" }, "reservedSystemCPUs"))
 		}
 		if strings.Contains(cpuErr, "unable to determine reserved CPU") || strings.Contains(cpuErr, "unable to reserve") {
 			// One CPU reserved in all: kubeReserved's, and none in systemReserved.
@@ -276,7 +276,7 @@ func configCandidates(in StartInput, p Prediction) []candidate {
 			if _, ok := in.Config.SystemReserved["cpu"]; ok {
 				fields = append(fields, "systemReserved")
 			}
-			out = append(out, setting(func(c *KubeletConfig) {
+			out = append(out, setting(func(c *replay.KubeletConfig) {
 				c.KubeReserved = cloneMap(c.KubeReserved)
 				c.KubeReserved["cpu"] = "1"
 				c.SystemReserved = cloneMap(c.SystemReserved)
@@ -285,27 +285,27 @@ func configCandidates(in StartInput, p Prediction) []candidate {
 		}
 	}
 	if memFailed {
-		if ms != nil && (ms.PolicyName == memPolicyNone || ms.PolicyName == memPolicyStatic) && ms.PolicyName != in.Config.MemoryPolicy() {
+		if ms != nil && (ms.PolicyName == replay.MemoryPolicyNone || ms.PolicyName == replay.MemoryPolicyStatic) && ms.PolicyName != in.Config.MemoryPolicy() {
 			pol := ms.PolicyName
-			out = append(out, setting(func(c *KubeletConfig) { c.MemoryManagerPolicy = pol }, "memoryManagerPolicy"))
+			out = append(out, setting(func(c *replay.KubeletConfig) { c.MemoryManagerPolicy = pol }, "memoryManagerPolicy"))
 		}
-		for _, pol := range []string{memPolicyStatic, memPolicyNone} {
+		for _, pol := range []string{replay.MemoryPolicyStatic, replay.MemoryPolicyNone} {
 			if strings.EqualFold(pol, in.Config.MemoryPolicy()) && pol != in.Config.MemoryPolicy() {
 				pol := pol
-				out = append(out, setting(func(c *KubeletConfig) { c.MemoryManagerPolicy = pol }, "memoryManagerPolicy"))
+				out = append(out, setting(func(c *replay.KubeletConfig) { c.MemoryManagerPolicy = pol }, "memoryManagerPolicy"))
 			}
 		}
 		// reservedMemory as the stored machine state records it (what the pods were placed with).
 		if ms != nil && len(ms.MachineState) > 0 {
 			rm := reservedFromState(ms)
-			out = append(out, setting(func(c *KubeletConfig) { c.ReservedMemory = rm }, "reservedMemory"))
+			out = append(out, setting(func(c *replay.KubeletConfig) { c.ReservedMemory = rm }, "reservedMemory"))
 		}
 		// The reservation the state was written with: reservedMemory as recorded, and
 		// systemReserved memory so that node allocatable adds up to it.
 		if ms != nil && len(ms.MachineState) > 0 && in.Machine != nil {
 			rm := reservedFromState(ms)
 			if sys, ok := systemReservedFor(in, rm); ok {
-				out = append(out, setting(func(c *KubeletConfig) {
+				out = append(out, setting(func(c *replay.KubeletConfig) {
 					c.ReservedMemory = rm
 					c.SystemReserved = cloneMap(c.SystemReserved)
 					c.SystemReserved["memory"] = sys
@@ -314,7 +314,7 @@ func configCandidates(in StartInput, p Prediction) []candidate {
 		}
 		// systemReserved memory adjusted so node allocatable matches reservedMemory.
 		if sys, ok := systemReservedFor(in, in.Config.ReservedMemory); ok {
-			out = append(out, setting(func(c *KubeletConfig) {
+			out = append(out, setting(func(c *replay.KubeletConfig) {
 				c.SystemReserved = cloneMap(c.SystemReserved)
 				c.SystemReserved["memory"] = sys
 			}, "systemReserved"))
@@ -322,7 +322,7 @@ func configCandidates(in StartInput, p Prediction) []candidate {
 		// reservedMemory adding up to the node-allocatable reservation, on the first NUMA node.
 		if in.Machine != nil {
 			if rm := reservedMatchingAllocatable(in); rm != nil {
-				out = append(out, setting(func(c *KubeletConfig) { c.ReservedMemory = rm }, "reservedMemory"))
+				out = append(out, setting(func(c *replay.KubeletConfig) { c.ReservedMemory = rm }, "reservedMemory"))
 			}
 		}
 	}
@@ -344,8 +344,8 @@ func decodedMemory(r *decode.Report) (*decode.MemoryState, bool) {
 }
 
 // reservedCount is numReservedCPUs under the current config, 0 when it cannot be computed.
-func reservedCount(in StartInput) int {
-	res, err := reservation(in.Machine, in.Config)
+func reservedCount(in replay.StartInput) int {
+	res, err := replay.NodeAllocatableReservation(in.Machine, in.Config)
 	if err != nil {
 		return 0
 	}
@@ -356,13 +356,13 @@ func reservedCount(in StartInput) int {
 	return int((q.MilliValue() + 999) / 1000)
 }
 
-func reservedFromState(ms *decode.MemoryState) []MemoryReservation {
+func reservedFromState(ms *decode.MemoryState) []replay.MemoryReservation {
 	ids := make([]int, 0, len(ms.MachineState))
 	for id := range ms.MachineState {
 		ids = append(ids, id)
 	}
 	sort.Ints(ids)
-	var out []MemoryReservation
+	var out []replay.MemoryReservation
 	for _, id := range ids {
 		n := ms.MachineState[id]
 		if n == nil {
@@ -375,14 +375,14 @@ func reservedFromState(ms *decode.MemoryState) []MemoryReservation {
 			}
 		}
 		if len(limits) > 0 {
-			out = append(out, MemoryReservation{NumaNode: int32(id), Limits: limits})
+			out = append(out, replay.MemoryReservation{NumaNode: int32(id), Limits: limits})
 		}
 	}
 	return out
 }
 
-func reservedMatchingAllocatable(in StartInput) []MemoryReservation {
-	res, err := reservation(in.Machine, in.Config)
+func reservedMatchingAllocatable(in replay.StartInput) []replay.MemoryReservation {
+	res, err := replay.NodeAllocatableReservation(in.Machine, in.Config)
 	if err != nil {
 		return nil
 	}
@@ -392,19 +392,19 @@ func reservedMatchingAllocatable(in StartInput) []MemoryReservation {
 	}
 	limits := map[string]resource.Quantity{}
 	for name, q := range res {
-		if name == string(v1.ResourceMemory) || isHugePages(name) {
+		if name == string(v1.ResourceMemory) || replay.IsHugePages(name) {
 			limits[name] = q
 		}
 	}
 	if len(limits) == 0 {
 		return nil
 	}
-	return []MemoryReservation{{NumaNode: int32(ids[0]), Limits: limits}}
+	return []replay.MemoryReservation{{NumaNode: int32(ids[0]), Limits: limits}}
 }
 
-func cloneConfig(c *KubeletConfig) *KubeletConfig {
+func cloneConfig(c *replay.KubeletConfig) *replay.KubeletConfig {
 	b, _ := json.Marshal(c)
-	var out KubeletConfig
+	var out replay.KubeletConfig
 	_ = json.Unmarshal(b, &out)
 	return &out
 }
@@ -419,7 +419,7 @@ func cloneMap(m map[string]string) map[string]string {
 
 // systemReservedFor is the systemReserved memory with which the node-allocatable memory
 // reservation equals the memory that rm reserves.
-func systemReservedFor(in StartInput, rm []MemoryReservation) (string, bool) {
+func systemReservedFor(in replay.StartInput, rm []replay.MemoryReservation) (string, bool) {
 	want := resource.NewQuantity(0, resource.BinarySI)
 	for _, r := range rm {
 		if q, ok := r.Limits[string(v1.ResourceMemory)]; ok {
@@ -433,7 +433,7 @@ func systemReservedFor(in StartInput, rm []MemoryReservation) (string, bool) {
 	if cfg.SystemReserved != nil {
 		delete(cfg.SystemReserved, string(v1.ResourceMemory))
 	}
-	res, err := reservation(in.Machine, cfg)
+	res, err := replay.NodeAllocatableReservation(in.Machine, cfg)
 	if err != nil {
 		return "", false
 	}

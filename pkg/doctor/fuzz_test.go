@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/replay"
 )
 
 // FuzzDiagnose: whatever a node's CPU and memory files hold, once decoded as valid or not,
@@ -29,7 +30,7 @@ func FuzzDiagnose(f *testing.F) {
 		f.Add(cpu, mem, uint8(8+5)) // live pods known (none): stale entries too
 	}
 	versions := []string{"v1.25.16", "v1.27.0", "v1.31.14", "v1.34.10", "v1.36.0", decode.HomeKubelet}
-	base := map[string]StartInput{}
+	base := map[string]replay.StartInput{}
 	for _, v := range versions {
 		base[v] = startCase(f, filepath.Join(startVectorsDir, "cases", "mem-n2hp-healthy-assigned__w1.37.1"), nil, v)
 	}
@@ -37,7 +38,7 @@ func FuzzDiagnose(f *testing.F) {
 		in := base[versions[int(flags&7)%len(versions)]]
 		in.CPU = decode.Decode(decode.KindCPU, cpu, decode.Options{Kubelet: &in.Kubelet})
 		in.Memory = decode.Decode(decode.KindMemory, mem, decode.Options{Kubelet: &in.Kubelet})
-		if _, err := PredictStart(in); err != nil {
+		if _, err := replay.PredictStart(in); err != nil {
 			t.Fatal(err)
 		}
 		din := Input{Machine: in.Machine, Config: in.Config, Kubelet: &in.Kubelet, Files: []*decode.Report{in.CPU, in.Memory}}

@@ -7,8 +7,8 @@ import (
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/admit"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
-	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/doctor"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/machine"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/replay"
 )
 
 // AdmitConfig asks Run to predict, in each node's worker, the kubelet's admission of Pods, in
@@ -18,7 +18,7 @@ import (
 // node-resource predicate.
 type AdmitConfig struct {
 	Machine       *machine.Machine
-	KubeletConfig *doctor.KubeletConfig
+	KubeletConfig *replay.KubeletConfig
 	Pods          []*v1.Pod
 	// Largest also asks, for each refused pod, the most exclusive CPUs a pod like it is
 	// admitted with on the node as it is (AdmitResult.Largest).

@@ -9,6 +9,7 @@ import (
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/doctor"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch/local"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/machine"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/replay"
 )
 
 // DoctorConfig asks Run to predict, in each node's worker, whether the node's kubelet starts
@@ -18,7 +19,7 @@ import (
 // the node's recorded or own version.
 type DoctorConfig struct {
 	Machine       *machine.Machine
-	KubeletConfig *doctor.KubeletConfig
+	KubeletConfig *replay.KubeletConfig
 }
 
 // DoctorResult is one node's prediction, and in order what it took from the node and what it
@@ -61,7 +62,7 @@ func LoadDoctorConfig(machineFile, configFile, fromDir string) (*DoctorConfig, [
 		return nil, nil, err
 	}
 	if raw != nil {
-		if dc.KubeletConfig, err = doctor.ParseKubeletConfig(raw); err != nil {
+		if dc.KubeletConfig, err = replay.ParseKubeletConfig(raw); err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", from, err)
 		}
 		notes = append(notes, "kubelet config: "+from)
@@ -107,14 +108,14 @@ func (r *Runner) diagnose(n *NodeResult) *DoctorResult {
 // the target kubelet, its config, the machine and the files judged for that kubelet.
 type managerInputs struct {
 	kubelet *decode.Kubelet
-	config  *doctor.KubeletConfig
+	config  *replay.KubeletConfig
 	machine *machine.Machine
 	rows    []FileRow
 }
 
 // managerInputs takes the machine and config given (nil: the node's own), and notes what it
 // took from the node and what it lacked.
-func (r *Runner) managerInputs(n *NodeResult, m *machine.Machine, config *doctor.KubeletConfig, note func(string, ...any)) managerInputs {
+func (r *Runner) managerInputs(n *NodeResult, m *machine.Machine, config *replay.KubeletConfig, note func(string, ...any)) managerInputs {
 	// The kubelet the files were judged by: --kubelet-version, else the version collect
 	// recorded, else the live node's. A release only guessed from the files' formats predicts
 	// nothing: the managers depend on the version, which the files do not say.
@@ -164,12 +165,12 @@ func (r *Runner) managerInputs(n *NodeResult, m *machine.Machine, config *doctor
 }
 
 // nodeConfig parses the kubelet config read from a live node, saying where it came from.
-func (r *Runner) nodeConfig(n *NodeResult, note func(string, ...any)) *doctor.KubeletConfig {
+func (r *Runner) nodeConfig(n *NodeResult, note func(string, ...any)) *replay.KubeletConfig {
 	from := "configz"
 	if n.KubeletConfigFrom == FromConfigYAML {
 		from = path.Join(r.cfg.KubeletRootDir, KubeletConfigFile)
 	}
-	c, err := doctor.ParseKubeletConfig(n.KubeletConfig)
+	c, err := replay.ParseKubeletConfig(n.KubeletConfig)
 	if err != nil {
 		note("kubelet config from %s: %v", from, err)
 		return nil

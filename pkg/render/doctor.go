@@ -10,6 +10,7 @@ import (
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/internal/text"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/doctor"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/replay"
 )
 
 // DoctorResult is doctor's answer for one node, as `doctor -o json|yaml` prints it.
@@ -61,16 +62,16 @@ func doctorRows(r DoctorResult) []findingRow {
 
 func startRow(s doctor.KubeletStart) findingRow {
 	switch {
-	case s.Phase == doctor.PhaseNotPredicted:
+	case s.Phase == replay.PhaseNotPredicted:
 		return findingRow{severity: "info", check: "kubelet-start", message: "start not predicted (see the notes above)"}
 	case s.Starts:
 		return findingRow{severity: "ok", check: "kubelet-start", message: fmt.Sprintf("kubelet %s starts: the CPU manager (%s) and memory manager (%s) accept the state", s.Kubelet, s.CPU.Policy, s.Memory.Policy)}
 	}
 	file := "kubelet-config"
 	switch s.Phase {
-	case doctor.PhaseCPUStart:
+	case replay.PhaseCPUStart:
 		file = "cpu_manager_state"
-	case doctor.PhaseMemoryStart:
+	case replay.PhaseMemoryStart:
 		file = "memory_manager_state"
 	}
 	fix := ""
@@ -78,7 +79,7 @@ func startRow(s doctor.KubeletStart) findingRow {
 		fix = s.Fix.Text
 	}
 	msg := fmt.Sprintf("kubelet %s will not start: %s", s.Kubelet, s.Error)
-	if s.Memory != nil && s.Phase == doctor.PhaseMemoryStart && len(s.Memory.Details) > 0 {
+	if s.Memory != nil && s.Phase == replay.PhaseMemoryStart && len(s.Memory.Details) > 0 {
 		msg += " (" + strings.Join(s.Memory.Details, "; ") + ")"
 	}
 	return findingRow{"error", "kubelet-start", file, s.Phase, msg, fix}

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/doctor"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/replay"
 )
 
 func TestWrap(t *testing.T) {
@@ -53,7 +54,7 @@ func TestDoctorFindingsFit(t *testing.T) {
 	long := strings.Repeat("the kubelet refuses this file because of a reason ", 6)
 	results := []DoctorResult{
 		{Node: "a", Result: doctor.Result{
-			KubeletStart: doctor.KubeletStart{Kubelet: "v1.37.1", Prediction: doctor.Prediction{Phase: doctor.PhaseCPUStart, Error: long}, Fix: &doctor.Fix{Text: "drain the node, then delete the file " + long}},
+			KubeletStart: doctor.KubeletStart{Kubelet: "v1.37.1", Prediction: replay.Prediction{Phase: replay.PhaseCPUStart, Error: long}, Fix: &doctor.Fix{Text: "drain the node, then delete the file " + long}},
 			Findings:     []doctor.Finding{{Severity: doctor.SeverityWarning, Check: "stale-pod", File: "cpu_manager_state", Entry: "pod p", Message: long}},
 		}},
 		{Node: "b", Error: "the debug pod did not start"},

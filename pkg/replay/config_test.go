@@ -32,7 +32,7 @@ featureGates:
 	}{
 		{"yaml, numbers as quantities", yamlCfg, func(c *KubeletConfig) bool {
 			return c.CPUPolicy() == "static" && c.KubeReserved["cpu"] == "1" && c.EvictionHard != nil && len(*c.EvictionHard) == 0 &&
-				quantityText(c.ReservedMemory[0].Limits["memory"]) == "1124Mi" && c.FeatureGates[GateCPUAlphaOptions] && c.MemoryPolicy() == "None"
+				quantityText(c.ReservedMemory[0].Limits["memory"]) == "1124Mi" && c.FeatureGates[decode.GateCPUManagerPolicyAlphaOptions] && c.MemoryPolicy() == "None"
 		}},
 		{"configz", configz, func(c *KubeletConfig) bool {
 			return c.MemoryPolicy() == "Static" && c.SystemReserved["memory"] == "1Gi" && c.EvictionHardOrDefault()["memory.available"] == "100Mi"

@@ -108,7 +108,7 @@ func (m *CPUManager) restore(e *env, rep *decode.Report) (*cpuState, error) {
 			st.set(pod, ctr, s)
 		}
 	}
-	if e.release.PodLevelEntries && e.gate(GatePodLevelResourceManagers) {
+	if e.release.has(PodLevelEntries) && e.gate(decode.GatePodLevelResourceManagers) {
 		for pod, s := range cs.PodEntries {
 			if set, err := ParseCPUSet(s); err == nil {
 				st.podEntries[pod] = set

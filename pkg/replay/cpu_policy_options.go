@@ -6,6 +6,8 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 )
 
 // The static policy's options (cpumanager/policy_options.go), parsed once into a struct the
@@ -47,13 +49,13 @@ func newStaticPolicyOptions(e *env, topo *CPUTopology, tm *TopologyManager) (Sta
 	var opts StaticPolicyOptions
 	raw := e.cfg.CPUManagerPolicyOptions
 	for _, name := range slices.Sorted(maps.Keys(raw)) {
-		level, known := e.release.CPUOptions[name]
+		level, known := e.release.cpuOptions[name]
 		switch {
 		case !known:
 			return opts, fmt.Errorf("unknown CPU Manager Policy option: %q", name)
-		case level == alpha && !e.gate(GateCPUAlphaOptions):
+		case level == alpha && !e.gate(decode.GateCPUManagerPolicyAlphaOptions):
 			return opts, fmt.Errorf("CPU Manager Policy Alpha-level Options not enabled, but option %q provided", name)
-		case level == beta && !e.gate(GateCPUBetaOptions):
+		case level == beta && !e.gate(decode.GateCPUManagerPolicyBetaOptions):
 			return opts, fmt.Errorf("CPU Manager Policy Beta-level Options not enabled, but option %q provided", name)
 		}
 		on, err := strconv.ParseBool(raw[name])
@@ -62,7 +64,7 @@ func newStaticPolicyOptions(e *env, topo *CPUTopology, tm *TopologyManager) (Sta
 		}
 		*opts.field(name) = on
 	}
-	for _, pair := range e.release.ExclusiveOptions {
+	for _, pair := range e.release.cpuOptionConflicts {
 		if *opts.field(pair[0]) && *opts.field(pair[1]) {
 			return opts, fmt.Errorf("static policy options %s and %s can not be used at the same time", pair[0], pair[1])
 		}
@@ -77,7 +79,7 @@ func newStaticPolicyOptions(e *env, topo *CPUTopology, tm *TopologyManager) (Sta
 			return opts, errors.New("Align by socket is not compatible with hardware where number of sockets are more than number of NUMA")
 		}
 	}
-	if !e.release.StrictReservation {
+	if !e.release.has(StrictReservation) {
 		opts.StrictCPUReservation = false // the option exists but nothing reads it yet
 	}
 	return opts, nil

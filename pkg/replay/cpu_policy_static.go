@@ -25,7 +25,7 @@ type staticPolicy struct {
 	cpuGroupSize         int
 	affinity             *TopologyManager
 	cpusToReuse          map[string]cpuset.CPUSet
-	release              *Release
+	release              *releaseRules
 	gates                podGates
 }
 
@@ -49,7 +49,7 @@ func newStaticPolicy(e *env, topo *CPUTopology, tm *TopologyManager, n int) (*st
 	for _, cpu := range reserved.UnsortedList() {
 		info, ok := topo.CPUDetails[cpu]
 		if !ok {
-			if e.release.ReservedPhysicalCPUs {
+			if e.release.has(ReservedPhysicalCPUs) {
 				return nil, fmt.Errorf("[cpumanager] unable to build the reserved physical CPUs from the reserved set: unknown CPU ID: %d", cpu)
 			}
 			continue
@@ -186,7 +186,7 @@ func (p *staticPolicy) podGuaranteedCPUs(pod *v1.Pod) int {
 			continue
 		}
 		n := p.guaranteedCPUs(pod, c)
-		if p.release.SidecarAware && isRestartableInitContainer(c) {
+		if p.release.has(SidecarAware) && isRestartableInitContainer(c) {
 			byRestartable += n
 		} else if byRestartable+n > byInit {
 			byInit = byRestartable + n
@@ -214,9 +214,9 @@ func (p *staticPolicy) takeByTopology(available cpuset.CPUSet, n int) (cpuset.CP
 		if p.opts.FullPhysicalCPUsOnly {
 			group = p.cpuGroupSize
 		}
-		return TakeByTopologyNUMADistributed(p.topo, available, n, group, strategy, p.opts.AlignBySocket && p.release.DistributedAlignsBySocket)
+		return TakeByTopologyNUMADistributed(p.topo, available, n, group, strategy, p.opts.AlignBySocket && p.release.has(DistributedAlignsBySocket))
 	}
-	return takeByTopologyNUMAPacked(p.topo, available, n, strategy, p.opts.PreferAlignByUncoreCache, !p.release.UncorePartialRoundsUp)
+	return takeByTopologyNUMAPacked(p.topo, available, n, strategy, p.opts.PreferAlignByUncoreCache, !p.release.has(UncorePartialRoundsUp))
 }
 
 // GetTopologyHints is the static policy's container hints (nil for policy none).
@@ -342,14 +342,14 @@ func (p *staticPolicy) enforceSMTAlignment(numCPUs int) error {
 		return nil
 	}
 	if p.cpuGroupSize == 0 || numCPUs%p.cpuGroupSize != 0 {
-		return SMTAlignmentError{RequestedCPUs: numCPUs, CpusPerCore: p.cpuGroupSize, byCause: p.release.SMTErrorByCause}
+		return SMTAlignmentError{RequestedCPUs: numCPUs, CpusPerCore: p.cpuGroupSize, byCause: p.release.has(SMTErrorByCause)}
 	}
-	if !p.release.SMTPhysicalCheck {
+	if !p.release.has(SMTPhysicalCheck) {
 		return nil
 	}
 	if free := p.state.defaultSet.Difference(p.reservedPhysicalCPUs).Size(); numCPUs > free {
 		return SMTAlignmentError{RequestedCPUs: numCPUs, CpusPerCore: p.cpuGroupSize, AvailablePhysicalCPUs: free, CausedByPhysicalCPUs: true,
-			byCause: p.release.SMTErrorByCause}
+			byCause: p.release.has(SMTErrorByCause)}
 	}
 	return nil
 }
@@ -390,7 +390,7 @@ func (p *staticPolicy) updateCPUsToReuse(pod *v1.Pod, c *v1.Container, set cpuse
 	for i := range pod.Spec.InitContainers {
 		ic := &pod.Spec.InitContainers[i]
 		if c.Name == ic.Name {
-			if p.release.SidecarAware && isRestartableInitContainer(ic) {
+			if p.release.has(SidecarAware) && isRestartableInitContainer(ic) {
 				break
 			}
 			p.cpusToReuse[uid] = p.cpusToReuse[uid].Union(set)
@@ -407,7 +407,7 @@ func (p *staticPolicy) Allocate(pod *v1.Pod, c *v1.Container) error {
 		return nil
 	}
 	uid := string(pod.UID)
-	if p.release.SMTCheckBeforeReuse {
+	if p.release.has(SMTCheckBeforeReuse) {
 		if err := p.enforceSMTAlignment(numCPUs); err != nil {
 			return err
 		}
@@ -416,7 +416,7 @@ func (p *staticPolicy) Allocate(pod *v1.Pod, c *v1.Container) error {
 		p.updateCPUsToReuse(pod, c, set)
 		return nil
 	}
-	if !p.release.SMTCheckBeforeReuse {
+	if !p.release.has(SMTCheckBeforeReuse) {
 		if err := p.enforceSMTAlignment(numCPUs); err != nil {
 			return err
 		}

@@ -69,7 +69,7 @@ type StartInput struct {
 
 // env is one start's resolved inputs.
 type env struct {
-	release            *Release
+	release            *releaseRules
 	version            *version.Version
 	gates              map[string]bool
 	podGates           podGates
@@ -116,9 +116,9 @@ func Start(in StartInput) (*Node, Prediction, error) {
 	if n := len(in.Machine.NodeIDs()); n > MaxNUMANodes {
 		return nil, Prediction{}, fmt.Errorf("machine with %d NUMA nodes: the resource managers enumerate 2^%d NUMA masks; replayed up to %d nodes", n, n, MaxNUMANodes)
 	}
-	rel, ok := releaseFor(in.Kubelet.Version)
+	rel, ok := rulesFor(in.Kubelet.Version)
 	if !ok {
-		return nil, Prediction{}, fmt.Errorf("kubelet %s predates %s, the oldest release replayed", in.Kubelet, releases[0].Since)
+		return nil, Prediction{}, fmt.Errorf("kubelet %s predates %s, the oldest release replayed", in.Kubelet, oldestReplayed)
 	}
 	e := &env{release: rel, version: in.Kubelet.Version, gates: in.Kubelet.WithConfigGates(in.Config.FeatureGates).Gates,
 		machine: in.Machine, topo: Discover(in.Machine), cfg: in.Config, rootDir: in.RootDir}
@@ -131,8 +131,8 @@ func Start(in StartInput) (*Node, Prediction, error) {
 		return nil, Prediction{Error: err.Error(), Phase: PhaseFeatureGates}, nil
 	}
 	p.UnjudgedGates = unjudged
-	e.podGates = podGates{levelResources: e.gate(GatePodLevelResources), levelManagers: rel.PodLevelEntries && e.gate(GatePodLevelResourceManagers),
-		fixQOS: e.gate(GatePodLevelResourcesFixQOS), managersRelease: rel.PodLevelEntries, skipRelease: rel.SkipsPodLevelPods}
+	e.podGates = podGates{levelResources: e.gate(decode.GatePodLevelResources), levelManagers: rel.has(PodLevelEntries) && e.gate(decode.GatePodLevelResourceManagers),
+		fixQOS: e.gate(decode.GatePodLevelResourcesFixKubeletQOSClass), managersRelease: rel.has(PodLevelEntries), skipRelease: rel.has(SkipsPodLevelPods)}
 	if err := e.resolveConfig(); err != nil {
 		return nil, Prediction{Error: err.Error(), Phase: PhaseConfig, UnjudgedGates: unjudged}, nil
 	}
@@ -203,8 +203,8 @@ func Start(in StartInput) (*Node, Prediction, error) {
 // then stands for kube and system reserved CPU), and compute the node-allocatable reservation
 // as GetNodeAllocatableReservation does.
 func (e *env) resolveConfig() error {
-	if opts := e.cfg.TopologyManagerPolicyOptions; opts != nil && !e.gate(GateTopologyOptions) {
-		return fmt.Errorf("topology manager policy options %v require feature gates %q enabled", opts, GateTopologyOptions)
+	if opts := e.cfg.TopologyManagerPolicyOptions; opts != nil && !e.gate(decode.GateTopologyManagerPolicyOptions) {
+		return fmt.Errorf("topology manager policy options %v require feature gates %q enabled", opts, decode.GateTopologyManagerPolicyOptions)
 	}
 	if s := e.cfg.ReservedSystemCPUs; s != "" {
 		set, err := ParseCPUSet(s)

@@ -79,10 +79,10 @@ func newMemoryManager(e *env, tm *TopologyManager) (*MemoryManager, error) {
 			return nil, errors.New("[memorymanager] you should specify the system reserved memory")
 		}
 		return &MemoryManager{Policy: name, policy: &memoryStaticPolicy{systemReserved: reserved, affinity: tm, gates: e.podGates,
-			sidecarAware: e.release.SidecarAware, violationCheck: e.release.MemoryAffinityViolationCheck,
-			skipsNoRequest:               e.release.MemorySkipsNoRequest,
+			sidecarAware: e.release.has(SidecarAware), violationCheck: e.release.has(MemoryAffinityViolationCheck),
+			skipsNoRequest:               e.release.has(MemorySkipsNoRequest),
 			initContainersReusableMemory: map[string]map[string]map[string]uint64{}}}, nil
-	case name == MemoryPolicyBestEffort && e.release.BestEffortMemory:
+	case name == MemoryPolicyBestEffort && e.release.has(BestEffortMemory):
 		return nil, fmt.Errorf("policy %q is not available for platform %q", MemoryPolicyBestEffort, "linux")
 	}
 	return nil, fmt.Errorf("unknown policy: \"%s\"", name)

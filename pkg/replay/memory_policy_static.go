@@ -57,7 +57,7 @@ func (m *memoryStaticPolicy) restore(e *env, ms *decode.MemoryState) {
 			m.setBlocks(pod, ctr, cloneBlocks(blocks))
 		}
 	}
-	if e.release.PodLevelEntries && m.gates.levelManagers {
+	if e.release.has(PodLevelEntries) && m.gates.levelManagers {
 		for pod, blocks := range ms.PodEntries {
 			m.podEntries[pod] = cloneBlocks(blocks)
 		}
@@ -97,7 +97,7 @@ func (m *memoryStaticPolicy) validateState(e *env, ms *decode.MemoryState) error
 		return nil
 	}
 	expected := m.defaultMachineState(e)
-	podLevel := e.release.PodLevelEntries && e.gate(GatePodLevelResourceManagers)
+	podLevel := e.release.has(PodLevelEntries) && e.gate(decode.GatePodLevelResourceManagers)
 	for _, pod := range slices.Sorted(maps.Keys(ms.Entries)) {
 		if podLevel && len(ms.PodEntries[pod]) > 0 {
 			if err := expected.update(ms.PodEntries[pod], pod, ""); err != nil {
@@ -111,7 +111,7 @@ func (m *memoryStaticPolicy) validateState(e *env, ms *decode.MemoryState) error
 			}
 		}
 	}
-	if !statesEqual(machineState(ms.MachineState), expected, e.release.GroupedMemoryCompare) {
+	if !statesEqual(machineState(ms.MachineState), expected, e.release.has(GroupedMemoryCompare)) {
 		return &stateMismatch{details: diffStates(machineState(ms.MachineState), expected)}
 	}
 	return nil

@@ -1,0 +1,240 @@
+package replay
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/util/version"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
+)
+
+// What the resource managers do differently by kubelet release, read from each release's
+// pkg/kubelet/cm/{cpumanager,memorymanager,topologymanager} and pkg/kubelet. Like decode's
+// Gates, every row is one rule over the releases [Since, Until) (Until nil: still so); a
+// release's rules are the rows that hold at it, gathered once per Start (rulesFor). Behaviour
+// that never changed over the releases replayed is plain code; only what moves lives here. The
+// feature gates the managers read are decode.Gates. See docs/adding-a-kubelet-release.md.
+
+// oldestReplayed is the oldest kubelet release replayed.
+var oldestReplayed = decode.Release("1.25")
+
+// A Behaviour is one thing the managers do in some releases and not in others.
+type Behaviour int
+
+const (
+	// ShortRejectedStatus: rejectPod writes a refused pod's status message as "Pod " + the
+	// handler's message (1.25 kubelet.go:1967); later releases write "Pod was rejected: " +
+	// message (1.26 kubelet.go:2070, 1.37 :2647). The Warning event carries the message as is.
+	ShortRejectedStatus Behaviour = iota
+	// SMTCheckBeforeReuse: the SMT checks run before a container already holding CPUs keeps
+	// them (1.37 keeps them first).
+	SMTCheckBeforeReuse
+	// ReservedPhysicalCPUs: NewStaticPolicy maps each reserved CPU to its core and fails on a
+	// CPU the machine lacks ("unable to build the reserved physical CPUs").
+	ReservedPhysicalCPUs
+	// SMTPhysicalCheck: full-pcpus-only also refuses when fewer free physical CPUs (outside the
+	// reserved cores) remain than requested; before, only "not a multiple" is checked.
+	SMTPhysicalCheck
+	// SidecarAware: restartable init containers (sidecars) count as long-running in the pod's
+	// CPU and memory budget, and their CPUs are not reused by the containers after them.
+	SidecarAware
+	// SMTErrorByCause: the SMT error's text follows its cause; before, the "not enough free
+	// physical CPUs" text shows only when some are available.
+	SMTErrorByCause
+	// MemoryAffinityViolationCheck: the memory manager refuses a hint that would mix NUMA
+	// groups ("preferred hint violates NUMA node allocation").
+	MemoryAffinityViolationCheck
+	// StrictReservation: strict-cpu-reservation is honoured (reserved CPUs out of the default
+	// set, at validateState and in a fresh state).
+	StrictReservation
+	// GroupedMemoryCompare: the machine-state comparison sums free/reserved over each
+	// assignment's NUMA group; before, every table field must be equal per node.
+	GroupedMemoryCompare
+	// BestEffortMemory: "BestEffort" is a known memory policy (Windows only; refused on Linux).
+	BestEffortMemory
+	// LowercaseTopologyOptionErrors: the option-level errors read "topology manager policy
+	// alpha-level ..." (older releases capitalise them).
+	LowercaseTopologyOptionErrors
+	// UncorePartialRoundsUp: prefer-align-cpus-by-uncorecache takes a partial uncore cache in
+	// whole cores rounded up, one CPU short for an odd request; before, rounded down.
+	UncorePartialRoundsUp
+	// SkipsPodLevelPods: the CPU and memory managers leave alone a pod with pod-level
+	// resources while PodLevelResources is on; from PodLevelEntries on, unless
+	// PodLevelResourceManagers is on too.
+	SkipsPodLevelPods
+	// PodLevelEntries: with PodLevelResourceManagers, pod-level CPU entries count as known CPUs
+	// and pod-level memory blocks replace the containers' in the expected machine state.
+	PodLevelEntries
+	// MemorySkipsNoRequest: the static memory policy's Allocate leaves alone a container that
+	// requests neither memory nor hugepages. Before, it runs on with nothing requested: the
+	// default hint (none: no resource asks) or the NUMA-mixing check refuses it, else it stores
+	// empty blocks. Only a container of a pod with pod-level resources gets there.
+	MemorySkipsNoRequest
+	// DistributedAlignsBySocket: distribute-cpus-across-numa with align-by-socket keeps the
+	// NUMA nodes of one socket together.
+	DistributedAlignsBySocket
+
+	behaviourCount // not a behaviour: the number of them
+)
+
+// A behaviourRange is one Behaviour over the releases [Since, Until).
+type behaviourRange struct {
+	Behaviour    Behaviour
+	Since, Until *version.Version
+}
+
+// behaviourRanges: where each Behaviour starts and ends.
+var behaviourRanges = []behaviourRange{
+	{Behaviour: ShortRejectedStatus, Since: decode.Release("1.25"), Until: decode.Release("1.26")},
+	{Behaviour: SMTCheckBeforeReuse, Since: decode.Release("1.25"), Until: decode.Release("1.37")},
+	{Behaviour: ReservedPhysicalCPUs, Since: decode.Release("1.27")},
+	{Behaviour: SMTPhysicalCheck, Since: decode.Release("1.27")},
+	{Behaviour: SidecarAware, Since: decode.Release("1.29")},
+	{Behaviour: SMTErrorByCause, Since: decode.Release("1.32")},
+	{Behaviour: MemoryAffinityViolationCheck, Since: decode.Release("1.32")},
+	{Behaviour: StrictReservation, Since: decode.Release("1.32")},
+	{Behaviour: GroupedMemoryCompare, Since: decode.Release("1.32")},
+	{Behaviour: BestEffortMemory, Since: decode.Release("1.32")},
+	{Behaviour: LowercaseTopologyOptionErrors, Since: decode.Release("1.33")},
+	{Behaviour: UncorePartialRoundsUp, Since: decode.Release("1.34")},
+	{Behaviour: SkipsPodLevelPods, Since: decode.Release("1.34"), Until: decode.Release("1.36")},
+	{Behaviour: PodLevelEntries, Since: decode.Release("1.36")},
+	{Behaviour: MemorySkipsNoRequest, Since: decode.Release("1.37")},
+	{Behaviour: DistributedAlignsBySocket, Since: decode.Release("1.37")},
+}
+
+// optionLevel is a policy option's maturity, which decides the gate it needs.
+type optionLevel int
+
+const (
+	alpha  optionLevel = iota + 1 // needs the Alpha options gate
+	beta                          // needs the Beta options gate
+	stable                        // needs nothing
+)
+
+func (l optionLevel) String() string {
+	return map[optionLevel]string{alpha: "alpha", beta: "beta", stable: "GA"}[l]
+}
+
+// An optionRange is a policy option at one level over the releases [Since, Until). An option
+// no row holds at a release is unknown there.
+type optionRange struct {
+	Option       string
+	Level        optionLevel
+	Since, Until *version.Version
+}
+
+// cpuOptionLevels: the static CPU policy's options (cpumanager/policy_options.go).
+var cpuOptionLevels = []optionRange{
+	{Option: OptFullPCPUsOnly, Level: beta, Since: decode.Release("1.25"), Until: decode.Release("1.33")},
+	{Option: OptFullPCPUsOnly, Level: stable, Since: decode.Release("1.33")},
+	{Option: OptDistributeCPUsAcrossNUMA, Level: alpha, Since: decode.Release("1.25"), Until: decode.Release("1.33")},
+	{Option: OptDistributeCPUsAcrossNUMA, Level: beta, Since: decode.Release("1.33")},
+	{Option: OptAlignBySocket, Level: alpha, Since: decode.Release("1.25")},
+	{Option: OptDistributeCPUsAcrossCores, Level: alpha, Since: decode.Release("1.31")},
+	{Option: OptStrictCPUReservation, Level: alpha, Since: decode.Release("1.32"), Until: decode.Release("1.33")},
+	{Option: OptStrictCPUReservation, Level: beta, Since: decode.Release("1.33"), Until: decode.Release("1.35")},
+	{Option: OptStrictCPUReservation, Level: stable, Since: decode.Release("1.35")},
+	{Option: OptPreferAlignByUncoreCache, Level: alpha, Since: decode.Release("1.32"), Until: decode.Release("1.34")},
+	{Option: OptPreferAlignByUncoreCache, Level: beta, Since: decode.Release("1.34"), Until: decode.Release("1.36")},
+	{Option: OptPreferAlignByUncoreCache, Level: stable, Since: decode.Release("1.36")},
+}
+
+// topologyOptionLevels: the topology manager's options (topologymanager/policy_options.go);
+// 1.25 has none.
+var topologyOptionLevels = []optionRange{
+	{Option: OptPreferClosestNUMANodes, Level: alpha, Since: decode.Release("1.26"), Until: decode.Release("1.28")},
+	{Option: OptPreferClosestNUMANodes, Level: beta, Since: decode.Release("1.28"), Until: decode.Release("1.32")},
+	{Option: OptPreferClosestNUMANodes, Level: stable, Since: decode.Release("1.32")},
+	{Option: OptMaxAllowableNUMANodes, Level: beta, Since: decode.Release("1.31"), Until: decode.Release("1.35")},
+	{Option: OptMaxAllowableNUMANodes, Level: stable, Since: decode.Release("1.35")},
+}
+
+// An optionConflict is a pair of CPU policy options NewStaticPolicyOptions refuses together,
+// over the releases [Since, Until).
+type optionConflict struct {
+	Options      [2]string
+	Since, Until *version.Version
+}
+
+// cpuOptionConflicts, in the order NewStaticPolicyOptions checks them.
+var cpuOptionConflicts = []optionConflict{
+	{Options: [2]string{OptFullPCPUsOnly, OptDistributeCPUsAcrossCores}, Since: decode.Release("1.31")},
+	{Options: [2]string{OptDistributeCPUsAcrossNUMA, OptDistributeCPUsAcrossCores}, Since: decode.Release("1.31")},
+	{Options: [2]string{OptPreferAlignByUncoreCache, OptDistributeCPUsAcrossCores}, Since: decode.Release("1.32")},
+	{Options: [2]string{OptPreferAlignByUncoreCache, OptDistributeCPUsAcrossNUMA}, Since: decode.Release("1.32")},
+}
+
+// holds is whether [since, until) has v.
+func holds(v, since, until *version.Version) bool {
+	return !v.LessThan(since) && (until == nil || v.LessThan(until))
+}
+
+// releaseRules are the rows that hold at one kubelet release.
+type releaseRules struct {
+	behaviours [behaviourCount]bool
+	// cpuOptions and topologyOptions: every option the release knows, and its level.
+	cpuOptions, topologyOptions map[string]optionLevel
+	// cpuOptionConflicts: the pairs refused together, in order.
+	cpuOptionConflicts [][2]string
+}
+
+// rulesFor gathers the rules of v, and false when v predates the oldest release replayed.
+func rulesFor(v *version.Version) (*releaseRules, bool) {
+	if v.LessThan(oldestReplayed) {
+		return nil, false
+	}
+	r := &releaseRules{cpuOptions: map[string]optionLevel{}, topologyOptions: map[string]optionLevel{}}
+	for _, row := range behaviourRanges {
+		if holds(v, row.Since, row.Until) {
+			r.behaviours[row.Behaviour] = true
+		}
+	}
+	for _, row := range cpuOptionLevels {
+		if holds(v, row.Since, row.Until) {
+			r.cpuOptions[row.Option] = row.Level
+		}
+	}
+	for _, row := range topologyOptionLevels {
+		if holds(v, row.Since, row.Until) {
+			r.topologyOptions[row.Option] = row.Level
+		}
+	}
+	for _, row := range cpuOptionConflicts {
+		if holds(v, row.Since, row.Until) {
+			r.cpuOptionConflicts = append(r.cpuOptionConflicts, row.Options)
+		}
+	}
+	return r, true
+}
+
+// has is whether the release does b.
+func (r *releaseRules) has(b Behaviour) bool { return r.behaviours[b] }
+
+// RejectedStatusMessage is the status message rejectPod gives a pod an admit handler refused
+// with message.
+func (r *releaseRules) RejectedStatusMessage(message string) string {
+	if r.has(ShortRejectedStatus) {
+		return "Pod " + message
+	}
+	return "Pod was rejected: " + message
+}
+
+// checkTopologyOption is topologymanager.CheckPolicyOptionAvailable for the release.
+func (r *releaseRules) checkTopologyOption(name string, gate func(string) bool) error {
+	level, known := r.topologyOptions[name]
+	lower := r.has(LowercaseTopologyOptionErrors)
+	text := "Topology Manager Policy %s-level Options not enabled, but option %q provided"
+	if lower {
+		text = "topology manager policy %s-level options not enabled, but option %q provided"
+	}
+	switch {
+	case !known:
+		return fmt.Errorf("unknown Topology Manager Policy option: %q", name)
+	case level == alpha && !gate(decode.GateTopologyManagerPolicyAlphaOptions):
+		return fmt.Errorf(text, map[bool]string{false: "Alpha", true: "alpha"}[lower], name)
+	case level == beta && !gate(decode.GateTopologyManagerPolicyBetaOptions):
+		return fmt.Errorf(text, map[bool]string{false: "Beta", true: "beta"}[lower], name)
+	}
+	return nil
+}
