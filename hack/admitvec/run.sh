@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Writes admission vectors with the real kubelet managers of each release module (README.md):
-# testdata/admission/<release>/ for every release but v1.37.1 (the shipped cases' inputs, their
-# checkpoints re-seeded by that release, plus the generated cases), and
-# testdata/admission/v1.37.1-gen/ (the generated cases; testdata/admission/v1.37.1/ is the
-# shipped copy). One process per case: feature gates are process-global.
+# testdata/admission/<release>.vectors.jsonl for every release but v1.37.1 (the shipped cases'
+# inputs, their checkpoints re-seeded by that release, plus the generated cases), and
+# testdata/admission/v1.37.1-gen.vectors.jsonl (the generated cases; v1.37.1.vectors.jsonl is
+# the shipped copy). Each set is written as directories (cases/<name>/, MANIFEST.json) in a
+# scratch directory, then packed by hack/vectorpack. One process per case: feature gates are
+# process-global.
 # Usage: hack/admitvec/run.sh [release ...]     (default: every release module)
 #   SHIPPED=DIR   the shipped vectors (default ../shared/testdata/admission beside the repo)
 #   BINDIR=DIR    reuse binaries DIR/<release> instead of building them
@@ -11,7 +13,7 @@
 #   ONLY=REGEX    only the generated cases whose name matches (e.g. '^[^p]': no picker cases)
 #   SKIP=REGEX    not the generated cases whose name matches; the releases before v1.37.1 were
 #                 run with SKIP='^pick__.*__(fpo|dan|abs|uncore|dac)$' (MANIFEST.json under 1 MB)
-#   SET=NAME      write testdata/admission/<release>-NAME/ instead, the generated cases only
+#   SET=NAME      write testdata/admission/<release>-NAME.vectors.jsonl instead, the generated cases only
 #                 (ONLY picks them): the shapes set was run with
 #                 SET=shapes ONLY='^abs__|^gate__|^pickx__|^pick__s[0-9n]+c[0-9]+t[0-9]q?x__'
 #                 and the podlevel set with SET=podlevel ONLY='^plr__|^absb__' (v1.37.1, v1.36.4),
@@ -80,12 +82,13 @@ export work
 for rel in "${releases[@]}"; do
   SECONDS=0
   bin=$work/bin/$rel
-  out=$repo/testdata/admission/$rel
+  name=$rel
   if [ -n "${SET:-}" ]; then
-    out=$repo/testdata/admission/$rel-$SET
+    name=$rel-$SET
   elif [ "$rel" = v1.37.1 ]; then
-    out=$repo/testdata/admission/v1.37.1-gen
+    name=v1.37.1-gen
   fi
+  out=$work/sets/$name
   rm -rf "$out"
   mkdir -p "$out/cases"
   {
@@ -104,5 +107,6 @@ for rel in "${releases[@]}"; do
   } | xargs -0 -n 2 -P "${JOBS:-2}" bash -c 'one_case "$0" "$1" "'"$bin"'"' || { tail -20 "$work/log.txt" >&2; exit 1; }
   "$bin" -mode compact -cases "$out/cases"
   "$bin" -mode manifest -cases "$out/cases" -out "$out/MANIFEST.json"
-  echo "$rel: $(ls "$out/cases" | wc -l) cases in ${SECONDS}s, $(du -sb --apparent-size "$out" | cut -f1) bytes" >&2
+  (cd "$repo" && go run ./hack/vectorpack "$out" "testdata/admission/$name.vectors.jsonl")
+  echo "$rel: $(ls "$out/cases" | wc -l) cases in ${SECONDS}s" >&2
 done

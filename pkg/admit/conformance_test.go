@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"testing"
@@ -14,25 +12,17 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/utils/cpuset"
 
+	"github.com/kubectl-nodestate/kubectl-nodestate/internal/vectorpack"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/machine"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/replay"
 )
 
 // The admission vectors: what the real topology, CPU and memory managers of a kubelet release
-// did when they admitted each case's pods (testdata/admission/<release>/, see its README).
-// Every directory holding a MANIFEST.json is a release, keyed by the manifest's "kubelet".
+// did when they admitted each case's pods (testdata/admission/<set>.vectors.jsonl, packed by
+// hack/vectorpack; the case layout in testdata/admission/README.md). Each set's meta names its
+// kubelet.
 const admissionVectorsDir = "../../testdata/admission"
-
-type admissionManifest struct {
-	Schema  string `json:"schema"`
-	Kubelet string `json:"kubelet"`
-	Cases   map[string]struct {
-		Dir      string          `json:"dir"`
-		Files    []string        `json:"files"`
-		Expected json.RawMessage `json:"expected"`
-	} `json:"cases"`
-}
 
 type expectedCase struct {
 	Starts          bool          `json:"starts"`
@@ -66,56 +56,31 @@ type expectedContainer struct {
 	MemoryBlocks []decode.MemoryBlock `json:"memoryBlocks"`
 }
 
-// releaseDirs are the directories under testdata/admission that hold a MANIFEST.json.
-func releaseDirs(t testing.TB) []string {
+// admissionSets are the packed sets under testdata/admission, each with its kubelet.
+func admissionSets(t testing.TB) []*vectorpack.Set {
 	t.Helper()
-	matches, err := filepath.Glob(filepath.Join(admissionVectorsDir, "*", "MANIFEST.json"))
+	sets, err := vectorpack.ReadDir(admissionVectorsDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(matches) == 0 {
-		t.Fatal("no admission vectors under " + admissionVectorsDir)
+	for _, s := range sets {
+		if s.MetaString("kubelet") == "" {
+			t.Fatalf("set %s names no kubelet", s.Name)
+		}
 	}
-	dirs := make([]string, len(matches))
-	for i, m := range matches {
-		dirs[i] = filepath.Dir(m)
-	}
-	return dirs
-}
-
-func loadAdmissionManifest(t testing.TB, dir string) admissionManifest {
-	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(dir, "MANIFEST.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var man admissionManifest
-	if err := json.Unmarshal(raw, &man); err != nil {
-		t.Fatalf("%s: %v", dir, err)
-	}
-	if man.Kubelet == "" || len(man.Cases) == 0 {
-		t.Fatalf("%s: manifest names no kubelet or no cases", dir)
-	}
-	return man
+	return sets
 }
 
 // caseInput loads a case as the engine's input: the machine and its kubelet section, the
-// checkpoints decoded for the manifest's kubelet, and the pods in order.
-func caseInput(t testing.TB, dir, kubelet string, files []string) Input {
+// checkpoints decoded for the set's kubelet, and the pods in order. Files under setup/ record
+// how the case was made and are not inputs.
+func caseInput(t testing.TB, c vectorpack.Case, kubelet string) Input {
 	t.Helper()
-	read := func(name string) []byte {
-		b, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
+	raw, ok := c.Files["machine.json"]
+	if !ok {
+		t.Fatalf("case %s has no machine.json", c.Name)
 	}
-	for _, f := range files {
-		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
-			t.Fatalf("%s: manifest lists %s: %v", dir, f, err)
-		}
-	}
-	m, err := machine.Parse(read("machine.json"))
+	m, err := machine.Parse(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,25 +93,25 @@ func caseInput(t testing.TB, dir, kubelet string, files []string) Input {
 		t.Fatal(err)
 	}
 	in := Input{Machine: m, Config: cfg, Kubelet: k}
-	for _, f := range files {
-		kind, ok := decode.ParseKind(f)
+	for _, kind := range []decode.Kind{decode.KindCPU, decode.KindMemory} {
+		b, ok := c.Files[string(kind)]
 		if !ok {
 			continue
 		}
-		rep := decode.Decode(kind, read(f), decode.Options{Kubelet: &k})
-		switch kind {
-		case decode.KindCPU:
+		rep := decode.Decode(kind, b, decode.Options{Kubelet: &k})
+		if kind == decode.KindCPU {
 			in.CPU = rep
-		case decode.KindMemory:
+		} else {
 			in.Memory = rep
 		}
 	}
 	for _, f := range []string{"pod.json", "pod2.json"} {
-		if !slices.Contains(files, f) {
+		b, ok := c.Files[f]
+		if !ok {
 			continue
 		}
 		var p v1.Pod
-		if err := json.Unmarshal(read(f), &p); err != nil {
+		if err := json.Unmarshal(b, &p); err != nil {
 			t.Fatal(err)
 		}
 		in.Pods = append(in.Pods, &p)
@@ -325,37 +290,23 @@ func sameBlocks(a, b []decode.MemoryBlock) bool {
 	return slices.Equal(ka, kb)
 }
 
-// TestAdmissionConformance replays every case of every release's vectors and compares with
-// what the real kubelet did. The count comes from each manifest; a missing file fails.
+// TestAdmissionConformance replays every case of every set and compares with what the real
+// kubelet did. A set whose case count differs from its header, or whose case names a missing
+// file, fails to load.
 func TestAdmissionConformance(t *testing.T) {
 	total := 0
-	for _, dir := range releaseDirs(t) {
-		man := loadAdmissionManifest(t, dir)
-		// Every case directory is in the manifest and every manifest case has its directory.
-		onDisk, err := filepath.Glob(filepath.Join(dir, "cases", "*"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(onDisk) != len(man.Cases) {
-			t.Errorf("%s: %d case directories, %d cases in MANIFEST.json", man.Kubelet, len(onDisk), len(man.Cases))
-		}
+	for _, set := range admissionSets(t) {
+		kubelet := set.MetaString("kubelet")
 		matched := 0
-		for _, name := range slices.Sorted(maps.Keys(man.Cases)) {
-			c := man.Cases[name]
+		for _, c := range set.Cases {
 			var want expectedCase
 			if err := json.Unmarshal(c.Expected, &want); err != nil {
-				t.Fatalf("%s %s: %v", man.Kubelet, name, err)
+				t.Fatalf("%s %s: %v", set.Name, c.Name, err)
 			}
-			// The case's own expected.json says what the manifest says.
-			if b, err := os.ReadFile(filepath.Join(dir, c.Dir, "expected.json")); err != nil {
-				t.Errorf("%s %s: %v", man.Kubelet, name, err)
-			} else if onFile := (expectedCase{}); json.Unmarshal(b, &onFile) != nil || !reflect.DeepEqual(onFile, want) {
-				t.Errorf("%s %s: expected.json differs from MANIFEST.json", man.Kubelet, name)
-			}
-			in := caseInput(t, filepath.Join(dir, c.Dir), man.Kubelet, c.Files)
+			in := caseInput(t, c, kubelet)
 			got, err := Predict(in)
 			if err != nil {
-				t.Errorf("%s %s: %v", man.Kubelet, name, err)
+				t.Errorf("%s %s: %v", set.Name, c.Name, err)
 				continue
 			}
 			diff := compareCase(got, want)
@@ -363,13 +314,13 @@ func TestAdmissionConformance(t *testing.T) {
 				diff = freeMemoryBeforeFirst(in, got)
 			}
 			if diff != "" {
-				t.Errorf("%s %s: %s", man.Kubelet, name, diff)
+				t.Errorf("%s %s: %s", set.Name, c.Name, diff)
 				continue
 			}
 			matched++
 		}
-		total += len(man.Cases)
-		t.Logf("admission conformance %s: %d of %d cases match the real kubelet", man.Kubelet, matched, len(man.Cases))
+		total += len(set.Cases)
+		t.Logf("admission conformance %s (%s): %d of %d cases match the real kubelet", kubelet, set.Name, matched, len(set.Cases))
 	}
 	t.Logf("admission conformance: %d cases", total)
 }

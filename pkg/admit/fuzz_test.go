@@ -2,30 +2,29 @@ package admit
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/kubectl-nodestate/kubectl-nodestate/internal/vectorpack"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 )
 
 // FuzzPredict: whatever a node's CPU and memory checkpoints and the pods hold, the admission
 // replay neither panics nor hangs, and admits nothing on a kubelet that would not start.
 func FuzzPredict(f *testing.F) {
-	dir := filepath.Join(admissionVectorsDir, "v1.37.1")
-	man := loadAdmissionManifest(f, dir)
+	set, err := vectorpack.ReadFile(filepath.Join(admissionVectorsDir, "v1.37.1"+vectorpack.Ext))
+	if err != nil {
+		f.Fatal(err)
+	}
 	name := "s1n1c4t2c__free-1__static-dan__r-core0__tm-best-effort-container__mem-Static__seed-two__2pods"
-	c, ok := man.Cases[name]
+	c, ok := set.Case(name)
 	if !ok {
 		f.Fatalf("seed case %s missing", name)
 	}
-	caseDir := filepath.Join(dir, c.Dir)
-	base := caseInput(f, caseDir, man.Kubelet, c.Files)
-	cpu, _ := os.ReadFile(filepath.Join(caseDir, "cpu_manager_state"))
-	mem, _ := os.ReadFile(filepath.Join(caseDir, "memory_manager_state"))
-	pod, _ := os.ReadFile(filepath.Join(caseDir, "pod.json"))
+	base := caseInput(f, c, set.MetaString("kubelet"))
+	cpu, mem, pod := c.Files["cpu_manager_state"], c.Files["memory_manager_state"], c.Files["pod.json"]
 	f.Add(cpu, mem, pod)
 	f.Add([]byte(nil), []byte(nil), []byte(`{"metadata":{"name":"x","uid":"u"},"spec":{"initContainers":[{"name":"i","restartPolicy":"Always","resources":{"requests":{"cpu":"3","memory":"1Gi"},"limits":{"cpu":"3","memory":"1Gi"}}}],"containers":[{"name":"a","resources":{"requests":{"cpu":"1e6","memory":"1Gi"},"limits":{"cpu":"1e6","memory":"1Gi"}}}]}}`))
 	f.Fuzz(func(t *testing.T, cpu, mem, podJSON []byte) {
