@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs every fuzz target (go test -fuzz) under FUZZPKGS (default ./pkg/...) for FUZZTIME each
+# Runs every fuzz target (go test -fuzz) under FUZZPKGS (default ./pkg/... and the vector sets'
+# reader ./internal/vectorpack) for FUZZTIME each
 # (default 20s; a count such as 50000x works too). Seeds come from the kubelet vectors, so
 # `go test ./...` already replays them; this explores beyond them.
 #
@@ -12,7 +13,7 @@
 set -uo pipefail # no -e: a failing target must not stop the ones after it
 cd "$(dirname "$0")/.."
 fuzztime=${FUZZTIME:-20s}
-pkgs=${FUZZPKGS:-./pkg/...}
+pkgs=${FUZZPKGS:-./pkg/... ./internal/vectorpack}
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

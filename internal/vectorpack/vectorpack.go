@@ -257,9 +257,6 @@ func Read(r io.Reader) (*Set, error) {
 	if len(cases) != h.Cases {
 		return nil, fmt.Errorf("%d cases, the header says %d", len(cases), h.Cases)
 	}
-	if len(blobs) != h.Blobs {
-		return nil, fmt.Errorf("%d blobs, the header says %d", len(blobs), h.Blobs)
-	}
 	used := map[string]bool{}
 	for _, p := range cases {
 		p.c.Files = make(map[string][]byte, len(p.files))
@@ -278,6 +275,9 @@ func Read(r io.Reader) (*Set, error) {
 	}
 	if len(used) != len(blobs) {
 		return nil, fmt.Errorf("%d blobs no case names", len(blobs)-len(used))
+	}
+	if len(blobs) != h.Blobs {
+		return nil, fmt.Errorf("%d blobs, the header says %d", len(blobs), h.Blobs)
 	}
 	return s, nil
 }
