@@ -40,13 +40,35 @@ deletions=(
   'delete-one-vector :: rm "$(sed -n "/^[^#]/{s/ .*//p;q}" testdata/kubelet/MANIFEST | sed "s|^|testdata/kubelet/|")"'
   'delete-one-expectation :: rm "$(find testdata/kubelet/expected -name "*.json" | sort | sed -n 7p)"'
   'delete-one-hashed-text :: rm "$(find testdata/kubelet/expected -name "*.hashed.txt" | sort | sed -n 3p)"'
-  'delete-one-start-case :: python3 -c "import json; p=\"testdata/kubelet-start/MANIFEST.json\"; m=json.load(open(p)); del m[\"cases\"][sorted(m[\"cases\"])[11]]; json.dump(m, open(p, \"w\"), indent=1)"'
-  'delete-one-start-result :: python3 -c "import json; p=\"testdata/kubelet-start/MANIFEST.json\"; m=json.load(open(p)); c=m[\"cases\"][sorted(m[\"cases\"])[23]]; c[\"results\"].pop(sorted(c[\"results\"])[0]); json.dump(m, open(p, \"w\"), indent=1)"'
-  'delete-one-start-file :: rm "$(ls -d testdata/kubelet-start/cases/*/ | sed -n 42p)cpu_manager_state"'
-  'delete-one-admission-case :: rm -r "$(ls -d testdata/admission/v1.37.1-shapes/cases/*/ | sed -n 17p)"'
-  'delete-one-admission-expected :: rm "$(ls -d testdata/admission/v1.36.4/cases/*/ | sed -n 101p)expected.json"'
-  'delete-one-admission-manifest-case :: python3 -c "import json; p=\"testdata/admission/v1.37.1-gen/MANIFEST.json\"; m=json.load(open(p)); del m[\"cases\"][sorted(m[\"cases\"])[5]]; json.dump(m, open(p, \"w\"), separators=(\",\", \":\"))"'
+  'delete-one-start-case :: delete_line testdata/kubelet-start/start.vectors.jsonl case 12'
+  'delete-one-start-result :: edit_case testdata/kubelet-start/start.vectors.jsonl 24 "c[\"expected\"].pop(sorted(c[\"expected\"])[0])"'
+  'delete-one-start-file :: delete_line testdata/kubelet-start/start.vectors.jsonl blob 42'
+  'delete-one-admission-case :: delete_line testdata/admission/v1.37.1-shapes.vectors.jsonl case 17'
+  'delete-one-admission-expected :: edit_case testdata/admission/v1.36.4.vectors.jsonl 101 "del c[\"expected\"]"'
+  'delete-one-admission-file :: delete_line testdata/admission/v1.37.1-gen.vectors.jsonl blob 6'
 )
+
+# The packed vector sets (internal/vectorpack): one line a case, then one line a distinct file.
+# delete_line SET case|blob N: deletes the Nth case or file line.
+delete_line() {
+  local n
+  n=$(grep -n "^{\"$2\":" "$1" | sed -n "$3p" | cut -d: -f1)
+  [[ -n "$n" ]] || { echo "mutations: $1 has no $2 line $3" >&2; return 1; }
+  sed -i "${n}d" "$1"
+}
+# edit_case SET N PYTHON: runs PYTHON on the Nth case line, parsed as c, and writes it back.
+edit_case() {
+  python3 - "$@" <<'PY'
+import json, sys
+path, n, code = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+lines = open(path).read().split("\n")
+i = [k for k, l in enumerate(lines) if l.startswith('{"case":')][n - 1]
+c = json.loads(lines[i])
+exec(code)
+lines[i] = json.dumps(c, separators=(",", ":"), ensure_ascii=False)
+open(path, "w").write("\n".join(lines))
+PY
+}
 
 caught=0 survived=0 broken=0
 report() { printf '%-26s %s\n' "$1" "$2"; }

@@ -4,10 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/internal/vectorpack"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/machine"
@@ -16,16 +17,38 @@ import (
 
 // The kubelet-start vectors: for each case (checkpoint files written by a real kubelet, a
 // machine, a kubelet config) and each kubelet version, whether the real cpumanager and
-// memorymanager packages of that version let the kubelet start, and their exact error.
-const startVectorsDir = "../../testdata/kubelet-start"
+// memorymanager packages of that version let the kubelet start, and their exact error. One set
+// packed by hack/vectorpack (testdata/kubelet-start/README.md): each case's expectation is its
+// results by version; the set's meta lists the versions.
+const startVectorsFile = "../../testdata/kubelet-start/start" + vectorpack.Ext
+
+var startSet = sync.OnceValues(func() (*vectorpack.Set, error) { return vectorpack.ReadFile(startVectorsFile) })
+
+// startVector is the case of that name.
+func startVector(t testing.TB, name string) vectorpack.Case {
+	t.Helper()
+	set, err := startSet()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, ok := set.Case(name)
+	if !ok {
+		t.Fatalf("kubelet-start vector %s missing", name)
+	}
+	return c
+}
+
+// startCheckpoints are the checkpoint files a case may hold; its machine.json is the rest.
+var startCheckpoints = []string{"cpu_manager_state", "memory_manager_state"}
 
 type startManifest struct {
-	Versions []string `json:"versions"`
-	Cases    map[string]struct {
-		Dir     string                    `json:"dir"`
-		Files   []string                  `json:"files"`
-		Results map[string]startExpectRow `json:"results"`
-	} `json:"cases"`
+	Versions []string
+	Cases    map[string]startManifestCase
+}
+
+type startManifestCase struct {
+	Files   []string // the case's checkpoints
+	Results map[string]startExpectRow
 }
 
 type startExpectRow struct {
@@ -45,11 +68,11 @@ type managerOutcome struct {
 
 // startCase loads one case as doctor's inputs for one kubelet version: the files decoded for
 // that kubelet, the machine, and the case's `kubelet` section as a KubeletConfiguration.
-func startCase(t testing.TB, dir string, files []string, version string) replay.StartInput {
+func startCase(t testing.TB, name string, files []string, version string) replay.StartInput {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(dir, "machine.json"))
-	if err != nil {
-		t.Fatal(err)
+	raw, ok := startVector(t, name).Files["machine.json"]
+	if !ok {
+		t.Fatalf("%s: no machine.json", name)
 	}
 	m, err := machine.Parse(raw)
 	if err != nil {
@@ -59,11 +82,11 @@ func startCase(t testing.TB, dir string, files []string, version string) replay.
 	if err != nil {
 		t.Fatal(err)
 	}
-	return startCaseWith(t, dir, files, version, m, cfg)
+	return startCaseWith(t, name, files, version, m, cfg)
 }
 
 // startCaseWith is startCase with the kubelet config given (a fix applied to the case's).
-func startCaseWith(t testing.TB, dir string, files []string, version string, m *machine.Machine, cfg *replay.KubeletConfig) replay.StartInput {
+func startCaseWith(t testing.TB, name string, files []string, version string, m *machine.Machine, cfg *replay.KubeletConfig) replay.StartInput {
 	t.Helper()
 	// The config's gates are the kubelet's: they change how it reads some files too.
 	k, err := decode.ParseKubelet(version, cfg.FeatureGates)
@@ -71,10 +94,11 @@ func startCaseWith(t testing.TB, dir string, files []string, version string, m *
 		t.Fatal(err)
 	}
 	in := replay.StartInput{Machine: m, Config: cfg, Kubelet: k}
+	c := startVector(t, name)
 	for _, f := range files {
-		b, err := os.ReadFile(filepath.Join(dir, f))
-		if err != nil {
-			t.Fatal(err)
+		b, ok := c.Files[f]
+		if !ok {
+			t.Fatalf("%s: no %s", name, f)
 		}
 		kind, _ := decode.ParseKind(f)
 		rep := decode.Decode(kind, b, decode.Options{Kubelet: &k})
@@ -88,43 +112,43 @@ func startCaseWith(t testing.TB, dir string, files []string, version string, m *
 	return in
 }
 
-// loadStartManifest reads the kubelet-start vectors' MANIFEST.json.
+// loadStartManifest reads the kubelet-start vectors: the versions run, and each case's
+// checkpoints and results.
 func loadStartManifest(t *testing.T) startManifest {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(startVectorsDir, "MANIFEST.json"))
+	set, err := startSet()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var man startManifest
-	if err := json.Unmarshal(raw, &man); err != nil {
-		t.Fatal(err)
+	man := startManifest{Cases: map[string]startManifestCase{}}
+	if err := json.Unmarshal(set.Meta["versions"], &man.Versions); err != nil {
+		t.Fatalf("%s: versions: %v", startVectorsFile, err)
+	}
+	for _, c := range set.Cases {
+		mc := startManifestCase{}
+		if err := json.Unmarshal(c.Expected, &mc.Results); err != nil {
+			t.Fatalf("%s: %v", c.Name, err)
+		}
+		for _, f := range startCheckpoints {
+			if c.Has(f) {
+				mc.Files = append(mc.Files, f)
+			}
+		}
+		man.Cases[c.Name] = mc
 	}
 	return man
 }
 
-// TestStartVectorsComplete: the manifest and the case directories name the same cases, every
-// case has a result for every version, and every file a case lists is there and no other: a
-// vanished case, result or file fails here rather than shrinking the conformance run.
+// TestStartVectorsComplete: every case has a result for every version, a machine, and no file
+// but its checkpoints: a vanished result fails here rather than shrinking the conformance run (a
+// vanished case or file fails to load).
 func TestStartVectorsComplete(t *testing.T) {
 	man := loadStartManifest(t)
 	if len(man.Versions) == 0 || len(man.Cases) == 0 {
 		t.Fatalf("manifest has %d versions and %d cases", len(man.Versions), len(man.Cases))
 	}
-	dirs, err := os.ReadDir(filepath.Join(startVectorsDir, "cases"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	onDisk := map[string]bool{}
-	for _, d := range dirs {
-		onDisk["cases/"+d.Name()] = true
-	}
 	for _, name := range slices.Sorted(maps.Keys(man.Cases)) {
 		c := man.Cases[name]
-		if !onDisk[c.Dir] {
-			t.Errorf("%s: directory %s is missing", name, c.Dir)
-			continue
-		}
-		delete(onDisk, c.Dir)
 		if len(c.Results) != len(man.Versions) {
 			t.Errorf("%s: results for %d versions, the manifest runs %d", name, len(c.Results), len(man.Versions))
 		}
@@ -133,25 +157,14 @@ func TestStartVectorsComplete(t *testing.T) {
 				t.Errorf("%s: no result for %s", name, v)
 			}
 		}
-		entries, err := os.ReadDir(filepath.Join(startVectorsDir, c.Dir))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got []string
-		for _, e := range entries {
-			if e.Name() != "machine.json" {
-				got = append(got, e.Name())
+		for f := range startVector(t, name).Files {
+			if f != "machine.json" && !slices.Contains(startCheckpoints, f) {
+				t.Errorf("%s: file %s is neither its machine nor a checkpoint", name, f)
 			}
 		}
-		if want := slices.Sorted(slices.Values(c.Files)); !slices.Equal(got, want) {
-			t.Errorf("%s: files %v on disk, the manifest lists %v", name, got, want)
+		if !startVector(t, name).Has("machine.json") {
+			t.Errorf("%s: no machine.json", name)
 		}
-		if _, err := os.Stat(filepath.Join(startVectorsDir, c.Dir, "machine.json")); err != nil {
-			t.Errorf("%s: %v", name, err)
-		}
-	}
-	for dir := range onDisk {
-		t.Errorf("%s is not in the manifest", dir)
 	}
 }
 
@@ -170,7 +183,7 @@ func TestStartConformance(t *testing.T) {
 				continue
 			}
 			total++
-			in := startCase(t, filepath.Join(startVectorsDir, c.Dir), c.Files, v)
+			in := startCase(t, name, c.Files, v)
 			got, err := replay.PredictStart(in)
 			if err != nil {
 				t.Errorf("%s @ %s: %v", name, v, err)

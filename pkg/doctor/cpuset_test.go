@@ -29,7 +29,7 @@ func cpuFileV2(t *testing.T, defaultSet, appSet string) []byte {
 // pkg/kubelet/cm/cpuset words it "(%d >= %d)" but tests start > end (1.26.0 cpuset.go:322), so
 // "15-15" is a CPU set for all of them (doctor once refused it before 1.28).
 func TestCPUSetRulesAreDecodes(t *testing.T) {
-	dir := startVectorsDir + "/cases/cpu-s2c8t2n2-healthy-assigned__w1.25.16"
+	name := "cpu-s2c8t2n2-healthy-assigned__w1.25.16"
 	for _, tc := range []struct {
 		version, app string
 		starts       bool
@@ -42,7 +42,7 @@ func TestCPUSetRulesAreDecodes(t *testing.T) {
 		{"v1.31.14", "15-15,31", true, ""},
 		{"v1.27.0", "31-15", false, `invalid range "31-15" (31 > 15)`},
 	} {
-		in := startCase(t, dir, nil, tc.version)
+		in := startCase(t, name, nil, tc.version)
 		in.CPU = decode.Decode(decode.KindCPU, cpuFileV2(t, "0-14,16-30", tc.app), decode.Options{Kubelet: &in.Kubelet})
 		p, err := replay.PredictStart(in)
 		if err != nil {
@@ -57,7 +57,7 @@ func TestCPUSetRulesAreDecodes(t *testing.T) {
 // TestHostileCPUSetIsNotBuilt: a checksum-valid range of two billion CPUs is refused without
 // building it (the kubelet would try to).
 func TestHostileCPUSetIsNotBuilt(t *testing.T) {
-	in := startCase(t, startVectorsDir+"/cases/cpu-s2c8t2n2-healthy-assigned__w1.25.16", nil, "v1.31.14")
+	in := startCase(t, "cpu-s2c8t2n2-healthy-assigned__w1.25.16", nil, "v1.31.14")
 	in.CPU = decode.Decode(decode.KindCPU, cpuFileV2(t, "0-2000000000", "15,31"), decode.Options{Kubelet: &in.Kubelet})
 	p, err := replay.PredictStart(in)
 	if err != nil {

@@ -3,9 +3,7 @@ package doctor
 import (
 	"encoding/json"
 	"maps"
-	"os"
 	"path"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -22,14 +20,13 @@ func diagnoseCase(t *testing.T, name, version string, live map[string]bool) Resu
 
 func diagnoseCaseWith(t *testing.T, name, version string, edit func(*Input)) Result {
 	t.Helper()
-	dir := filepath.Join(startVectorsDir, "cases", name)
 	var files []string
-	for _, f := range []string{"cpu_manager_state", "memory_manager_state"} {
-		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+	for _, f := range startCheckpoints {
+		if caseHas(t, name, f) {
 			files = append(files, f)
 		}
 	}
-	sin := startCase(t, dir, files, version)
+	sin := startCase(t, name, files, version)
 	in := Input{Machine: sin.Machine, Config: sin.Config, Kubelet: &sin.Kubelet}
 	for _, r := range []*decode.Report{sin.CPU, sin.Memory} {
 		if r != nil {
@@ -151,7 +148,7 @@ func TestFixesVerified(t *testing.T) {
 				mustSay(t, at, fix.Text, "no single change doctor tried lets it start): "+r.KubeletStart.Error)
 				// Doctor tries the delete for every manager's Start failure: it must not miss one
 				// that works.
-				if file := failingFile(r.KubeletStart.Phase); file != "" && caseHas(name, file) && replayStarts(t, at, name, v, nil, file) {
+				if file := failingFile(r.KubeletStart.Phase); file != "" && caseHas(t, name, file) && replayStarts(t, at, name, v, nil, file) {
 					t.Errorf("%s: no fix offered, yet deleting %s lets it start", at, file)
 				}
 			}
@@ -180,9 +177,9 @@ func failingFile(phase string) string {
 	return ""
 }
 
-func caseHas(name, file string) bool {
-	_, err := os.Stat(filepath.Join(startVectorsDir, "cases", name, file))
-	return err == nil
+func caseHas(t testing.TB, name, file string) bool {
+	t.Helper()
+	return startVector(t, name).Has(file)
 }
 
 // replayStarts follows a fix on one case: the fields of patch (a KubeletConfiguration fragment)
@@ -196,10 +193,9 @@ func replayStarts(t *testing.T, at, name, version string, patch json.RawMessage,
 // replayEditedStarts is replayStarts on the case's config changed by edit first (nil: as it is).
 func replayEditedStarts(t *testing.T, at, name, version string, edit func(*replay.KubeletConfig), patch json.RawMessage, del string) bool {
 	t.Helper()
-	dir := filepath.Join(startVectorsDir, "cases", name)
 	var files []string
-	for _, f := range []string{"cpu_manager_state", "memory_manager_state"} {
-		if !caseHas(name, f) {
+	for _, f := range startCheckpoints {
+		if !caseHas(t, name, f) {
 			continue
 		}
 		if del != "" && (del == f || del == path.Join(decode.DefaultRootDir, f)) {
@@ -212,7 +208,7 @@ func replayEditedStarts(t *testing.T, at, name, version string, edit func(*repla
 		t.Errorf("%s: the fix deletes %s, which is not one of the case's files", at, del)
 		return false
 	}
-	base := startCase(t, dir, nil, version)
+	base := startCase(t, name, nil, version)
 	cfg := base.Config
 	if edit != nil {
 		edit(cfg)
@@ -241,7 +237,7 @@ func replayEditedStarts(t *testing.T, at, name, version string, edit func(*repla
 			return false
 		}
 	}
-	p, err := replay.PredictStart(startCaseWith(t, dir, files, version, base.Machine, cfg))
+	p, err := replay.PredictStart(startCaseWith(t, name, files, version, base.Machine, cfg))
 	if err != nil {
 		t.Errorf("%s: replay: %v", at, err)
 		return false

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 
@@ -23,8 +21,8 @@ import (
 func FuzzDiagnose(f *testing.F) {
 	for _, name := range []string{"cpu-s2c8t2n2-healthy-assigned__w1.25.16", "cpu-s2c8t2n2-healthy-assigned__w1.37.1", "mem-n2hp-healthy-assigned__w1.37.1",
 		"cpu-s2c8t2n2-two-pods-same-cpus__w1.37.1", "mem-n1-drift-node0-plus-4KiB__w1.37.1"} {
-		cpu, _ := os.ReadFile(filepath.Join(startVectorsDir, "cases", name, "cpu_manager_state"))
-		mem, _ := os.ReadFile(filepath.Join(startVectorsDir, "cases", name, "memory_manager_state"))
+		c := startVector(f, name)
+		cpu, mem := c.Files["cpu_manager_state"], c.Files["memory_manager_state"]
 		f.Add(cpu, mem, uint8(0))
 		f.Add(cpu, mem, uint8(3))
 		f.Add(cpu, mem, uint8(8+5)) // live pods known (none): stale entries too
@@ -32,7 +30,7 @@ func FuzzDiagnose(f *testing.F) {
 	versions := []string{"v1.25.16", "v1.27.0", "v1.31.14", "v1.34.10", "v1.36.0", decode.HomeKubelet}
 	base := map[string]replay.StartInput{}
 	for _, v := range versions {
-		base[v] = startCase(f, filepath.Join(startVectorsDir, "cases", "mem-n2hp-healthy-assigned__w1.37.1"), nil, v)
+		base[v] = startCase(f, "mem-n2hp-healthy-assigned__w1.37.1", nil, v)
 	}
 	f.Fuzz(func(t *testing.T, cpu, mem []byte, flags uint8) {
 		in := base[versions[int(flags&7)%len(versions)]]

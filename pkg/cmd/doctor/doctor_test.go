@@ -2,43 +2,53 @@ package doctor_test
 
 import (
 	"encoding/json"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/internal/cmdtest"
 	"github.com/kubectl-nodestate/kubectl-nodestate/internal/golden"
+	"github.com/kubectl-nodestate/kubectl-nodestate/internal/vectorpack"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 )
 
-const vectors = "../../../testdata/kubelet-start"
+// The kubelet-start vectors (testdata/kubelet-start/README.md): each case is written to a
+// directory, as a node's files, for the command to read.
+const vectors = "../../../testdata/kubelet-start/start" + vectorpack.Ext
 
-type manifest struct {
-	Versions []string `json:"versions"`
-	Cases    map[string]struct {
-		Dir     string `json:"dir"`
-		Results map[string]struct {
-			Starts bool   `json:"starts"`
-			Error  string `json:"error"`
-			Phase  string `json:"phase"`
-		} `json:"results"`
-	} `json:"cases"`
+type startResult struct {
+	Starts bool   `json:"starts"`
+	Error  string `json:"error"`
+	Phase  string `json:"phase"`
 }
 
-func loadManifest(t *testing.T) manifest {
+func loadVectors(t *testing.T) (*vectorpack.Set, []string) {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(vectors, "MANIFEST.json"))
+	set, err := vectorpack.ReadFile(vectors)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var m manifest
-	if err := json.Unmarshal(raw, &m); err != nil {
+	var versions []string
+	if err := json.Unmarshal(set.Meta["versions"], &versions); err != nil {
 		t.Fatal(err)
 	}
-	return m
+	return set, versions
+}
+
+// caseDir writes the vector case of that name (its machine.json and checkpoints) to a directory.
+func caseDir(t *testing.T, set *vectorpack.Set, name string) string {
+	t.Helper()
+	c, ok := set.Case(name)
+	if !ok {
+		t.Fatalf("kubelet-start vector %s missing", name)
+	}
+	c.Expected = nil // the files only, as on a node
+	dir := t.TempDir()
+	if err := c.WriteDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // kubeletConfig writes a case's `kubelet` section as a KubeletConfiguration file.
@@ -69,14 +79,18 @@ func kubeletConfig(t *testing.T, caseDir string) string {
 // `doctor --from-dir D --machine M --kubelet-config C --kubelet-version V -o json` prints an
 // object whose kubeletStart has the kubelet's starts and exact error; exit 1 when it fails.
 func TestContract(t *testing.T) {
-	m := loadManifest(t)
+	set, versions := loadVectors(t)
 	runs, matched := 0, 0
-	for _, name := range slices.Sorted(maps.Keys(m.Cases)) {
-		c := m.Cases[name]
-		dir := filepath.Join(vectors, c.Dir)
+	for _, c := range set.Cases {
+		name := c.Name
+		var results map[string]startResult
+		if err := json.Unmarshal(c.Expected, &results); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		dir := caseDir(t, set, name)
 		cfg := kubeletConfig(t, dir)
-		for _, v := range m.Versions {
-			want, ok := c.Results[v]
+		for _, v := range versions {
+			want, ok := results[v]
 			if !ok {
 				t.Errorf("%s @ %s: no result in the manifest", name, v)
 				continue
@@ -107,7 +121,7 @@ func TestContract(t *testing.T) {
 		}
 	}
 	t.Logf("%d of %d command runs matched the vectors", matched, runs)
-	if want := len(m.Cases) * len(m.Versions); runs != want || matched != runs || runs == 0 {
+	if want := len(set.Cases) * len(versions); runs != want || matched != runs || runs == 0 {
 		t.Fatalf("%d of %d command runs matched; the manifest holds %d", matched, runs, want)
 	}
 }
@@ -115,6 +129,7 @@ func TestContract(t *testing.T) {
 // TestGolden: the default blocks (wrapped to 80 columns) and the -o wide table for a few
 // nodes, compared with testdata/*.golden.
 func TestGolden(t *testing.T) {
+	set, _ := loadVectors(t)
 	for _, tc := range []struct {
 		golden, caseName, version string
 		args                      []string
@@ -125,7 +140,7 @@ func TestGolden(t *testing.T) {
 		{"two-pods-same-cpus", "cpu-s2c8t2n2-two-pods-same-cpus__w1.25.16", "v1.31.14", nil},
 		{"healthy", "cpu-s2c8t2n2-healthy-assigned__w1.37.1", decode.HomeKubelet, nil},
 	} {
-		dir := filepath.Join(vectors, "cases", tc.caseName)
+		dir := caseDir(t, set, tc.caseName)
 		args := append([]string{"doctor", "--from-dir", dir, "--kubelet-config", kubeletConfig(t, dir), "--kubelet-version", tc.version}, tc.args...)
 		out, errOut, code := cmdtest.Run(t, args...)
 		// Paths of temp files vary; the golden keeps the command's stable text.
@@ -144,7 +159,8 @@ func TestGolden(t *testing.T) {
 // TestNoInputs: without machine, config or version doctor still checks the files, and says
 // which checks it skipped.
 func TestNoInputs(t *testing.T) {
-	dir := filepath.Join(vectors, "cases", "cpu-s2c8t2n2-two-pods-same-cpus__w1.37.1")
+	set, _ := loadVectors(t)
+	dir := caseDir(t, set, "cpu-s2c8t2n2-two-pods-same-cpus__w1.37.1")
 	tmp := t.TempDir()
 	b, _ := os.ReadFile(filepath.Join(dir, "cpu_manager_state"))
 	if err := os.WriteFile(filepath.Join(tmp, "cpu_manager_state"), b, 0o600); err != nil {
@@ -199,7 +215,8 @@ func TestRecordedKubeletVersion(t *testing.T) {
 // TestBundle: a collect bundle is a complete input: machine.json, kubelet-config.yaml and
 // node.json's kubelet version are the defaults, and a flag still wins.
 func TestBundle(t *testing.T) {
-	dir := filepath.Join(vectors, "cases", "cpu-s2c8t2n2-healthy-assigned__w1.37.1")
+	set, _ := loadVectors(t)
+	dir := caseDir(t, set, "cpu-s2c8t2n2-healthy-assigned__w1.37.1")
 	tmp := t.TempDir()
 	copyFile := func(from, to string) {
 		b, err := os.ReadFile(from)
