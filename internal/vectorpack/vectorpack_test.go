@@ -216,3 +216,13 @@ func FuzzRead(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkReadAdmission: every admission set read and checked (10,162 cases), as the
+// conformance test loads them.
+func BenchmarkReadAdmission(b *testing.B) {
+	for b.Loop() {
+		if _, err := ReadDir("../../testdata/admission"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
