@@ -12,7 +12,7 @@ import (
 )
 
 // writeTree writes files (slash paths) under dir.
-func writeTree(t *testing.T, dir string, files map[string]string) {
+func writeTree(t testing.TB, dir string, files map[string]string) {
 	t.Helper()
 	for name, body := range files {
 		p := filepath.Join(dir, filepath.FromSlash(name))
@@ -40,7 +40,7 @@ var tree = map[string]string{
 	"cases/b/expected.json":       `{"starts":false,"pods":[]}`,
 }
 
-func packTree(t *testing.T) ([]byte, *Set) {
+func packTree(t testing.TB) ([]byte, *Set) {
 	t.Helper()
 	dir := t.TempDir()
 	writeTree(t, dir, tree)
@@ -177,21 +177,8 @@ func TestWriteDirStaysInside(t *testing.T) {
 // FuzzRead: whatever a packed file holds, Read neither panics nor returns a set that does not
 // pack back to a set it reads the same.
 func FuzzRead(f *testing.F) {
-	dir := f.TempDir()
-	for name, body := range tree {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		_ = os.MkdirAll(filepath.Dir(p), 0o755)
-		_ = os.WriteFile(p, []byte(body), 0o644)
-	}
-	s, err := FromDir(dir)
-	if err != nil {
-		f.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := Write(&buf, s); err != nil {
-		f.Fatal(err)
-	}
-	f.Add(buf.Bytes())
+	packed, _ := packTree(f)
+	f.Add(packed)
 	f.Add([]byte(`{"schema":"vectorpack/v1","cases":0,"blobs":0}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s, err := Read(bytes.NewReader(b))
