@@ -31,6 +31,8 @@ var rules = []rule{
 	{From: "pkg/replay", Allow: []string{"pkg/decode", "pkg/machine", "internal/text"}},
 	// The shared words are a leaf any layer may use.
 	{From: "internal/text", Allow: []string{"internal/text"}},
+	// The vector sets' reader serves tests and hack tools, and knows nothing of the product.
+	{From: "internal/vectorpack", Allow: []string{"internal/vectorpack"}},
 	{From: "pkg/fetch", Deny: append([]string{"pkg/machine", "pkg/nodefs", "pkg/nodestate"}, append(upper, "pkg/decode", "pkg/doctor", "pkg/admit")...)},
 	// decode and machine are the floor: nothing of ours but their own insides.
 	{From: "pkg/decode", Allow: []string{"pkg/decode"}},
