@@ -23,6 +23,7 @@ import (
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmd/admit"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmd/cleanup"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmd/collect"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmd/rbac"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmd/doctor"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmd/show"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmd/verify"
@@ -77,6 +78,7 @@ It reads live nodes through a short-lived read-only debug pod, or files copied o
 	root.AddCommand(admit.NewCmdAdmit(configFlags, streams))
 	root.AddCommand(collect.NewCmdCollect(configFlags, streams))
 	root.AddCommand(cleanup.NewCmdCleanup(configFlags, streams))
+	root.AddCommand(rbac.NewCmdRBAC(configFlags, streams))
 	root.AddCommand(versioncmd.NewCmdVersion(streams))
 	return root
 }

@@ -21,6 +21,7 @@ const (
 	ReasonNodeNotReady      Reason = "NodeNotReady"
 	ReasonUnsupportedOS     Reason = "UnsupportedOS" // not a failure of the node: it is skipped
 	ReasonPodSecurity       Reason = "PodSecurity"
+	ReasonAdmission         Reason = "AdmissionDenied" // an admission policy or webhook refused the request
 	ReasonForbidden         Reason = "Forbidden"
 	ReasonUnauthorized      Reason = "Unauthorized"
 	ReasonNamespaceNotFound Reason = "NamespaceNotFound"
@@ -47,9 +48,13 @@ const (
 	RequiredPermissions  = NamespacePermissions + " in the debug pods' namespace; " + ClusterPermissions + " cluster-wide"
 )
 
+// SetupCommand prints the cluster setup: namespace, RBAC and admission policy (deploy/ holds its
+// default output).
+const SetupCommand = "kubectl nodestate rbac | kubectl apply -f -"
+
 // RBACFix is the one-line fix the RBAC and Pod Security messages name.
-const RBACFix = "`kubectl apply -f deploy/rbac.yaml` creates namespace " + DefaultNamespace +
-	" with a Role and a ClusterRole granting exactly that; bind your user to both"
+const RBACFix = "`" + SetupCommand + "` creates namespace " + DefaultNamespace +
+	" with a Role and a ClusterRole granting exactly that, and its admission policy; bind your user to both"
 
 // Error is the one error type Fetch returns. Its message is a single line that says what went
 // wrong and how to fix it; Short is the few words a table cell has room for.
@@ -103,6 +108,8 @@ func ExplainError(err error, namespace string) error {
 		return &Error{Reason: ReasonCanceled, Short: "canceled", Message: "canceled", Err: err}
 	case errors.Is(err, context.DeadlineExceeded):
 		return &Error{Reason: ReasonTimeout, Short: "timeout", Message: "timed out: " + text.OneLine(err.Error()), Err: err}
+	case admissionDenied(err):
+		return admissionError(err, namespace)
 	case apierrors.IsForbidden(err) && strings.Contains(err.Error(), "violates PodSecurity"):
 		return podSecurityError(err, namespace)
 	case apierrors.IsForbidden(err):
@@ -128,9 +135,9 @@ func podSecurityError(err error, namespace string) *Error {
 		Reason: ReasonPodSecurity,
 		Short:  "Pod Security " + level,
 		Message: fmt.Sprintf("namespace %q enforces Pod Security level %q, which forbids the debug pod's read-only hostPath "+
-			"mount and uid 0; use the plugin's own namespace (--namespace %s, labelled privileged by deploy/rbac.yaml), "+
-			"or run `kubectl label namespace %s pod-security.kubernetes.io/enforce=privileged`",
-			namespace, level, DefaultNamespace, namespace),
+			"mount and uid 0; use the plugin's own namespace (--namespace %s, labelled privileged, with an admission policy that admits "+
+			"only the debug pod there: `%s`), or set this one up the same way: `kubectl nodestate rbac -n %s | kubectl apply -f -`",
+			namespace, level, DefaultNamespace, SetupCommand, namespace),
 		Err: err,
 	}
 }
@@ -173,7 +180,7 @@ func notFoundError(err error, namespace string) *Error {
 	case "namespaces":
 		msg := fmt.Sprintf("namespace %q does not exist; pick another with --namespace", namespace)
 		if namespace == DefaultNamespace {
-			msg = fmt.Sprintf("namespace %q does not exist; `kubectl apply -f deploy/rbac.yaml` creates it (or pick another with --namespace)", namespace)
+			msg = fmt.Sprintf("namespace %q does not exist; `%s` creates it (or pick another with --namespace)", namespace, SetupCommand)
 		}
 		return &Error{Reason: ReasonNamespaceNotFound, Short: "namespace not found", Message: msg, Err: err}
 	}

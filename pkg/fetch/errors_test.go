@@ -25,8 +25,8 @@ func TestExplainError(t *testing.T) {
 			err: apierrors.NewForbidden(podsGR, "x",
 				errors.New(`violates PodSecurity "baseline:latest": hostPath volumes (volume "kubelet")`)),
 			reason: ReasonPodSecurity,
-			contains: []string{`namespace "team-a" enforces Pod Security level "baseline"`, "--namespace kubectl-nodestate", "deploy/rbac.yaml",
-				"kubectl label namespace team-a pod-security.kubernetes.io/enforce=privileged"},
+			contains: []string{`namespace "team-a" enforces Pod Security level "baseline"`, "--namespace kubectl-nodestate", SetupCommand,
+				"`kubectl nodestate rbac -n team-a | kubectl apply -f -`"},
 		},
 		{
 			name: "pod security restricted, versioned",
@@ -41,7 +41,7 @@ func TestExplainError(t *testing.T) {
 				errors.New(`User "u" cannot create resource "pods" in API group "" in the namespace "default"`)),
 			reason: ReasonForbidden,
 			contains: []string{`not allowed to create pods in namespace "default"`, RequiredPermissions,
-				"deploy/rbac.yaml"},
+				SetupCommand},
 		},
 		{
 			name: "rbac exec",

@@ -19,22 +19,26 @@ type HostDir struct {
 	Path, MountPath string
 }
 
-// hostDirVolumes mounts dirs read-only. DirectoryOrCreate, not Directory: a node without the
-// directory (most nodes have no /etc/cdi) must still run the pod, and the empty directory the
-// kubelet then creates (0755, root) reads as what the node had, nothing; the container runtime
-// would create it for an untyped hostPath all the same.
+// hostDirVolumes mounts dirs read-only (HostDirVolume, each at its MountPath).
 func hostDirVolumes(dirs []HostDir) ([]corev1.VolumeMount, []corev1.Volume) {
 	var mounts []corev1.VolumeMount
 	var vols []corev1.Volume
 	for _, d := range dirs {
-		// Recursively read-only where the runtime can (a v1 /sys/fs/cgroup holds a mount per
-		// controller); the kubelet falls back to a plain read-only bind where it cannot.
 		mounts = append(mounts, corev1.VolumeMount{Name: d.Name, MountPath: d.MountPath, ReadOnly: true,
 			RecursiveReadOnly: ptr.To(corev1.RecursiveReadOnlyIfPossible)})
-		vols = append(vols, corev1.Volume{Name: d.Name, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
-			Path: path.Clean(d.Path), Type: ptr.To(corev1.HostPathDirectoryOrCreate)}}})
+		vols = append(vols, HostDirVolume(d))
 	}
 	return mounts, vols
+}
+
+// HostDirVolume is d's hostPath volume. DirectoryOrCreate, not Directory: a node without the
+// directory (most nodes have no /etc/cdi) must still run the pod, and the empty directory the
+// kubelet then creates (0755, root) reads as what the node had, nothing; the container runtime
+// would create it for an untyped hostPath all the same. The admission policy (package deploy)
+// admits exactly these.
+func HostDirVolume(d HostDir) corev1.Volume {
+	return corev1.Volume{Name: d.Name, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
+		Path: path.Clean(d.Path), Type: ptr.To(corev1.HostPathDirectoryOrCreate)}}}
 }
 
 // validateHostDirs: absolute paths, valid and unique names, no mount over the kubelet's.

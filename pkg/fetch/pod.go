@@ -3,6 +3,7 @@ package fetch
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"path"
 	"strconv"
 	"strings"
 
@@ -63,10 +64,14 @@ func GenerateDebugPod(node *corev1.Node, opts Options) *corev1.Pod {
 				// Something to exec into; it ends by itself at the deadline.
 				Command:    []string{"sleep", strconv.FormatInt(opts.ActiveDeadlineSeconds, 10)},
 				WorkingDir: MountPath,
+				// Recursively read-only where the runtime can (KEP-3857): the kubelet dir holds the
+				// pods' secret, token and configMap volumes as mounts of their own, which a plain
+				// read-only bind leaves writable.
 				VolumeMounts: []corev1.VolumeMount{{
-					Name:      VolumeName,
-					MountPath: MountPath,
-					ReadOnly:  true,
+					Name:              VolumeName,
+					MountPath:         MountPath,
+					ReadOnly:          true,
+					RecursiveReadOnly: ptr.To(corev1.RecursiveReadOnlyIfPossible),
 				}},
 				// No requests or limits: BestEffort, as `kubectl debug` makes its pods. A node
 				// whose allocatable CPU is all handed out to Guaranteed pods (the static CPU
@@ -88,7 +93,7 @@ func GenerateDebugPod(node *corev1.Node, opts Options) *corev1.Pod {
 			Volumes: []corev1.Volume{{
 				Name: VolumeName,
 				VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
-					Path: opts.KubeletRootDir,
+					Path: path.Clean(opts.KubeletRootDir),
 					// Directory, not DirectoryOrCreate: a wrong --kubelet-root-dir must fail,
 					// not create an empty directory on the node.
 					Type: ptr.To(corev1.HostPathDirectory),
@@ -112,7 +117,9 @@ func GenerateDebugPod(node *corev1.Node, opts Options) *corev1.Pod {
 }
 
 const (
-	podNamePrefix = "nodestate-"
+	// PodNamePrefix starts every debug pod's name; the admission policy (package deploy) lets
+	// exec reach only pods so named.
+	PodNamePrefix = "nodestate-"
 	suffixLen     = 5
 	// A pod name is its hostname; keep it a valid DNS label.
 	maxPodName = 63
@@ -122,11 +129,11 @@ const (
 // dots turned into dashes so the name is also a valid hostname.
 func podName(node string) string {
 	part := strings.ReplaceAll(node, ".", "-")
-	if max := maxPodName - len(podNamePrefix) - 1 - suffixLen; len(part) > max {
+	if max := maxPodName - len(PodNamePrefix) - 1 - suffixLen; len(part) > max {
 		part = part[:max]
 	}
 	part = strings.TrimRight(part, "-")
-	return podNamePrefix + part + "-" + nameSuffixFunc(suffixLen)
+	return PodNamePrefix + part + "-" + nameSuffixFunc(suffixLen)
 }
 
 // nodeLabelValue returns node if it is a valid label value (up to 63 characters, as most node

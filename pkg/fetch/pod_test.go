@@ -42,7 +42,8 @@ func expectedPod() *corev1.Pod {
 				ImagePullPolicy: corev1.PullIfNotPresent,
 				Command:         []string{"sleep", "300"},
 				WorkingDir:      "/kubelet",
-				VolumeMounts:    []corev1.VolumeMount{{Name: "kubelet", MountPath: "/kubelet", ReadOnly: true}},
+				VolumeMounts: []corev1.VolumeMount{{Name: "kubelet", MountPath: "/kubelet", ReadOnly: true,
+					RecursiveReadOnly: ptr.To(corev1.RecursiveReadOnlyIfPossible)}},
 				SecurityContext: &corev1.SecurityContext{
 					Privileged:               ptr.To(false),
 					AllowPrivilegeEscalation: ptr.To(false),
