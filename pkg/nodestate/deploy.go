@@ -11,15 +11,15 @@ type ManifestsConfig = deploy.Config
 // Manifests is the cluster setup: namespace and RBAC, admission policies and their parameters.
 type Manifests = deploy.Manifests
 
-// debugPodHostDirs is every node dir beside the kubelet's a debug pod may mount, whatever a
+// DebugPodHostDirs is every node dir beside the kubelet's a debug pod may mount, whatever a
 // read asks for.
-func debugPodHostDirs() []fetch.HostDir {
+func DebugPodHostDirs() []fetch.HostDir {
 	return append(cdiHostDirs(), cgroupHostDir)
 }
 
 // GenerateManifests renders the cluster setup for c: the admission policy admits the debug pods
 // of every read (its host dirs are this package's).
 func GenerateManifests(c ManifestsConfig) (Manifests, error) {
-	c.HostDirs = debugPodHostDirs()
+	c.HostDirs = DebugPodHostDirs()
 	return deploy.Generate(c)
 }

@@ -17,7 +17,7 @@ func TestDeployFilesAreGenerated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for file, want := range map[string][]byte{"../../deploy/rbac.yaml": m.RBAC, "../../deploy/policy.yaml": m.Policy} {
+	for file, want := range map[string][]byte{"../../deploy/rbac.yaml": m.RBAC, "../../deploy/shape-policy.yaml": m.Policy} {
 		if *updateDeploy {
 			if err := os.WriteFile(file, want, 0o644); err != nil {
 				t.Fatal(err)

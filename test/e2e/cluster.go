@@ -52,7 +52,7 @@ import (
 // Versions the harness expects from hack/tools/build.sh.
 const kubeVersion = "v1.37.1"
 
-// pluginNamespace is the plugin's default debug namespace, created from deploy/rbac.yaml.
+// pluginNamespace is the plugin's default debug namespace, created from deploy/.
 const pluginNamespace = fetch.DefaultNamespace
 
 var (
@@ -520,11 +520,13 @@ func startControlPlane(repoRoot, toolsBin string) (cp *controlPlane, err error) 
 			return cp, err
 		}
 	}
-	// The plugin's own namespace, Role and ClusterRole, installed as a user would: the plugin's
-	// default debug namespace exists then, as on a cluster set up by its README.
+	// The plugin's own namespace, Role and ClusterRole, and the admission policies that admit
+	// only the debug pod's shape there, installed as a user would (`kubectl apply -f deploy/`):
+	// every test's debug pods in that namespace pass the policy, as on a cluster set up by the
+	// README.
 	if out, err := exec.CommandContext(ctx, filepath.Join(toolsBin, "kubectl"), "--kubeconfig", cp.kubeconfig,
-		"apply", "-f", filepath.Join(repoRoot, "deploy", "rbac.yaml")).CombinedOutput(); err != nil {
-		return cp, fmt.Errorf("kubectl apply -f deploy/rbac.yaml: %w: %s", err, out)
+		"apply", "-f", filepath.Join(repoRoot, "deploy")).CombinedOutput(); err != nil {
+		return cp, fmt.Errorf("kubectl apply -f deploy/: %w: %s", err, out)
 	}
 	if err := ensureDefaultServiceAccount(ctx, cp.client, pluginNamespace); err != nil {
 		return cp, err

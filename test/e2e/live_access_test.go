@@ -44,8 +44,8 @@ func TestLivePodSecurity(t *testing.T) {
 			`enforces Pod Security level "` + level + `"`,
 			"hostPath",
 			"--namespace kubectl-nodestate",
-			"deploy/rbac.yaml",
-			"kubectl label namespace " + ns + " pod-security.kubernetes.io/enforce=privileged",
+			fetch.SetupCommand,
+			"kubectl nodestate rbac -n " + ns + " | kubectl apply -f -",
 		} {
 			if !strings.Contains(r.Stderr, want) {
 				t.Errorf("%s: stderr lacks %q:\n%s", level, want, r.Stderr)
@@ -294,7 +294,7 @@ func refused(t *testing.T, r Result, code int, missing string) {
 	if len(lines) != 1 {
 		t.Errorf("want one line on stderr, got %d:\n%s", len(lines), r.Stderr)
 	}
-	for _, want := range []string{missing, fetch.RequiredPermissions, "kubectl apply -f deploy/rbac.yaml"} {
+	for _, want := range []string{missing, fetch.RequiredPermissions, fetch.SetupCommand} {
 		if !strings.Contains(r.Stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, r.Stderr)
 		}

@@ -50,7 +50,7 @@ privileged, for the debug pod's read-only hostPath mounts), a Role there and a C
 exactly the API calls it makes, bindings for the group kubectl-nodestate-users, and the
 ValidatingAdmissionPolicies (Kubernetes 1.30+) that admit in that namespace only the debug pod's
 shape (its image, its read-only mounts, no privilege) and let exec reach only debug pods.
-With no flags it prints deploy/rbac.yaml and deploy/policy.yaml. See docs/security.md.`,
+With no flags it prints deploy/rbac.yaml and deploy/shape-policy.yaml. See docs/security.md.`,
 		Example: example,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {

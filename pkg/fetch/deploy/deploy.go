@@ -2,7 +2,9 @@
 // namespace, the Role and ClusterRole granting exactly the API calls the plugin makes, and the
 // ValidatingAdmissionPolicies that admit in that namespace only the debug pod's shape and let
 // exec reach only debug pods. deploy/*.yaml in the repository is its default output; `kubectl
-// nodestate rbac` prints it for another namespace, image or kubelet root dir.
+// nodestate rbac` prints it for another namespace, image or kubelet root dir. The files sort
+// in the order they apply (`kubectl apply -f deploy/`): the namespace before the policy's
+// ConfigMap in it.
 package deploy
 
 import (
@@ -101,7 +103,7 @@ var (
 )
 
 // Manifests holds the two files: the namespace and RBAC (deploy/rbac.yaml), the admission
-// policies and their parameters (deploy/policy.yaml).
+// policies and their parameters (deploy/shape-policy.yaml).
 type Manifests struct {
 	RBAC, Policy []byte
 }
