@@ -88,7 +88,7 @@ binaries() {
 }
 timed binaries binaries
 
-timed up hack/e2e-node/up.sh "$bin" "$tmp/pause/pause"
+timed up hack/e2e-node/up.sh "$bin" "$tmp/pause/pause" "$tmp/plugin/kubectl-nodestate"
 
 run_tests() {
   (cd test/e2e-node && NODESTATE_E2E_NODE_ENV="$S/env" NODESTATE_PLUGIN="$tmp/plugin/kubectl-nodestate" NODESTATE_CRI_STOP="$tmp/cri-stop" \

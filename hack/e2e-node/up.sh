@@ -5,6 +5,7 @@
 # cgroup mounts the kubelet needs). Stop it with down.sh, which undoes everything by PID.
 #
 #   hack/e2e-node/up.sh TOOLS_BIN PAUSE_BIN    # TOOLS_BIN holds etcd kube-apiserver kubectl kubelet
+#   hack/e2e-node/up.sh TOOLS_BIN PAUSE_BIN PLUGIN   # PLUGIN prints the RBAC and admission policy
 #
 # Needs root and, from apt: containerd runc containernetworking-plugins busybox-static umoci
 # skopeo. Writes $E2E_NODE_STATE/env (KUBECONFIG=..., NODE=..., ...) once the node is Ready.
@@ -14,7 +15,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib.sh
 . "$here/lib.sh"
 
-tools=$1 pause_bin=$2
+tools=$1 pause_bin=$2 plugin=${3:-}
 for b in etcd kube-apiserver kubectl kubelet; do
   [[ -x $tools/$b ]] || { log "missing $tools/$b"; exit 1; }
 done
@@ -254,9 +255,15 @@ phase "node $E2E_NODE_NAME Ready"
 # No kube-controller-manager: the default ServiceAccount must be made by hand, or the apiserver
 # refuses every pod in the namespace.
 "${kubectl[@]}" create serviceaccount default -n default >/dev/null 2>&1 || true
-# The plugin's own namespace (its default for the debug pods), Role and ClusterRole, as installed
-# from its README.
-"${kubectl[@]}" apply -f "$here/../../deploy/rbac.yaml" >/dev/null
+# The plugin's own namespace (its default for the debug pods), Role and ClusterRole, and the
+# admission policy that admits only the debug pod's shape there, as installed from its README:
+# printed by the plugin for this node's kubelet root dir (the real kubelet then runs the pod the
+# policy admitted), else deploy/ (the default root dir).
+if [[ -n $plugin ]]; then
+  "$plugin" rbac --kubelet-root-dir "$S/kubelet" | "${kubectl[@]}" apply -f - >/dev/null
+else
+  "${kubectl[@]}" apply -f "$here/../../deploy/" >/dev/null
+fi
 "${kubectl[@]}" create serviceaccount default -n kubectl-nodestate >/dev/null 2>&1 || true
 
 cat >"$S/env" <<EOF
