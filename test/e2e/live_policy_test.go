@@ -95,7 +95,7 @@ func TestLiveAdmissionPolicy(t *testing.T) {
 			{[]string{"cleanup"}, 0},
 		} {
 			r := nodestate(t, env, tc.args...)
-			if r.ExitCode < 0 || r.ExitCode > tc.maxExit || strings.Contains(r.Stderr+r.Stdout, "refused") || strings.Contains(r.Stderr, "not allowed") {
+			if r.ExitCode < 0 || r.ExitCode > tc.maxExit || strings.Contains(r.Stderr+r.Stdout, "ValidatingAdmissionPolicy") || strings.Contains(r.Stderr, "admission policy") || strings.Contains(r.Stderr, "not allowed") {
 				t.Errorf("kubectl nodestate %s: want exit <= %d and no refusal: %s", strings.Join(tc.args, " "), tc.maxExit, r)
 			}
 		}
