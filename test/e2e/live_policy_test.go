@@ -34,7 +34,9 @@ const shippedGroup = "kubectl-nodestate-users"
 
 func TestLiveAdmissionPolicy(t *testing.T) {
 	node := "live-policy"
-	CreateNode(t, node, decode.HomeKubelet, nil, KubeletDir(t, repoDirFiles(t, "examples/kubelet-root")))
+	// admit needs the kubelet's config: the user has no nodes/proxy, so config.yaml it is.
+	const config = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
+	CreateNode(t, node, decode.HomeKubelet, nil, KubeletDir(t, merge(repoDirFiles(t, "examples/kubelet-root"), map[string]string{"config.yaml": config})))
 	sel := TestSelector(t)
 	expectNoLeftovers(t)
 
@@ -116,7 +118,7 @@ func TestLiveAdmissionPolicy(t *testing.T) {
 		}
 	})
 
-	t.Run("rbac output for another namespace, mirror and kubelet root dir", func(t *testing.T) {
+	t.Run("rbac output for another namespace with a mirror and another kubelet root dir", func(t *testing.T) {
 		ns := NewNamespace(t, nil)
 		// A pod that is not a debug pod, there before the policy (as on a namespace set up later).
 		victim := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "victim", Namespace: ns}, Spec: corev1.PodSpec{NodeName: node,
