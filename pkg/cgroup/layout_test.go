@@ -149,3 +149,65 @@ func TestLayouts(t *testing.T) {
 		}
 	}
 }
+
+// TestV2EmptyCPUSetRunsOnEffective: on cgroup v2 a container whose cpuset.cpus nobody wrote
+// (CPU manager policy none; the runtime sets no cpuset) has an empty file and runs on what it
+// inherits, cpuset.cpus.effective. Each v2 tree again with the shared container's cpuset.cpus
+// emptied and its effective set its pod's: it runs on the pod's CPUs, not on none.
+func TestV2EmptyCPUSetRunsOnEffective(t *testing.T) {
+	trees, _ := filepath.Glob(filepath.Join("testdata", "trees", "v2-*.tree"))
+	if len(trees) == 0 {
+		t.Fatal("no cgroup v2 tree under testdata/trees")
+	}
+	for _, listing := range trees {
+		name := strings.Replace(strings.Replace(strings.TrimSuffix(filepath.Base(listing), ".tree"), "-", "/", 1), "-", "/", 1)
+		t.Run(name, func(t *testing.T) {
+			root := writeTree(t, listing)
+			var webDir string
+			err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+				if err == nil && d.IsDir() && strings.Contains(d.Name(), webID) && !strings.Contains(d.Name(), "conmon") {
+					webDir = p
+				}
+				return err
+			})
+			if err != nil || webDir == "" {
+				t.Fatalf("no directory of container %s (%v)", webID, err)
+			}
+			inherited, err := os.ReadFile(filepath.Join(filepath.Dir(webDir), "cpuset.cpus.effective"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for file, content := range map[string]string{"cpuset.cpus": "\n", "cpuset.cpus.effective": string(inherited)} {
+				if err := os.WriteFile(filepath.Join(webDir, file), []byte(content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			d, err := Parse(runScript(t, []string{"sh"}, root))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var layout Layout
+			for _, l := range Layouts {
+				if l.Name == name {
+					layout = l
+				}
+			}
+			id := func(s string) string { return layout.Runtime + "://" + s }
+			n := Resolve(d, []PodRef{
+				{UID: guaranteed, Containers: []ContainerRef{{Name: "app", ID: id(appID), Running: true}}},
+				{UID: burstable, Containers: []ContainerRef{{Name: "web", ID: id(webID), Running: true}}},
+			})
+			want := strings.TrimSpace(string(inherited))
+			web := n.Containers[burstable]["web"]
+			if web == nil || !web.CPUs.Present || web.CPUs.Raw != "" || web.EffectiveCPUs.Raw != want {
+				t.Fatalf("web: %+v, want an empty cpuset.cpus and effective %s", web, want)
+			}
+			if runs, ok := web.Runs(); !ok || runs.String() != want {
+				t.Errorf("web runs on %q (ok %v), want the effective %s", runs, ok, want)
+			}
+			if runs, ok := n.Containers[guaranteed]["app"].Runs(); !ok || runs.String() != "2-3" {
+				t.Errorf("app runs on %q (ok %v), want its own 2-3", runs, ok)
+			}
+		})
+	}
+}

@@ -85,6 +85,12 @@ func TestCgroupFindings(t *testing.T) {
 		{name: "healthy", ctrs: healthy, entries: state, live: map[string]bool{"g": true, "b": true}},
 		{name: "exclusive cpuset rewritten", ctrs: with(0, "1-3", "0"), entries: state,
 			want: []want{{checkCPUSetDrift, "g/app", SeverityError, `assigned CPUs 2-3 exclusively to g/app, but its cgroup kubepods/podg/a1 has cpuset.cpus "1-3"`}}},
+		// A cpuset shrunk to part of its CPUs (a subset, not a superset or a disjoint set) is
+		// drift too: the container lost CPUs the kubelet gave it.
+		{name: "exclusive cpuset shrunk", ctrs: with(0, "3", "0"), entries: state,
+			want: []want{{checkCPUSetDrift, "g/app", SeverityError, `assigned CPUs 2-3 exclusively to g/app, but its cgroup kubepods/podg/a1 has cpuset.cpus "3"`}}},
+		{name: "shared cpuset shrunk", ctrs: with(1, "1", "0"), entries: state,
+			want: []want{{checkSharedPoolDrift, "b/web", SeverityWarning, `the shared pool, which is 0-1 (defaultCpuSet), but its cgroup kubepods/podb/w1 has cpuset.cpus "1"`}}},
 		{name: "shared container on exclusive CPUs", ctrs: with(1, "0-2", "0"), entries: state,
 			want: []want{
 				{checkOnExclusive, "b/web", SeverityError, "b/web runs on CPUs 2, which the CPU manager assigned exclusively to g/app"},

@@ -213,6 +213,34 @@ func TestWriteFilesStaysInside(t *testing.T) {
 // A tar cut anywhere (inside a header, inside a file, between two entries, inside the
 // end-of-archive marker) is refused as truncated: never a file judged from part of its bytes,
 // nor a file reported missing because the stream stopped before it.
+// TestReadTarCutAtMarkerBlocks cuts the stream at every 512-byte boundary from the end of the
+// last entry to past the end-of-archive marker: without both zero blocks archive/tar still
+// ends cleanly (io.EOF), so only ReadTar's count of the marker tells a cut stream from a whole
+// one. Zero blocks after the marker (tar's record padding) are accepted wherever they stop.
+func TestReadTarCutAtMarkerBlocks(t *testing.T) {
+	full := makeTar(t, entry{name: "./cpu_manager_state", body: strings.Repeat("c", 700)},
+		entry{name: "./memory_manager_state", body: "m"})
+	const block = 512
+	marker := len(full) - 2*block // archive/tar's writer ends with exactly the two zero blocks
+	if marker%block != 0 || !bytes.Equal(full[marker:], make([]byte, 2*block)) {
+		t.Fatalf("the archive does not end with two zero blocks at %d (%d bytes)", marker, len(full))
+	}
+	padded := append(bytes.Clone(full), make([]byte, 10240-len(full)%10240)...)
+	for n := marker; n <= len(padded); n += block {
+		files, missing, err := ReadTar(bytes.NewReader(padded[:n]), want3, TarLimits{})
+		if n < marker+2*block {
+			var ae *ArchiveError
+			if !errors.As(err, &ae) || !errors.Is(err, io.ErrUnexpectedEOF) || !strings.Contains(err.Error(), "no end-of-archive marker") {
+				t.Errorf("cut at %d (%d zero blocks of the marker): files %d, missing %v, err %v; want a truncated archive", n, (n-marker)/block, len(files), missing, err)
+			}
+			continue
+		}
+		if err != nil || len(files) != 2 {
+			t.Errorf("cut at %d (marker whole, %d blocks of padding): files %d, err %v; want both files", n, (n-marker)/block-2, len(files), err)
+		}
+	}
+}
+
 func TestReadTarTruncated(t *testing.T) {
 	full := makeTar(t, entry{name: "./cpu_manager_state", body: strings.Repeat("c", 700)},
 		entry{name: "./memory_manager_state", body: strings.Repeat("m", 512)},
