@@ -24,6 +24,7 @@
 #                 and the plrmem set with SET=plrmem ONLY='^plrmem__' (v1.37.1, v1.36.4)
 #                 and the ties set with SET=ties ONLY='^tie__' (every release)
 #                 and the pickmut set with SET=pickmut ONLY='^pickm__' JOBS=1 (v1.37.1, v1.34.10)
+#                 and the predicate set with SET=predicate ONLY='^pred__' (every release)
 #                 and v1.33.6's sets with SET=uncore ONLY='uncore', SET=scenarios ONLY='^s[0-9]',
 #                 memory, readmit, hang and topogates as above
 #   HANG_AFTER=D  the watchdog's limit on one admission (-hang-after; default 20s): a pod whose
@@ -55,7 +56,7 @@ done
 one_case() {
   local src=$1 dest=$2 bin=$3
   mkdir -p "$dest/setup"
-  for f in machine.json pod.json pod2.json; do
+  for f in machine.json pod.json pod2.json node.json; do
     [ -f "$src/$f" ] && cp "$src/$f" "$dest/"
   done
   for f in "$src"/setup/seed[0-9]*.json "$src"/setup/write.json "$src"/setup/seed-gates.json "$src"/setup/seed-kubelet.json "$src"/setup/meta.json; do

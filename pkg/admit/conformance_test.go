@@ -7,6 +7,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -34,6 +35,7 @@ type expectedCase struct {
 
 type expectedPod struct {
 	Pod        string                       `json:"pod"`
+	UID        string                       `json:"uid"`
 	Admit      bool                         `json:"admit"`
 	Hangs      bool                         `json:"hangs"`
 	Reason     string                       `json:"reason"`
@@ -104,6 +106,20 @@ func caseInput(t testing.TB, c vectorpack.Case, kubelet string) Input {
 		} else {
 			in.Memory = rep
 		}
+	}
+	// node.json: the node's allocatable and bound pods, for the predicate after the managers.
+	if b, ok := c.Files["node.json"]; ok {
+		var node struct {
+			Allocatable v1.ResourceList `json:"allocatable"`
+			Pods        []*v1.Pod       `json:"pods"`
+		}
+		if err := json.Unmarshal(b, &node); err != nil {
+			t.Fatal(err)
+		}
+		if node.Allocatable == nil || node.Pods == nil {
+			t.Fatalf("%s: node.json without allocatable or pods", c.Name)
+		}
+		in.Node = &NodeResources{Allocatable: node.Allocatable, Pods: node.Pods}
 	}
 	for _, f := range []string{"pod.json", "pod2.json"} {
 		b, ok := c.Files[f]
@@ -293,8 +309,12 @@ func sameBlocks(a, b []decode.MemoryBlock) bool {
 // TestAdmissionConformance replays every case of every set and compares with what the real
 // kubelet did. A set whose case count differs from its header, or whose case names a missing
 // file, fails to load.
+//
+// The cases with a node.json run the node-resource predicate after the managers; among them
+// must be pods the predicate refused after the managers gave them CPUs (issue 30), or a lost
+// vector set would go unnoticed.
 func TestAdmissionConformance(t *testing.T) {
-	total := 0
+	total, refusedAfterAllocation := 0, 0
 	for _, set := range admissionSets(t) {
 		kubelet := set.MetaString("kubelet")
 		matched := 0
@@ -309,6 +329,9 @@ func TestAdmissionConformance(t *testing.T) {
 				t.Errorf("%s %s: %v", set.Name, c.Name, err)
 				continue
 			}
+			if in.Node != nil {
+				refusedAfterAllocation += predicateRefusalsAfterAllocation(want)
+			}
 			diff := compareCase(got, want)
 			if diff == "" {
 				diff = freeMemoryBeforeFirst(in, got)
@@ -322,5 +345,20 @@ func TestAdmissionConformance(t *testing.T) {
 		total += len(set.Cases)
 		t.Logf("admission conformance %s (%s): %d of %d cases match the real kubelet", kubelet, set.Name, matched, len(set.Cases))
 	}
-	t.Logf("admission conformance: %d cases", total)
+	t.Logf("admission conformance: %d cases, %d pods refused by the node-resource predicate after the managers allocated", total, refusedAfterAllocation)
+	if refusedAfterAllocation == 0 {
+		t.Error("no vector has a pod refused by the node-resource predicate after the managers allocated (hack/admitvec SET=predicate)")
+	}
+}
+
+// predicateRefusalsAfterAllocation counts the case's pods refused with an OutOf reason while
+// the CPU manager's state after them still holds their CPUs (dropped at the next admission).
+func predicateRefusalsAfterAllocation(want expectedCase) int {
+	n := 0
+	for _, p := range want.Pods {
+		if !p.Admit && strings.HasPrefix(p.Reason, insufficientResourcePrefix) && p.StateAfter != nil && len(p.StateAfter.CPUAssignments[p.UID]) > 0 {
+			n++
+		}
+	}
+	return n
 }

@@ -309,3 +309,44 @@ func checkpointOwners(dir string, owners map[string]map[string]bool) error {
 	}
 	return nil
 }
+
+// NodeFile is node.json: the node object's allocatable and the pods bound to the node, which
+// the kubelet's predicate admit handler reads (lifecycle.NewPredicateAdmitHandler: the node
+// from its cache, the pods as the admit attributes' OtherPods). A case without one runs the
+// resource managers' handler alone.
+type NodeFile struct {
+	Allocatable v1.ResourceList `json:"allocatable"`
+	Pods        []*v1.Pod       `json:"pods"`
+}
+
+// readNodeFile reads node.json; nil when there is none.
+func readNodeFile(path string) (*NodeFile, error) {
+	var nf NodeFile
+	if err := readJSON(path, &nf); err != nil {
+		if os.IsNotExist(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return &nf, nil
+}
+
+// boundPods are the pods the kubelet runs: non-nil (maybe empty) when there is a node.json.
+func (nf *NodeFile) boundPods() []*v1.Pod {
+	if nf == nil {
+		return nil
+	}
+	return append(make([]*v1.Pod, 0, len(nf.Pods)), nf.Pods...)
+}
+
+// node is the node object the kubelet's cache holds: its allocatable (capacity alike: the
+// predicate reads allocatable only) and the OS label the kubelet sets.
+func (nf *NodeFile) node() *v1.Node {
+	if nf == nil {
+		return nil
+	}
+	n := &v1.Node{}
+	n.Name, n.Labels = "node-0", map[string]string{v1.LabelOSStable: "linux"}
+	n.Status.Capacity, n.Status.Allocatable = nf.Allocatable.DeepCopy(), nf.Allocatable.DeepCopy()
+	return n
+}

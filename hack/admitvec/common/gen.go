@@ -142,6 +142,7 @@ type genCase struct {
 	seedGates         map[string]bool // the seeding kubelet's gates, when not machine.json's
 	seedKubelet       *KubeletConfig  // the seeding kubelet's configuration, when not machine.json's
 	write             *CPUWrite
+	node              *NodeFile // node.json: the predicate handler runs after the managers'
 }
 
 func (g *genCase) writeTo(dir string) error {
@@ -175,6 +176,11 @@ func (g *genCase) writeTo(dir string) error {
 	}
 	if g.write != nil {
 		if err := WriteJSON(filepath.Join(d, "setup", "write.json"), map[string]any{"cpu": g.write}); err != nil {
+			return err
+		}
+	}
+	if g.node != nil {
+		if err := WriteJSON(filepath.Join(d, "node.json"), g.node); err != nil {
 			return err
 		}
 	}
@@ -250,6 +256,7 @@ func Generate(out string) error {
 	all = append(all, plrmemCases()...)
 	all = append(all, tieCases()...)
 	all = append(all, pickMutCases()...)
+	all = append(all, predicateCases()...)
 	seen := map[string]bool{}
 	for _, c := range all {
 		if seen[c.name] {

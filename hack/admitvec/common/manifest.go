@@ -35,7 +35,7 @@ type Meta struct {
 	Tags        []string `json:"tags"`
 }
 
-var caseFiles = []string{"machine.json", "cpu_manager_state", "memory_manager_state", "pod.json", "pod2.json"}
+var caseFiles = []string{"machine.json", "cpu_manager_state", "memory_manager_state", "pod.json", "pod2.json", "node.json"}
 
 func outcome(e *Expected, i int) *string {
 	var s string
@@ -59,7 +59,7 @@ func WriteManifest(casesDir, out, release string) error {
 	m := Manifest{
 		Schema:    "admitvec/manifest/v1",
 		Kubelet:   release,
-		Generator: fmt.Sprintf("hack/admitvec (real k8s.io/kubernetes %s topologymanager + cpumanager + memorymanager; pods admitted through topologymanager.Admit)", release),
+		Generator: fmt.Sprintf("hack/admitvec (real k8s.io/kubernetes %s topologymanager + cpumanager + memorymanager; pods admitted through topologymanager.Admit, then lifecycle.NewPredicateAdmitHandler where a case has node.json)", release),
 		Cases:     map[string]*ManifestCase{},
 	}
 	entries, err := os.ReadDir(casesDir)

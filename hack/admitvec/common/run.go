@@ -31,6 +31,9 @@ type Kubelet interface {
 	AllocatableCPUs() string
 	// Admit runs the kubelet's GetAllocateResourcesPodAdmitHandler (the topology manager).
 	Admit(pod *v1.Pod, others []*v1.Pod) (admit bool, reason, message string)
+	// PredicateAdmit runs the kubelet's next handler, lifecycle.NewPredicateAdmitHandler,
+	// with the same attributes, on this node object.
+	PredicateAdmit(node *v1.Node, pod *v1.Pod, others []*v1.Pod) (admit bool, reason, message string)
 	Container(pod *v1.Pod, c *v1.Container) ContainerResult
 	PodCPUs(uid string) string
 	State() StateAfter
@@ -139,7 +142,11 @@ func Main(k Kubelet) {
 
 // boot starts the managers on the checkpoints in stateDir as the kubelet does. The pods that own
 // checkpoint entries are active (and their containers known to the runtime).
-func boot(k Kubelet, m *Machine, stateDir string) (*ActivePods, *Expected, error) {
+//
+// bound are node.json's pods (nil without one): every one is active, and a checkpoint owner
+// must be one of them (the predicate counts the pods the kubelet runs, pkg/admit the pods
+// bound to the node: the two lists are the same pods).
+func boot(k Kubelet, m *Machine, stateDir string, bound []*v1.Pod) (*ActivePods, *Expected, error) {
 	e := &Expected{Phase: "ok"}
 	// The checkpoints' directory is a temporary one here; the kubelet's errors name the files
 	// in its root directory, /var/lib/kubelet by default.
@@ -167,6 +174,10 @@ func boot(k Kubelet, m *Machine, stateDir string) (*ActivePods, *Expected, error
 	}
 	active := &ActivePods{}
 	var containers [][2]string
+	boundByUID := map[string]*v1.Pod{}
+	for _, p := range bound {
+		boundByUID[string(p.UID)] = p
+	}
 	for _, uid := range sortedKeys(owners) {
 		p := &v1.Pod{}
 		p.UID, p.Name, p.Namespace = types.UID(uid), "owner-"+uid, "default"
@@ -174,7 +185,18 @@ func boot(k Kubelet, m *Machine, stateDir string) (*ActivePods, *Expected, error
 			p.Spec.Containers = append(p.Spec.Containers, v1.Container{Name: c})
 			containers = append(containers, [2]string{uid, c})
 		}
+		if bound != nil {
+			if p = boundByUID[uid]; p == nil {
+				return nil, nil, fmt.Errorf("checkpoint owner %s is not among node.json's pods", uid)
+			}
+			delete(boundByUID, uid)
+		}
 		active.add(p)
+	}
+	for _, p := range bound {
+		if boundByUID[string(p.UID)] != nil {
+			active.add(p)
+		}
 	}
 	if phase, err := k.Start(active, containers); err != nil {
 		return fail(phase, err)
@@ -212,15 +234,22 @@ func admitWithin(limit time.Duration, k Kubelet, pod *v1.Pod, others []*v1.Pod) 
 
 // admit admits pods one after another on the same kubelet: the pod is active while it is
 // admitted (the kubelet adds it to its pod manager first) and stays active only if admitted.
-// An admission that hangs ends the list: the kubelet admits nothing after it.
-func admit(k Kubelet, active *ActivePods, pods []*v1.Pod) []PodResult {
+// An admission that hangs ends the list: the kubelet admits nothing after it. With a node
+// (node.json), the predicate handler runs after the resource managers admitted the pod, with
+// the same attributes, as the kubelet's handler list has it; a pod it refuses keeps what the
+// managers gave it until their next removeStaleState.
+func admit(k Kubelet, active *ActivePods, pods []*v1.Pod, node *v1.Node) []PodResult {
 	var out []PodResult
 	for _, pod := range pods {
 		active.add(pod)
-		ok, reason, message, hung := admitWithin(hangAfter, k, pod, active.others(pod.UID))
+		others := active.others(pod.UID)
+		ok, reason, message, hung := admitWithin(hangAfter, k, pod, others)
 		if hung {
 			fmt.Fprintf(os.Stderr, "admitvec: pod %s: admission did not return within %s\n", pod.Name, hangAfter)
 			return append(out, PodResult{Pod: pod.Name, UID: string(pod.UID), Hangs: true})
+		}
+		if ok && node != nil {
+			ok, reason, message = k.PredicateAdmit(node, pod, others)
 		}
 		r := PodResult{Pod: pod.Name, UID: string(pod.UID), Admit: ok, Reason: reason, Message: message}
 		if ok {
@@ -281,11 +310,15 @@ func RunCase(k Kubelet, caseDir, stateDir string) (*Expected, error) {
 			return nil, err
 		}
 	}
-	active, e, err := boot(k, &m, work)
+	nf, err := readNodeFile(filepath.Join(caseDir, "node.json"))
+	if err != nil {
+		return nil, err
+	}
+	active, e, err := boot(k, &m, work, nf.boundPods())
 	if err != nil || !e.Starts {
 		return e, err
 	}
-	e.Pods = admit(k, active, pods)
+	e.Pods = admit(k, active, pods, nf.node())
 	return e, nil
 }
 
@@ -336,13 +369,13 @@ func SeedCase(k Kubelet, caseDir, outDir string) error {
 		}
 		pods = append(pods, p)
 	}
-	active, e, err := boot(k, &m, outDir)
+	active, e, err := boot(k, &m, outDir, nil)
 	if err != nil {
 		return err
 	}
 	e.Version = Release()
 	if e.Starts {
-		e.Pods = admit(k, active, pods)
+		e.Pods = admit(k, active, pods, nil)
 		collectGarbage(k, active)
 	}
 	return WriteJSON(filepath.Join(outDir, "seed-result.json"), e)

@@ -50,6 +50,13 @@ func startMemory(m memorymanager.Manager, a memorymanager.ActivePodsFunc, s conf
 	return m.Start(ctx, a, s, p, r, cm)
 }
 
+// predicateAdmit: before 1.36 the node is read with no argument.
+func predicateAdmit(node *v1.Node, pod *v1.Pod, others []*v1.Pod) lifecycle.PodAdmitResult {
+	getNode := func() (*v1.Node, error) { return node, nil }
+	h := lifecycle.NewPredicateAdmitHandler(getNode, lifecycle.NewAdmissionFailureHandlerStub(), noPluginResources)
+	return h.Admit(&lifecycle.PodAdmitAttributes{Pod: pod, OtherPods: others})
+}
+
 func admit(tm topologymanager.Manager, pod *v1.Pod, others []*v1.Pod) lifecycle.PodAdmitResult {
 	return tm.Admit(&lifecycle.PodAdmitAttributes{Pod: pod, OtherPods: others})
 }

@@ -51,6 +51,13 @@ func startMemory(m memorymanager.Manager, a memorymanager.ActivePodsFunc, s conf
 	return m.Start(ctx, a, s, p, r, cm)
 }
 
+// predicateAdmit: 1.36+ read the node with a context and a cache flag.
+func predicateAdmit(node *v1.Node, pod *v1.Pod, others []*v1.Pod) lifecycle.PodAdmitResult {
+	getNode := func(context.Context, bool) (*v1.Node, error) { return node, nil }
+	h := lifecycle.NewPredicateAdmitHandler(getNode, lifecycle.NewAdmissionFailureHandlerStub(), noPluginResources)
+	return h.Admit(&lifecycle.PodAdmitAttributes{Pod: pod, OtherPods: others, Operation: lifecycle.AddOperation})
+}
+
 func admit(tm topologymanager.Manager, pod *v1.Pod, others []*v1.Pod) lifecycle.PodAdmitResult {
 	return tm.Admit(&lifecycle.PodAdmitAttributes{Pod: pod, OtherPods: others, Operation: lifecycle.AddOperation})
 }

@@ -50,6 +50,13 @@ func startMemory(m memorymanager.Manager, a memorymanager.ActivePodsFunc, s conf
 	return m.Start(ctx, a, s, p, r, cm)
 }
 
+// predicateAdmit: 1.36+ read the node with a context and a cache flag; 1.37 admits with a context.
+func predicateAdmit(node *v1.Node, pod *v1.Pod, others []*v1.Pod) lifecycle.PodAdmitResult {
+	getNode := func(context.Context, bool) (*v1.Node, error) { return node, nil }
+	h := lifecycle.NewPredicateAdmitHandler(getNode, lifecycle.NewAdmissionFailureHandlerStub(), noPluginResources)
+	return h.Admit(ctx, &lifecycle.PodAdmitAttributes{Pod: pod, OtherPods: others, Operation: lifecycle.AddOperation})
+}
+
 func admit(tm topologymanager.Manager, pod *v1.Pod, others []*v1.Pod) lifecycle.PodAdmitResult {
 	return tm.Admit(ctx, &lifecycle.PodAdmitAttributes{Pod: pod, OtherPods: others, Operation: lifecycle.AddOperation})
 }

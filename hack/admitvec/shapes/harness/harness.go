@@ -20,6 +20,8 @@ import (
 	"k8s.io/kubernetes/pkg/kubelet/cm/memorymanager"
 	memstate "k8s.io/kubernetes/pkg/kubelet/cm/memorymanager/state"
 	"k8s.io/kubernetes/pkg/kubelet/cm/topologymanager"
+	"k8s.io/kubernetes/pkg/kubelet/lifecycle"
+	schedulerframework "k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/utils/cpuset"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/hack/admitvec/common"
@@ -140,6 +142,18 @@ func (k *kubelet) Admit(pod *v1.Pod, others []*v1.Pod) (bool, string, string) {
 	r := admit(k.tm, pod, others)
 	return r.Admit, r.Reason, r.Message
 }
+
+// PredicateAdmit is the kubelet's lifecycle.NewPredicateAdmitHandler: the node from the
+// cache (getNodeAnyWayFunc), the admission-failure handler the stub (the kubelet's
+// CriticalPodAdmissionHandler returns a non-critical pod's reasons as they are: the cases'
+// pods have no priority), and the device manager's UpdatePluginResources, which returns at
+// once for a pod it allocated no device (no device plugin is registered here).
+func (k *kubelet) PredicateAdmit(node *v1.Node, pod *v1.Pod, others []*v1.Pod) (bool, string, string) {
+	r := predicateAdmit(node, pod, others)
+	return r.Admit, r.Reason, r.Message
+}
+
+func noPluginResources(*schedulerframework.NodeInfo, *lifecycle.PodAdmitAttributes) error { return nil }
 
 func blocks(in []memstate.Block) []common.Block {
 	var out []common.Block
