@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Applies, one at a time, each mutation that issue 21 found the suite missed (and the deletions
+# Applies, one at a time, each mutation that issues 21 and 30 found the suite missed (and the deletions
 # it must notice) to a temporary copy of the tree, runs `go test` there, and reports whether the
 # suite caught it (go test failed). Code is found by pattern, not by file or line, so the table
 # survives files moving between packages. Exits 1 if any mutation survives.
@@ -34,6 +34,13 @@ mutations=(
   'pod-level-memory-state :: podLevel := e.release.has(PodLevelEntries) && e.gate( :: s/podLevel := e\.release\.has\(PodLevelEntries\) && e\.gate/podLevel := e.release.has(PodLevelEntries) \&\& !e.gate/'
   'socket-aligned-per-socket :: perSocket := p.topo.NumNUMANodes / p.topo.NumSockets :: s/perSocket := p\.topo\.NumNUMANodes \/ p\.topo\.NumSockets/perSocket := p.topo.NumNUMANodes * p.topo.NumSockets/'
   'socket-aligned-min-sockets :: (minAffinitySize + perSocket - 1) / perSocket :: s/\(minAffinitySize \+ perSocket - 1\)/(minAffinitySize - perSocket - 1)/'
+  # Issue 30's survivors: a pod the predicate refuses after the managers allocated keeps its
+  # CPUs (killed by the predicate vectors), a shrunk cpuset, v2's empty cpuset.cpus, a tar
+  # stream cut after the marker's first zero block.
+  'predicate-refused-keeps-cpus :: node.Forget(pod) :: s/\n[ \t]*node\.Forget\(pod\)//'
+  'cgroup-shrunk-cpuset :: if !c.runs.Equals(want) { :: s/if !c\.runs\.Equals\(want\) \{/if !c.runs.IsSubsetOf(want) {/'
+  'cgroup-v2-empty-cpuset :: c.CPUs.Set.Size() > 0: :: s/c\.CPUs\.Set\.Size\(\) > 0:/c.CPUs.Set.Size() >= 0:/'
+  'tar-one-zero-block :: counted.n < entriesEnd+2*tarBlock :: s/counted\.n < entriesEnd\+2\*tarBlock/counted.n < entriesEnd+tarBlock/'
 )
 # NAME :: what to delete (a shell snippet run in the copy's root)
 deletions=(
