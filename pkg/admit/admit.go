@@ -103,8 +103,6 @@ type Admission struct {
 	Before *Context `json:"before,omitempty"`
 	// Why names the policy or option that refused the pod, with those numbers, for people.
 	Why []string `json:"why,omitempty"`
-	// StateAfter is the managers' state after this admission (before any cleanup).
-	StateAfter replay.State `json:"-"`
 }
 
 // Container is what one container gets.
@@ -123,6 +121,14 @@ type Container struct {
 
 // Predict replays the kubelet's start, then each pod's admission.
 func Predict(in Input) (Result, error) {
+	res, _, err := predict(in, false)
+	return res, err
+}
+
+// predict is Predict, and with keepStates also the managers' state after each admission (before
+// any cleanup), which the conformance tests compare to the real kubelet's.
+func predict(in Input, keepStates bool) (Result, []replay.State, error) {
+	var states []replay.State
 	res := Result{Replayed: []string{ProviderCPU, ProviderMemory}, NotReplayed: []string{ProviderDevices, ProviderDRA},
 		NodeResourcesChecked: in.Node != nil, Admissions: []Admission{}}
 	if in.Kubelet.Version != nil {
@@ -130,11 +136,11 @@ func Predict(in Input) (Result, error) {
 	}
 	node, start, err := replay.Start(replay.StartInput{CPU: in.CPU, Memory: in.Memory, Machine: in.Machine, Config: in.Config, Kubelet: in.Kubelet, RootDir: in.RootDir})
 	if err != nil {
-		return res, err
+		return res, nil, err
 	}
 	res.KubeletStart = start
 	if node == nil {
-		return res, nil // no admission to predict
+		return res, nil, nil // no admission to predict
 	}
 	res.AllocatableCPUs = node.AllocatableCPUs().String()
 	var bound []*v1.Pod
@@ -171,10 +177,12 @@ func Predict(in Input) (Result, error) {
 			a.Before = describe(node, pod, pa.FreeCPUs, pa.FreeMemory)
 			a.Why = why(&a)
 		}
-		a.StateAfter = node.State()
+		if keepStates {
+			states = append(states, node.State())
+		}
 		res.Admissions = append(res.Admissions, a)
 	}
-	return res, nil
+	return res, states, nil
 }
 
 func containers(pod *v1.Pod, pa replay.PodAdmission) []Container {

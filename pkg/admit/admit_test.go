@@ -28,7 +28,16 @@ func node8(t *testing.T, cfg string) Input {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Input{Machine: m, Config: c, Kubelet: decode.MustParseKubelet("v1.37.1")}
+	return Input{Machine: m, Config: c, Kubelet: kubelet(t, "v1.37.1")}
+}
+
+func kubelet(tb testing.TB, version string) decode.Kubelet {
+	tb.Helper()
+	k, err := decode.ParseKubelet(version, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return k
 }
 
 func guaranteed(name, cpu, memory string, extra ...v1.ResourceName) *v1.Pod {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/machine"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/replay"
 )
@@ -30,7 +29,7 @@ func bigAdmission(b *testing.B, cpuOptions string, pods int) Input {
 	if err != nil {
 		b.Fatal(err)
 	}
-	in := Input{Machine: m, Config: cfg, Kubelet: decode.MustParseKubelet("v1.37.1")}
+	in := Input{Machine: m, Config: cfg, Kubelet: kubelet(b, "v1.37.1")}
 	for i := 0; i < pods; i++ {
 		in.Pods = append(in.Pods, guaranteed(fmt.Sprintf("p%02d", i), "8", "4Gi"))
 	}

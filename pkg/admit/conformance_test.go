@@ -136,7 +136,7 @@ func caseInput(t testing.TB, c vectorpack.Case, kubelet string) Input {
 }
 
 // compareCase returns the first difference between the prediction and the real kubelet.
-func compareCase(got Result, want expectedCase) string {
+func compareCase(got Result, states []replay.State, want expectedCase) string {
 	p := got.KubeletStart
 	if p.Starts != want.Starts || p.Phase != want.Phase || p.Error != want.StartError {
 		return fmt.Sprintf("start: got starts=%v phase=%s error=%q, want starts=%v phase=%s error=%q", p.Starts, p.Phase, p.Error, want.Starts, want.Phase, want.StartError)
@@ -199,7 +199,7 @@ func compareCase(got Result, want expectedCase) string {
 			return d
 		}
 		if s := w.StateAfter; s != nil {
-			st := a.StateAfter
+			st := states[i]
 			if st.DefaultCPUSet.String() != s.DefaultCPUSet {
 				return fmt.Sprintf("pod %s: default cpuset after %q, want %q", w.Pod, st.DefaultCPUSet, s.DefaultCPUSet)
 			}
@@ -324,7 +324,7 @@ func TestAdmissionConformance(t *testing.T) {
 				t.Fatalf("%s %s: %v", set.Name, c.Name, err)
 			}
 			in := caseInput(t, c, kubelet)
-			got, err := Predict(in)
+			got, states, err := predict(in, true)
 			if err != nil {
 				t.Errorf("%s %s: %v", set.Name, c.Name, err)
 				continue
@@ -332,7 +332,7 @@ func TestAdmissionConformance(t *testing.T) {
 			if in.Node != nil {
 				refusedAfterAllocation += predicateRefusalsAfterAllocation(want)
 			}
-			diff := compareCase(got, want)
+			diff := compareCase(got, states, want)
 			if diff == "" {
 				diff = freeMemoryBeforeFirst(in, got)
 			}

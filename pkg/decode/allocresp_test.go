@@ -95,7 +95,7 @@ func TestAllocRespRules(t *testing.T) {
 // files[KindDevices].Restore.
 func allocRespRuleOf(t testing.TB, label string) allocRespRule {
 	t.Helper()
-	k := MustParseKubelet(label)
+	k := mustParseKubelet(label)
 	for _, r := range files[KindDevices].Restore {
 		if r.By.has(k) {
 			return r.Check.(devRestore).AllocResp
@@ -191,7 +191,7 @@ func TestAllocRespMatchesRealUnmarshal(t *testing.T) {
 func TestDroppedEntryReport(t *testing.T) {
 	raw := devFile(t, pbGood, pbGood[:12])
 	for _, label := range []string{"v1.21.14", HomeKubelet} {
-		k := MustParseKubelet(label)
+		k := mustParseKubelet(label)
 		rep := Decode(KindDevices, raw, Options{Kubelet: &k})
 		if rep.Verdict != Valid || len(rep.Dropped) != 1 || rep.Dropped[0].Index != 1 || rep.Dropped[0].ContainerName != "c1" {
 			t.Fatalf("%s: verdict %s, dropped %+v", label, rep.Verdict, rep.Dropped)
@@ -219,13 +219,13 @@ func TestAllocRespPanicReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := MustParseKubelet("v1.17.17")
+	k := mustParseKubelet("v1.17.17")
 	rep := Decode(KindDevices, raw, Options{Kubelet: &k})
 	if rep.Verdict != Unreadable || rep.Error != "panic: runtime error: index out of range [-9223372036854775808]" ||
 		rep.Refused == nil || rep.Refused.KubeletStarts || !strings.Contains(rep.Refused.Effect, "panics") {
 		t.Errorf("1.17: verdict %s, error %q, refused %+v", rep.Verdict, rep.Error, rep.Refused)
 	}
-	k = MustParseKubelet("v1.19.16")
+	k = mustParseKubelet("v1.19.16")
 	if rep := Decode(KindDevices, raw, Options{Kubelet: &k}); rep.Verdict != Valid || len(rep.Dropped) != 1 || rep.Dropped[0].Index != 1 {
 		t.Errorf("1.19: verdict %s, dropped %+v", rep.Verdict, rep.Dropped)
 	}
@@ -260,7 +260,7 @@ func TestReplacedEntryReport(t *testing.T) {
 	}
 	cp.Checksum = checksumField(eraByID(t, "dev-v2").Sums[0].Rule.compute(&cp))
 	raw, _ = json.Marshal(&cp)
-	k := MustParseKubelet(HomeKubelet)
+	k := mustParseKubelet(HomeKubelet)
 	rep := Decode(KindDevices, raw, Options{Kubelet: &k})
 	if rep.Verdict != Valid || len(rep.Dropped) != 1 || rep.Dropped[0].Index != 0 || rep.Dropped[0].ReplacedBy == nil || *rep.Dropped[0].ReplacedBy != 1 {
 		t.Fatalf("verdict %s, dropped %+v", rep.Verdict, rep.Dropped)

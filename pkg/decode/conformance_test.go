@@ -321,7 +321,7 @@ func TestConformanceHashedText(t *testing.T) {
 		n++
 		raw := e.raw(t)
 		t.Run(e.File, func(t *testing.T) {
-			texts := HashedText(Kind(e.Component), raw)
+			texts := hashedText(Kind(e.Component), raw)
 			if e.DataHashedText != nil {
 				if got := texts["dataChecksum"]; got != *e.DataHashedText {
 					t.Errorf("data hashed text\n got %q\nwant %q", got, *e.DataHashedText)

@@ -185,32 +185,6 @@ func bestEffortModel(f *era, in *input) any {
 	return f.Layout.model(v, payload)
 }
 
-// HashedText returns the exact text the kubelet feeds to the checksum for each checksum of the
-// file's detected format (for debugging a mismatch by eye). Keys are JSON field names.
-func HashedText(kind Kind, raw []byte) map[string]string {
-	top, err := parseObject(raw)
-	if err != nil {
-		return nil
-	}
-	in := newInput(raw)
-	if files[kind].Unchecked {
-		return nil
-	}
-	f := detectEra(kind, in, top)
-	if f == nil {
-		return nil
-	}
-	v, err := in.decode(f.Layout)
-	if err != nil {
-		return nil
-	}
-	out := map[string]string{}
-	for _, c := range f.Sums {
-		out[c.Field] = c.Rule.text(v)
-	}
-	return out
-}
-
 func errText(err error) string {
 	if err == nil {
 		return ""

@@ -36,7 +36,7 @@ func TestZeroAcceptedChecksum(t *testing.T) {
 	e := vector(t, vectorsByFile(t), "memory_manager_state/v1.35.8/static-2numa-pods.checksum-zero.json")
 	raw := e.raw(t)
 	for label, zeroAccepted := range map[string]bool{"v1.35.8": false, "v1.36.4": true, HomeKubelet: true} {
-		k := MustParseKubelet(label)
+		k := mustParseKubelet(label)
 		rep := Decode(KindMemory, raw, Options{Kubelet: &k})
 		if want := e.Reads[label].Verdict; rep.Verdict != want {
 			t.Fatalf("%s: verdict %s, the real kubelet's %s", label, rep.Verdict, want)
@@ -66,7 +66,7 @@ func TestIntactNote(t *testing.T) {
 		{"actuated_pods_state/v1.33.13/one-pod-two-containers.json", "v1.27.16", false},                  // not read by 1.27
 	} {
 		e := vector(t, vectors, tc.file)
-		k := MustParseKubelet(tc.reader)
+		k := mustParseKubelet(tc.reader)
 		rep := Decode(Kind(e.Component), e.raw(t), Options{Kubelet: &k})
 		if want := e.Reads[tc.reader].Verdict; rep.Verdict != want {
 			t.Fatalf("%s by %s: verdict %s, the real kubelet's %s", tc.file, tc.reader, rep.Verdict, want)
@@ -93,7 +93,7 @@ func TestNoRejectNoteForAnAcceptedFile(t *testing.T) {
 		if read.Verdict != Valid {
 			continue
 		}
-		k := MustParseKubelet(label)
+		k := mustParseKubelet(label)
 		rep := Decode(KindCPU, raw, Options{Kubelet: &k})
 		if rep.Verdict != Valid || hasNote(rep, "would reject") {
 			t.Errorf("%s: verdict %s, notes %q: the real kubelet accepts it", label, rep.Verdict, rep.Notes)

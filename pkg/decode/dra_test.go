@@ -105,7 +105,7 @@ func judge(t *testing.T, kind Kind, raw []byte, reader string) *Report {
 	t.Helper()
 	opts := Options{}
 	if reader != "" {
-		k := MustParseKubelet(reader)
+		k := mustParseKubelet(reader)
 		opts.Kubelet = &k
 	}
 	rep := Decode(kind, raw, opts)
@@ -205,7 +205,7 @@ func TestDRASelfInconsistentRawExtension(t *testing.T) {
 		!bytes.Equal(h.StructuredData.VendorClassParameters, []byte(`{"a":1,"b":[1,2]}`)) {
 		t.Errorf("structured handle decoded as %+v", h.StructuredData)
 	}
-	if got := HashedText(KindDRA, good)["checksum"]; !strings.Contains(got, "StructuredData:(*v1alpha2.StructuredResourceHandle){VendorClassParameters:(runtime.RawExtension){Raw:([]uint8)[123 34 97 34") {
+	if got := hashedText(KindDRA, good)["checksum"]; !strings.Contains(got, "StructuredData:(*v1alpha2.StructuredResourceHandle){VendorClassParameters:(runtime.RawExtension){Raw:([]uint8)[123 34 97 34") {
 		t.Errorf("hashed text %q lacks the RawExtension bytes", got)
 	}
 }
@@ -259,10 +259,10 @@ func fuzzKinds(f *testing.F, kinds []Kind, readers []string) {
 		for _, kind := range kinds {
 			checkReport(t, Decode(kind, raw, Options{}))
 			for _, label := range readers {
-				k := MustParseKubelet(label)
+				k := mustParseKubelet(label)
 				checkReport(t, Decode(kind, raw, Options{Kubelet: &k}))
 			}
-			HashedText(kind, raw)
+			hashedText(kind, raw)
 		}
 	})
 }

@@ -121,7 +121,7 @@ func TestRefusedSaysWhatTheKubeletDoes(t *testing.T) {
 		{KindActuated, `{"data":"{}","checksum":1}`, "v1.35.8", false, "the container runtime manager cannot be created, and the kubelet does not start"},
 		{KindPodStatus, `{"checksum":1}`, "v1.31.14", false, "the status manager panics, and the kubelet with it"},
 	} {
-		k := MustParseKubelet(tc.version)
+		k := mustParseKubelet(tc.version)
 		rep := Decode(tc.kind, []byte(tc.raw), Options{Kubelet: &k})
 		if rep.Verdict != Corrupt && rep.Verdict != Unreadable {
 			t.Errorf("%s @ %s: verdict %s (%s), want a refusal", tc.kind, tc.version, rep.Verdict, rep.Error)
@@ -131,7 +131,7 @@ func TestRefusedSaysWhatTheKubeletDoes(t *testing.T) {
 			t.Errorf("%s @ %s: refused %+v, want %q (kubelet starts: %v)", tc.kind, tc.version, rep.Refused, tc.want, tc.starts)
 		}
 	}
-	k := MustParseKubelet(HomeKubelet)
+	k := mustParseKubelet(HomeKubelet)
 	if rep := Decode(KindDevices, []byte(`{"Data":{"PodDeviceEntries":null,"RegisteredDevices":{}},"Checksum":3467439661}`), Options{Kubelet: &k}); rep.Verdict != Valid || rep.Refused != nil {
 		t.Errorf("a valid file: verdict %s, refused %+v", rep.Verdict, rep.Refused)
 	}

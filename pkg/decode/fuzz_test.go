@@ -32,10 +32,10 @@ func fuzzDecode(f *testing.F, kind Kind) {
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		checkReport(t, Decode(kind, raw, Options{}))
 		for _, label := range fuzzReaders {
-			k := MustParseKubelet(label)
+			k := mustParseKubelet(label)
 			checkReport(t, Decode(kind, raw, Options{Kubelet: &k}))
 		}
-		HashedText(kind, raw)
+		hashedText(kind, raw)
 	})
 }
 

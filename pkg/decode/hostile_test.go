@@ -78,7 +78,7 @@ func TestSizeCap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := MustParseKubelet("v1.35.8")
+	k := mustParseKubelet("v1.35.8")
 	padded := append(raw, bytes.Repeat([]byte(" "), MaxFileSize-len(raw))...)
 	if rep := Decode(KindCPU, padded, Options{Kubelet: &k}); rep.Verdict != Valid {
 		t.Errorf("file of exactly %d bytes: %s %q, want valid", len(padded), rep.Verdict, rep.Error)
@@ -101,7 +101,7 @@ func TestKubeletVersionNotReading(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := MustParseKubelet("v1.20.15")
+	k := mustParseKubelet("v1.20.15")
 	rep := Decode(KindMemory, raw, Options{Kubelet: &k})
 	if rep.Verdict != NotRead || rep.Error != notReadError {
 		t.Fatalf("1.20 reading memory_manager_state: %s %q", rep.Verdict, rep.Error)
@@ -128,7 +128,7 @@ func TestParseKubelet(t *testing.T) {
 	if _, err := ParseKubelet("latest", nil); err == nil {
 		t.Error("ParseKubelet(latest) succeeded")
 	}
-	if !MustParseKubelet("v1.38.0-alpha.0").Version.AtLeast(MustParseKubelet("v1.37.0").Version) {
+	if !mustParseKubelet("v1.38.0-alpha.0").Version.AtLeast(mustParseKubelet("v1.37.0").Version) {
 		t.Error("1.38.0-alpha.0 must order after 1.37.0")
 	}
 }
@@ -170,7 +170,7 @@ func TestRenamerMatchesStringsReplace(t *testing.T) {
 // TestWithConfigGates: the config file's gates, then the kubelet's own, which win; a config
 // with fewer gates than the kubelet's, or none, keeps the kubelet's.
 func TestWithConfigGates(t *testing.T) {
-	k := MustParseKubelet("v1.36.4+PodLevelResourceManagers")
+	k := mustParseKubelet("v1.36.4+PodLevelResourceManagers")
 	for _, tc := range []struct {
 		config map[string]bool
 		want   map[string]bool

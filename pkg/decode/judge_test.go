@@ -113,7 +113,7 @@ func TestBreaks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := MustParseKubelet(HomeKubelet)
+	k := mustParseKubelet(HomeKubelet)
 	rep := Decode(KindMemory, raw, Options{Kubelet: &k})
 	if rep.Verdict != Valid || rep.Breaks == nil || rep.Breaks.Older != "1.36" || rep.Breaks.Newer != "" {
 		t.Fatalf("verdict %s, breaks %+v", rep.Verdict, rep.Breaks)
@@ -124,7 +124,7 @@ func TestBreaks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k136 := MustParseKubelet("v1.36.4")
+	k136 := mustParseKubelet("v1.36.4")
 	if rep := Decode(KindCPU, raw, Options{Kubelet: &k136}); rep.Verdict != Valid || rep.Breaks == nil || *rep.Breaks != (Breaks{Newer: "1.37"}) {
 		t.Fatalf("cpu file for 1.36: verdict %s, breaks %+v", rep.Verdict, rep.Breaks)
 	}
@@ -137,7 +137,7 @@ func TestBreaks(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw = withOuterChecksum(t, raw, memV2Layout, eraByID(t, "mem-v2").Sums[0].Rule)
-	k136gate := MustParseKubelet("v1.36.4+" + GatePodLevelResourceManagers)
+	k136gate := mustParseKubelet("v1.36.4+" + GatePodLevelResourceManagers)
 	if rep := Decode(KindMemory, raw, Options{Kubelet: &k136}); rep.Verdict != Corrupt {
 		t.Fatalf("by 1.36, gate off: %s (%s), want corrupt", rep.Verdict, rep.Error)
 	}

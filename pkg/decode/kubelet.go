@@ -68,15 +68,6 @@ func isUpstreamPreRelease(pre string) bool {
 	return false
 }
 
-// MustParseKubelet is ParseKubelet for literals in tables.
-func MustParseKubelet(s string) Kubelet {
-	k, err := ParseKubelet(s, nil)
-	if err != nil {
-		panic(err)
-	}
-	return k
-}
-
 func allKnownGates(names []string) bool {
 	for _, n := range names {
 		if _, known := GateAt(n, nil); !known {

@@ -25,7 +25,7 @@ func TestDroppedEntriesInFileOrder(t *testing.T) {
 	}}
 	for _, label := range []string{"v1.21.14", HomeKubelet} {
 		var got []string
-		dropped, err := restoreOf(KindDevices, MustParseKubelet(label), st)
+		dropped, err := restoreOf(KindDevices, mustParseKubelet(label), st)
 		if err != nil {
 			t.Fatalf("%s: %v", label, err)
 		}
@@ -52,7 +52,7 @@ func TestDroppedNoteCounts(t *testing.T) {
 	replaced := func(i, by int) DroppedEntry {
 		return DroppedEntry{Index: i, PodUID: "p", ContainerName: fmt.Sprintf("c%d", i), ResourceName: "r", ReplacedBy: &by}
 	}
-	k := MustParseKubelet(HomeKubelet)
+	k := mustParseKubelet(HomeKubelet)
 	for _, tc := range []struct {
 		name    string
 		dropped []DroppedEntry

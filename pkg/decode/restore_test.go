@@ -128,7 +128,7 @@ func TestCPURestoreChecks(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			raw := c.file(t)
-			k := MustParseKubelet(c.reader)
+			k := mustParseKubelet(c.reader)
 			rep := Decode(KindCPU, raw, Options{Kubelet: &k})
 			if c.want == "" {
 				if rep.Verdict != Valid {
@@ -255,7 +255,7 @@ func TestCPURestoreRowsConfirmedByRecordedVectors(t *testing.T) {
 			continue
 		}
 		for label, r := range e.Reads {
-			j := judgement{reader: MustParseKubelet(label), file: e.File, valid: r.Verdict == Valid}
+			j := judgement{reader: mustParseKubelet(label), file: e.File, valid: r.Verdict == Valid}
 			if r.Error != nil {
 				j.errorText = *r.Error
 			}

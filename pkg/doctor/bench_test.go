@@ -55,7 +55,10 @@ func bigNode() replay.StartInput {
 		ms.MachineState[n] = &decode.NUMANodeMemory{NumberOfAssignments: int(perNode[n]), Cells: []int{n}, MemoryMap: map[string]*decode.MemoryTable{
 			"memory": {Total: m.NUMA[n].Memory, SystemReserved: reserved, Allocatable: alloc, Reserved: perNode[n] << 30, Free: alloc - perNode[n]<<30}}}
 	}
-	k := decode.MustParseKubelet(decode.HomeKubelet)
+	k, err := decode.ParseKubelet(decode.HomeKubelet, nil)
+	if err != nil {
+		panic(err)
+	}
 	return replay.StartInput{Machine: m, Config: cfg, Kubelet: k,
 		CPU:    &decode.Report{File: "cpu_manager_state", Kind: decode.KindCPU, Verdict: decode.Valid, Decoded: decode.Model{CPU: cs}},
 		Memory: &decode.Report{File: "memory_manager_state", Kind: decode.KindMemory, Verdict: decode.Valid, Decoded: decode.Model{Memory: ms}}}

@@ -2,7 +2,6 @@ package doctor
 
 import (
 	"fmt"
-	"hash/fnv"
 	"strings"
 	"testing"
 
@@ -15,13 +14,16 @@ import (
 func cpuFileV2(t *testing.T, defaultSet, appSet string) []byte {
 	t.Helper()
 	raw := fmt.Sprintf(`{"policyName":"static","defaultCpuSet":%q,"entries":{"pod-a":{"app":%q}},"checksum":0}`, defaultSet, appSet)
-	text := decode.HashedText(decode.KindCPU, []byte(raw))["checksum"]
-	if text == "" {
-		t.Fatalf("no hashed text for %s", raw)
+	// A 1.25 reader computes the V2 checksum over the file as written.
+	k, err := decode.ParseKubelet("v1.25.16", nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	h := fnv.New32a()
-	h.Write([]byte(text))
-	return []byte(strings.Replace(raw, `"checksum":0`, fmt.Sprintf(`"checksum":%d`, h.Sum32()), 1))
+	rep := decode.Decode(decode.KindCPU, []byte(raw), decode.Options{Kubelet: &k})
+	if len(rep.Checksums) != 1 || rep.Checksums[0].Computed == 0 {
+		t.Fatalf("no checksum computed for %s: %+v", raw, rep.Checksums)
+	}
+	return []byte(strings.Replace(raw, `"checksum":0`, fmt.Sprintf(`"checksum":%d`, rep.Checksums[0].Computed), 1))
 }
 
 // TestCPUSetRulesAreDecodes: a start is refused for a CPU set exactly where decode's restore

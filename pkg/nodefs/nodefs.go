@@ -43,28 +43,6 @@ type Sockets struct {
 	Names []string
 }
 
-// Plugins are the sockets other than the kubelet's own: one per running device plugin (a
-// plugin that died without removing its socket leaves one too).
-func (s Sockets) Plugins() []string {
-	var out []string
-	for _, n := range s.Names {
-		if n != KubeletSocket {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
-// HasKubelet reports whether the kubelet's device manager socket is there.
-func (s Sockets) HasKubelet() bool {
-	for _, n := range s.Names {
-		if n == KubeletSocket {
-			return true
-		}
-	}
-	return false
-}
-
 // ParseSockets reads the sockets section.
 func ParseSockets(b []byte) (Sockets, error) {
 	var s Sockets

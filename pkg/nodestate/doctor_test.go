@@ -4,8 +4,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 )
 
 // The library runs doctor from a plain config: a collect-style directory's own machine and
@@ -20,7 +18,7 @@ func TestDoctorEngine(t *testing.T) {
 	if res := run(Config{FromDir: dir}); res.Doctor != nil {
 		t.Errorf("doctor ran unasked: %+v", res.Doctor)
 	}
-	k := decode.MustParseKubelet(decode.HomeKubelet)
+	k := homeKubelet(t)
 	res := run(Config{FromDir: dir, Kubelet: &k, Engines: Engines{Doctor: dc}})
 	if res.Doctor == nil || res.Doctor.KubeletStart.Kubelet != k.String() {
 		t.Fatalf("doctor result %+v", res.Doctor)

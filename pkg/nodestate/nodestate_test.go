@@ -301,7 +301,7 @@ func TestOfflineJudgement(t *testing.T) {
 		t.Errorf("recorded: %+v, rows %d", res.Judged, len(res.Rows))
 	}
 	// The config's kubelet wins, with the caller's why.
-	k := decode.MustParseKubelet(decode.HomeKubelet)
+	k := homeKubelet(t)
 	res = read(Config{FromDir: dir, Kubelet: &k, KubeletWhy: "--kubelet-version"})
 	if res.Judged.Sentence() != "Judged by kubelet "+decode.HomeKubelet+": --kubelet-version." || res.Rows[0].Kubelet() != decode.HomeKubelet {
 		t.Errorf("config: %+v", res.Judged)
@@ -320,4 +320,13 @@ func readOne(t *testing.T, cfg Config) *NodeResult {
 		t.Fatal(err)
 	}
 	return res
+}
+
+func homeKubelet(t *testing.T) decode.Kubelet {
+	t.Helper()
+	k, err := decode.ParseKubelet(decode.HomeKubelet, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
 }

@@ -80,7 +80,11 @@ func smallNode(t *testing.T, version string, cfg string) StartInput {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return StartInput{Machine: m, Config: c, Kubelet: decode.MustParseKubelet(version)}
+	k, err := decode.ParseKubelet(version, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return StartInput{Machine: m, Config: c, Kubelet: k}
 }
 
 func TestFeatureGatesAtStart(t *testing.T) {
