@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"iter"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -73,34 +74,39 @@ func protobuf(config *rest.Config) *rest.Config {
 	return config
 }
 
-// Read runs the library on the flags and hands each node's result to fn as it completes, with
-// a progress line on a terminal's stderr. What stops the read before any node is judged (no
-// cluster, unreadable copies) exits ExitUnreadable, and so does Ctrl-C (see Interrupted).
-func (o *ReadOptions) Read(ctx context.Context, errOut io.Writer, fn func(*nodestate.NodeResult) error) error {
-	cfg, err := o.Config()
-	if err != nil {
-		return &ExitError{Code: ExitUnreadable, Message: err.Error()}
+// Read runs the library on the flags and returns each node's result as it completes, with a
+// progress line on a terminal's stderr. What stops the read before any node is judged (no
+// cluster, unreadable copies) ends the sequence with an ExitUnreadable error, and so does
+// Ctrl-C (see Interrupted).
+func (o *ReadOptions) Read(ctx context.Context, errOut io.Writer) iter.Seq2[*nodestate.NodeResult, error] {
+	return func(yield func(*nodestate.NodeResult, error) bool) {
+		cfg, err := o.Config()
+		if err != nil {
+			yield(nil, &ExitError{Code: ExitUnreadable, Message: err.Error()})
+			return
+		}
+		r, err := nodestate.New(ctx, cfg)
+		if err != nil {
+			yield(nil, &ExitError{Code: ExitUnreadable, Message: err.Error()})
+			return
+		}
+		o.Live.Resolved = r.Nodes()
+		progress := newProgress(errOut, len(r.Nodes()))
+		defer progress.finish()
+		for n, err := range r.Results(ctx) {
+			switch {
+			case err == nodestate.ErrInterrupted:
+				err = errInterrupted
+			case err != nil:
+				err = &ExitError{Code: ExitUnreadable, Message: err.Error()}
+			default:
+				progress.done(n.Err != nil)
+			}
+			if !yield(n, err) {
+				return
+			}
+		}
 	}
-	r, err := nodestate.New(ctx, cfg)
-	if err != nil {
-		return &ExitError{Code: ExitUnreadable, Message: err.Error()}
-	}
-	o.Live.Resolved = r.Nodes()
-	progress := newProgress(errOut, len(r.Nodes()))
-	var fnErr error
-	err = r.Run(ctx, func(n *nodestate.NodeResult) error {
-		progress.done(n.Err != nil)
-		fnErr = fn(n)
-		return fnErr
-	})
-	progress.finish()
-	switch {
-	case err == nil || err == fnErr:
-		return err
-	case err == nodestate.ErrInterrupted:
-		return errInterrupted
-	}
-	return &ExitError{Code: ExitUnreadable, Message: err.Error()}
 }
 
 var errInterrupted = &ExitError{Code: ExitUnreadable, Message: nodestate.ErrInterrupted.Error()}

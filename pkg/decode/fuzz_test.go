@@ -30,7 +30,12 @@ func seedFuzz(f *testing.F, kind Kind) {
 func fuzzDecode(f *testing.F, kind Kind) {
 	seedFuzz(f, kind)
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		checkReport(t, Decode(kind, raw, Options{}))
+		rep := Decode(kind, raw, Options{})
+		checkReport(t, rep)
+		// Detection alone finds the format a decode reports: nodestate chooses the release by it.
+		if got := DetectFormat(kind, raw); got != rep.Format {
+			t.Errorf("DetectFormat %q, Decode's format %q", got, rep.Format)
+		}
 		for _, label := range fuzzReaders {
 			k := mustParseKubelet(label)
 			checkReport(t, Decode(kind, raw, Options{Kubelet: &k}))

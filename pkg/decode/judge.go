@@ -26,6 +26,28 @@ type WritingRelease struct {
 	Apart []FileFormat
 }
 
+// DetectFormat is the format Decode reports for a file of kind ("" when none is known): what ChooseWritingRelease needs, without judging the
+// file for any kubelet, so that the files are decoded once, by the release chosen.
+func DetectFormat(kind Kind, raw []byte) string {
+	if len(raw) > MaxFileSize {
+		return ""
+	}
+	if _, ok := ParseKind(string(kind)); !ok {
+		return ""
+	}
+	if files[kind].Unchecked {
+		return erasOf(kind)[0].ID
+	}
+	top, err := parseObject(raw)
+	if err != nil {
+		return ""
+	}
+	if f := detectEra(kind, newInput(raw), top); f != nil {
+		return f.ID
+	}
+	return ""
+}
+
 // ChooseWritingRelease picks the release (from the releases the era table knows) that writes the most of
 // files in their detected formats: all of them when one can, the newest on a tie, with the
 // feature gates at their defaults unless a format needs one on. Files whose format the era

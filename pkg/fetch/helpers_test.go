@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // readyNodes are n ready nodes named n00, n01, ...: as objects for a fake clientset, and their names.
@@ -145,4 +148,26 @@ func wantReason(t *testing.T, err error, want Reason) *Error {
 		t.Errorf("message is not one line: %q", err.Error())
 	}
 	return fe
+}
+
+// fanout fetches nodes on one Fanout, limit at a time, as nodestate does, and returns each
+// node's error (nil: read).
+func fanout(ctx context.Context, f *Fetcher, nodes []NodeInfo, limit int) map[string]error {
+	fo := f.Fanout(ctx)
+	defer fo.Close()
+	var mu sync.Mutex
+	got := map[string]error{}
+	var g errgroup.Group
+	g.SetLimit(limit)
+	for _, n := range nodes {
+		g.Go(func() error {
+			_, err := fo.Fetch(ctx, n)
+			mu.Lock()
+			defer mu.Unlock()
+			got[n.Name] = err
+			return nil
+		})
+	}
+	_ = g.Wait()
+	return got
 }

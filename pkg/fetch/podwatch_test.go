@@ -2,7 +2,6 @@ package fetch
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,16 +29,16 @@ func TestFetchNodesListedNodesOneWatch(t *testing.T) {
 	c.ClearActions()
 
 	f := newFetcher(c, tarExec(nodeFS{"cpu_manager_state": "x"}))
-	var ok atomic.Int32
-	f.FetchNodes(context.Background(), list, 8, func(r NodeResult) {
-		if r.Err != nil {
-			t.Errorf("%s: %v", r.Node, r.Err)
-			return
+	ok := 0
+	for node, err := range fanout(context.Background(), f, list, 8) {
+		if err != nil {
+			t.Errorf("%s: %v", node, err)
+			continue
 		}
-		ok.Add(1)
-	})
-	if ok.Load() != nodes {
-		t.Fatalf("%d nodes read, want %d", ok.Load(), nodes)
+		ok++
+	}
+	if ok != nodes {
+		t.Fatalf("%d nodes read, want %d", ok, nodes)
 	}
 	if got := actions(c, "nodes"); len(got) != 0 {
 		t.Errorf("node requests %v, want none (the nodes were listed)", got)

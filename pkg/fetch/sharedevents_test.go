@@ -80,13 +80,12 @@ func (sc *sharedEventsCluster) watches() ([]string, []string) {
 	return append([]string(nil), sc.selectors...), append([]string(nil), sc.rvs...)
 }
 
-// fetchAll runs FetchNodes and returns each node's error (nil: read).
+// fetchAll fetches nodes on one Fanout and returns each node's error (nil: read).
 func fetchAll(t *testing.T, f *Fetcher, nodes []NodeInfo) map[string]error {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	got := map[string]error{}
-	f.FetchNodes(ctx, nodes, 8, func(r NodeResult) { got[r.Node] = r.Err })
+	got := fanout(ctx, f, nodes, 8)
 	if len(got) != len(nodes) {
 		t.Fatalf("%d results, want %d", len(got), len(nodes))
 	}

@@ -75,14 +75,17 @@ func BenchmarkAllNodes(b *testing.B) {
 					b.Fatal(err)
 				}
 				n := 0
-				if err := r.Run(context.Background(), func(res *NodeResult) error {
+				for res, err := range r.Results(context.Background()) {
+					if err != nil {
+						b.Fatal(err)
+					}
 					if res.Err != nil || (tc.engines.Admit != nil && (res.Admit == nil || len(res.Admit.Admissions) != 1)) {
 						b.Fatalf("%s: %v %+v", res.Node, res.Err, res.Admit)
 					}
 					n++
-					return nil
-				}); err != nil || n != 100 {
-					b.Fatal(err, n)
+				}
+				if n != 100 {
+					b.Fatal(n)
 				}
 			}
 		})

@@ -73,10 +73,7 @@ func TestAdmitEngineLive(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var res *NodeResult
-		if err := r.Run(context.Background(), func(n *NodeResult) error { res = n; return nil }); err != nil {
-			t.Fatal(err)
-		}
+		res := only(t, r)
 		// The pod index is listed while the debug pod is deleted: compare the requests, not
 		// their order.
 		var actions []string

@@ -113,8 +113,31 @@ type managerInputs struct {
 	rows    []FileRow
 }
 
+// engineConfig is the kubelet config the engines replay with, and what was said of it.
+type engineConfig struct {
+	config *replay.KubeletConfig
+	notes  []string
+}
+
+// engineConfig is the config given to the engine (doctor's, else admit's), else the node's own:
+// judgeAndRun decides it before decoding, since its feature gates change how the kubelet reads
+// some files.
+func (r *Runner) engineConfig(n *NodeResult) engineConfig {
+	var ec engineConfig
+	switch {
+	case r.cfg.Doctor != nil && r.cfg.Doctor.KubeletConfig != nil:
+		ec.config = r.cfg.Doctor.KubeletConfig
+	case r.cfg.Doctor == nil && r.cfg.Admit != nil && r.cfg.Admit.KubeletConfig != nil:
+		ec.config = r.cfg.Admit.KubeletConfig
+	case n.KubeletConfig != nil:
+		ec.config = r.nodeConfig(n, func(format string, a ...any) { ec.notes = append(ec.notes, fmt.Sprintf(format, a...)) })
+	}
+	return ec
+}
+
 // managerInputs takes the machine and config given (nil: the node's own), and notes what it
-// took from the node and what it lacked.
+// took from the node and what it lacked. The files were judged for the target kubelet, with
+// the config's gates, before they were decoded (judgeAndRun).
 func (r *Runner) managerInputs(n *NodeResult, m *machine.Machine, config *replay.KubeletConfig, note func(string, ...any)) managerInputs {
 	// The kubelet the files were judged by: --kubelet-version, else the version collect
 	// recorded, else the live node's. A release only guessed from the files' formats predicts
@@ -123,20 +146,13 @@ func (r *Runner) managerInputs(n *NodeResult, m *machine.Machine, config *replay
 	if n.Judged.Basis == BasisFiles {
 		kubelet = nil
 	}
-	judgedBy := kubelet
-	if config == nil && n.KubeletConfig != nil {
-		config = r.nodeConfig(n, note)
-	}
-	// The config's feature gates are the kubelet's too (the command line wins): they change
-	// how it reads some files.
-	if kubelet != nil && config != nil && len(config.FeatureGates) > 0 {
-		k := kubelet.WithConfigGates(config.FeatureGates)
-		kubelet = &k
+	if config == nil {
+		config = n.engine.config
+		for _, s := range n.engine.notes {
+			note("%s", s)
+		}
 	}
 	mi := managerInputs{kubelet: kubelet, config: config, machine: m, rows: n.Rows}
-	if kubelet != judgedBy {
-		mi.rows, _ = JudgeFiles(n.Snapshot, r.kindOf, kubelet, r.cfg.KubeletRootDir)
-	}
 	if mi.machine == nil {
 		switch {
 		case n.Machine != nil && n.Node == "":

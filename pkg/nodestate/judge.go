@@ -106,6 +106,15 @@ func ParseNodeInfo(b []byte) (NodeInfo, error) {
 // and Judgement). kindOf names a file's kind. Judgement.Why is left empty for a given reader:
 // the caller knows why it gave one.
 func JudgeFiles(s *fetch.Snapshot, kindOf func(path string) decode.Kind, reader *decode.Kubelet, rootDir string) ([]FileRow, Judgement) {
+	return judgeFiles(s, kindOf, reader, nil, rootDir)
+}
+
+// judgeFiles is JudgeFiles for a kubelet whose config file turns on configGates (the command
+// line's gates win): the release is chosen first, with those gates, from the files' formats
+// alone, and then each file is decoded once, by that kubelet. A release only guessed from the
+// formats takes no config's gates: nothing says the config is that kubelet's.
+func judgeFiles(s *fetch.Snapshot, kindOf func(path string) decode.Kind, reader *decode.Kubelet, configGates map[string]bool, rootDir string) ([]FileRow, Judgement) {
+	// Judge: the one kubelet, before any file is decoded.
 	j := Judgement{Kubelet: reader, Basis: BasisConfig}
 	var versionNote string
 	if reader == nil && s.KubeletVersion != "" {
@@ -119,44 +128,40 @@ func JudgeFiles(s *fetch.Snapshot, kindOf func(path string) decode.Kind, reader 
 		}
 	}
 	paths := sortedPaths(s.Files)
-	decodeAll := func(k *decode.Kubelet) []*decode.Report {
-		opts := decode.Options{Kubelet: k, RootDir: rootDir}
-		reps := make([]*decode.Report, len(paths))
-		for i, p := range paths {
-			rep := decode.Decode(kindOf(p), s.Files[p], opts)
-			rep.File = p
-			if versionNote != "" {
-				rep.Notes = append(rep.Notes, versionNote)
-			}
-			reps[i] = rep
-		}
-		return reps
+	formats := make([]decode.FileFormat, len(paths))
+	for i, p := range paths {
+		kind := kindOf(p)
+		formats[i] = decode.FileFormat{File: p, Kind: kind, Format: decode.DetectFormat(kind, s.Files[p])}
 	}
-	reps := decodeAll(j.Kubelet)
-	formats := make([]decode.FileFormat, len(reps))
-	for i, r := range reps {
-		formats[i] = decode.FileFormat{File: r.File, Kind: r.Kind, Format: r.Format}
+	choice, chosen := decode.ChooseWritingRelease(formats)
+	if j.Kubelet == nil && chosen {
+		j.Kubelet, j.Basis, j.Why = &choice.Kubelet, BasisFiles, choice.Why()
 	}
-	if choice, ok := decode.ChooseWritingRelease(formats); ok {
-		if j.Kubelet == nil {
-			j.Kubelet, j.Basis, j.Why = &choice.Kubelet, BasisFiles, choice.Why()
-			reps = decodeAll(j.Kubelet)
-		}
+	if j.Kubelet != nil && j.Basis != BasisFiles && len(configGates) > 0 {
+		k := j.Kubelet.WithConfigGates(configGates)
+		j.Kubelet = &k
+	}
+	apart := map[string]bool{}
+	if chosen {
 		var others []string
 		for _, f := range choice.Writes {
 			others = append(others, f.File)
 		}
 		for _, f := range choice.Apart {
 			j.Apart = append(j.Apart, Apart{File: f.File, Format: f.Format, WrittenBy: decode.WrittenBy(f.Kind, f.Format), Others: others})
-			for _, r := range reps {
-				if r.File == f.File {
-					r.Apart = true
-				}
-			}
+			apart[f.File] = true
 		}
 	}
-	rows := make([]FileRow, 0, len(reps)+len(s.Oversized)+len(s.TempFiles))
-	for _, rep := range reps {
+
+	// Decode: each file once, by that kubelet.
+	opts := decode.Options{Kubelet: j.Kubelet, RootDir: rootDir}
+	rows := make([]FileRow, 0, len(paths)+len(s.Oversized)+len(s.TempFiles))
+	for _, p := range paths {
+		rep := decodeFile(kindOf(p), s.Files[p], opts)
+		rep.File, rep.Apart = p, apart[p]
+		if versionNote != "" {
+			rep.Notes = append(rep.Notes, versionNote)
+		}
 		rows = append(rows, FileRow{Node: s.Node, Report: rep})
 	}
 	for _, p := range s.Oversized {
@@ -168,6 +173,9 @@ func JudgeFiles(s *fetch.Snapshot, kindOf func(path string) decode.Kind, reader 
 	}
 	return rows, j
 }
+
+// decodeFile is decode.Decode; a test counts the decodes through it.
+var decodeFile = decode.Decode
 
 // sortedPaths orders files as decode.Files lists them, then any other path (--from-file).
 func sortedPaths(files map[string][]byte) []string {

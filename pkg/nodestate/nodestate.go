@@ -9,9 +9,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"path"
 	"sync"
 	"sync/atomic"
+
+	"golang.org/x/sync/errgroup"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -129,6 +132,9 @@ type NodeResult struct {
 	Doctor *DoctorResult
 	// Admit is the admission of Config.Admit's pods; nil when not asked or Err is set.
 	Admit *AdmitResult
+
+	// engine is the kubelet config the engines replay with, chosen before the files are decoded.
+	engine engineConfig
 }
 
 // Warnings are the non-fatal problems of the read.
@@ -228,64 +234,97 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 // Nodes is the live node list being read (nil offline).
 func (r *Runner) Nodes() []string { return r.nodes }
 
-// Run reads every source and calls each with its result as soon as it is judged: live nodes
-// in the order they complete, at most Concurrency at a time. Calls to each never overlap. An
-// error from each stops the reporting (nodes already started still finish and clean up) and
-// is returned. Copies that cannot be read at all are an error of Run; a live node that cannot
-// be read is a result with Err. After ctx is cancelled Run returns ErrInterrupted.
-func (r *Runner) Run(ctx context.Context, each func(*NodeResult) error) error {
-	if r.cfg.Offline() {
-		snap, err := r.loadOffline()
-		if err != nil {
-			return err
-		}
-		res := r.decodeSnapshot(snap)
-		r.offlineExtras(res)
-		return each(r.runEngines(res))
-	}
-	// Reading extras and judging happen in each node's worker, concurrently; only each is
-	// called one node at a time.
-	var eachErr error
-	var stopped atomic.Bool
-	work := func(ctx context.Context, fr fetch.NodeResult) *NodeResult {
-		if stopped.Load() {
-			return nil
-		}
-		res := &NodeResult{Node: fr.Node, Where: "node " + fr.Node, Err: fr.Err}
-		if fr.Err != nil {
-			res.Rows = []FileRow{NodeFailedRow(fr.Node, res.Skipped(), failureReason(fr.Err), fr.Err.Error())}
-			return res
-		}
-		// Extras first: they take config.yaml out of the checkpoint files.
-		extras := &NodeResult{Node: fr.Node, Snapshot: fr.Files}
-		r.addExtras(ctx, extras)
-		res = r.decodeSnapshot(fr.Files)
-		res.Machine, res.MachineErr = extras.Machine, extras.MachineErr
-		res.KubeletConfig, res.KubeletConfigFrom, res.KubeletConfigNote = extras.KubeletConfig, extras.KubeletConfigFrom, extras.KubeletConfigNote
-		if r.cfg.NodeFiles {
-			res.NodeFiles = readNodeFiles(fr.Files)
-			r.addClaims(ctx, res)
-		}
-		if r.cfg.Cgroups {
-			res.Cgroups, res.CgroupsErr = readCgroups(fr.Files.Dumps[cgroup.Header], fr.Files.Pods)
-		}
-		return r.runEngines(res)
-	}
-	fetch.FetchNodesThen(ctx, r.fetcher, r.infos, r.cfg.Concurrency, work, func(res *NodeResult) {
-		if eachErr != nil || res == nil {
+// Results reads every source and yields each one's result as soon as it is judged: live nodes
+// in the order they complete, at most Concurrency at a time, each read top to bottom in its own
+// worker (readNode). Copies that cannot be read at all end the sequence with an error; a live
+// node that cannot be read is a result with Err. Stopping the range starts no further node;
+// nodes already started finish and clean up before the range returns. After ctx is cancelled
+// the sequence ends with ErrInterrupted.
+func (r *Runner) Results(ctx context.Context) iter.Seq2[*NodeResult, error] {
+	return func(yield func(*NodeResult, error) bool) {
+		if r.cfg.Offline() {
+			res, err := r.readCopies()
+			yield(res, err)
 			return
 		}
-		if eachErr = each(res); eachErr != nil {
-			stopped.Store(true)
+		var stopped atomic.Bool
+		results := make(chan *NodeResult)
+		go func() {
+			defer close(results)
+			fo := r.fetcher.Fanout(ctx)
+			defer fo.Close()
+			var g errgroup.Group
+			g.SetLimit(r.concurrency())
+			for _, node := range r.infos {
+				if stopped.Load() {
+					break
+				}
+				g.Go(func() error {
+					if !stopped.Load() {
+						results <- r.readNode(ctx, fo, node)
+					}
+					return nil
+				})
+			}
+			_ = g.Wait()
+		}()
+		for res := range results {
+			if !stopped.Load() && !yield(res, nil) {
+				stopped.Store(true)
+			}
 		}
-	})
-	if eachErr != nil {
-		return eachErr
+		if !stopped.Load() && ctx.Err() != nil {
+			yield(nil, ErrInterrupted)
+		}
 	}
-	if ctx.Err() != nil {
-		return ErrInterrupted
+}
+
+func (r *Runner) concurrency() int {
+	if r.cfg.Concurrency < 1 {
+		return fetch.DefaultConcurrency
 	}
-	return nil
+	return r.cfg.Concurrency
+}
+
+// readNode reads one live node, top to bottom: collect its files (and, in the same exec, its
+// machine, sockets and cgroups), then judge and decode them, then run the engines.
+func (r *Runner) readNode(ctx context.Context, fo *fetch.Fanout, node fetch.NodeInfo) *NodeResult {
+	snap, err := fo.Fetch(ctx, node)
+	res := &NodeResult{Node: node.Name, Where: "node " + node.Name, Snapshot: snap, Err: err}
+	if err != nil {
+		res.Snapshot = nil
+		res.Rows = []FileRow{NodeFailedRow(node.Name, res.Skipped(), failureReason(err), err.Error())}
+		return res
+	}
+	// Extras first: they take config.yaml out of the checkpoint files.
+	r.addExtras(ctx, res)
+	if r.cfg.NodeFiles {
+		res.NodeFiles = readNodeFiles(snap)
+	}
+	if r.cfg.Cgroups {
+		res.Cgroups, res.CgroupsErr = readCgroups(snap.Dumps[cgroup.Header], snap.Pods)
+	}
+	r.judge(res)
+	if r.cfg.NodeFiles {
+		// The API's ResourceClaims of the claims the decoded files prepared.
+		r.addClaims(ctx, res)
+	}
+	return r.runEngines(res)
+}
+
+// readCopies reads FromDir or FromFile, as readNode reads a live node.
+func (r *Runner) readCopies() (*NodeResult, error) {
+	snap, err := r.loadOffline()
+	if err != nil {
+		return nil, err
+	}
+	res := &NodeResult{Node: snap.Node, Where: snap.Source, Snapshot: snap}
+	if snap.Node != "" {
+		res.Where = "node " + snap.Node
+	}
+	r.offlineExtras(res)
+	r.judge(res)
+	return r.runEngines(res), nil
 }
 
 // failureReason is the few words a failed node's row has room for.
@@ -339,23 +378,27 @@ func (r *Runner) fileKind() (decode.Kind, bool) {
 	return decode.ParseKind(path.Base(r.cfg.FromFile))
 }
 
-// decodeSnapshot decodes and judges a snapshot into a result.
-func (r *Runner) decodeSnapshot(s *fetch.Snapshot) *NodeResult {
-	res := &NodeResult{Node: s.Node, Where: s.Source, Snapshot: s}
-	if s.Node != "" {
-		res.Where = "node " + s.Node
-	}
+// judge chooses the kubelet of a read node's files (the one the engines will replay, with its
+// config's gates), then decodes each file once, by that kubelet.
+func (r *Runner) judge(res *NodeResult) {
+	s := res.Snapshot
 	if s.Pods != nil {
 		res.Names = podNames{s.Pods}
 	}
-	res.Rows, res.Judged = JudgeFiles(s, r.kindOf, r.cfg.Kubelet, r.cfg.KubeletRootDir)
+	var gates map[string]bool
+	if r.cfg.Doctor != nil || r.cfg.Admit != nil {
+		res.engine = r.engineConfig(res)
+		if res.engine.config != nil {
+			gates = res.engine.config.FeatureGates
+		}
+	}
+	res.Rows, res.Judged = judgeFiles(s, r.kindOf, r.cfg.Kubelet, gates, r.cfg.KubeletRootDir)
 	if r.cfg.Kubelet != nil {
 		res.Judged.Why = r.cfg.KubeletWhy
 		if res.Judged.Why == "" {
 			res.Judged.Why = "the kubelet version asked for"
 		}
 	}
-	return res
 }
 
 // runEngines runs the engines configured beyond decode on a judged node.

@@ -3,7 +3,6 @@ package nodestate
 import (
 	"archive/tar"
 	"context"
-	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -32,8 +31,29 @@ func runAll(t *testing.T, cfg Config) ([]*NodeResult, error) {
 		return nil, err
 	}
 	var out []*NodeResult
-	err = r.Run(context.Background(), func(n *NodeResult) error { out = append(out, n); return nil })
-	return out, err
+	for n, err := range r.Results(context.Background()) {
+		if err != nil {
+			return out, err
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// only is the one result of r.
+func only(t *testing.T, r *Runner) *NodeResult {
+	t.Helper()
+	var res []*NodeResult
+	for n, err := range r.Results(context.Background()) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		res = append(res, n)
+	}
+	if len(res) != 1 {
+		t.Fatalf("%d results, want 1", len(res))
+	}
+	return res[0]
 }
 
 func TestFromFile(t *testing.T) {
@@ -205,8 +225,14 @@ func TestLive(t *testing.T) {
 		t.Fatalf("nodes %q", got)
 	}
 	got := map[string]*NodeResult{}
-	if err := r.Run(context.Background(), func(n *NodeResult) error { got[n.Node] = n; return nil }); err != nil || len(got) != 2 {
-		t.Fatalf("%d results, %v", len(got), err)
+	for n, err := range r.Results(context.Background()) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[n.Node] = n
+	}
+	if len(got) != 2 {
+		t.Fatalf("%d results", len(got))
 	}
 	a := got["a"]
 	if a.Err != nil || a.Where != "node a" || a.Names == nil || len(a.Rows) != 1 {
@@ -220,18 +246,33 @@ func TestLive(t *testing.T) {
 		b.Rows[0].NotDecoded.Reason != NodeUnreadable || b.Rows[0].Why() == "" {
 		t.Errorf("node b: err %v, rows %+v", b.Err, b.Rows)
 	}
-	// An error of each stops the reporting and comes back.
-	stop := errors.New("stop")
+	// Stopping the range stops the reporting, and leaves no debug pod.
 	calls := 0
-	if err := r.Run(context.Background(), func(*NodeResult) error { calls++; return stop }); err != stop || calls != 1 {
-		t.Errorf("each error: %v after %d calls", err, calls)
+	for range r.Results(context.Background()) {
+		calls++
+		break
 	}
-	// Cancelled before the start: every node is reported cancelled, and Run says interrupted.
+	if pods, err := client.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{}); calls != 1 || err != nil || len(pods.Items) != 0 {
+		t.Errorf("stopped after %d results: pods left %v, %v", calls, pods, err)
+	}
+	// Cancelled before the start: every node is reported cancelled, and the sequence ends
+	// interrupted.
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	n := 0
-	if err := r.Run(ctx, func(*NodeResult) error { n++; return nil }); err != ErrInterrupted || n != 2 {
-		t.Errorf("cancelled: %v, %d results", err, n)
+	var last error
+	for res, err := range r.Results(ctx) {
+		if err != nil {
+			last = err
+			continue
+		}
+		if fetch.ReasonOf(res.Err) != fetch.ReasonCanceled {
+			t.Errorf("%s: %v, want cancelled", res.Node, res.Err)
+		}
+		n++
+	}
+	if last != ErrInterrupted || n != 2 {
+		t.Errorf("cancelled: %v, %d results", last, n)
 	}
 }
 
@@ -252,7 +293,8 @@ func TestNewErrors(t *testing.T) {
 func TestJudgeMarksDebugPods(t *testing.T) {
 	ix := fetch.NewPodIndex(nil)
 	ix.Debug["uid-debug"] = true
-	res := (&Runner{}).decodeSnapshot(&fetch.Snapshot{Node: "n1", Pods: ix})
+	res := &NodeResult{Node: "n1", Snapshot: &fetch.Snapshot{Node: "n1", Pods: ix}}
+	(&Runner{}).judge(res)
 	d, ok := res.Names.(DebugPods)
 	if !ok || !d.DebugPod("uid-debug") || d.DebugPod("uid-app") {
 		t.Errorf("result names %#v do not mark exactly the debug pod", res.Names)
@@ -315,11 +357,7 @@ func readOne(t *testing.T, cfg Config) *NodeResult {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var res *NodeResult
-	if err := r.Run(context.Background(), func(n *NodeResult) error { res = n; return nil }); err != nil {
-		t.Fatal(err)
-	}
-	return res
+	return only(t, r)
 }
 
 func homeKubelet(t *testing.T) decode.Kubelet {

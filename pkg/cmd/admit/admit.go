@@ -258,11 +258,15 @@ func (o *Options) Run(ctx context.Context) error {
 	worst := cmdutil.ExitOK
 	// A note that repeats across nodes is said once (-v=1: each), as doctor does.
 	notes := cmdutil.NewNotes(o.ErrOut)
-	err := o.Read(ctx, o.ErrOut, func(n *nodestate.NodeResult) error {
+	var err error
+	for n, rerr := range o.Read(ctx, o.ErrOut) {
+		if err = rerr; err != nil {
+			break
+		}
 		if exit, read := cmdutil.NoteNode(notes, o.ErrOut, n); !read {
 			worst = max(worst, exit)
 			results = append(results, render.AdmitResult{Node: n.Node, Error: n.Err.Error()})
-			return nil
+			continue
 		}
 		a := n.Admit
 		for _, note := range a.Notes {
@@ -272,7 +276,7 @@ func (o *Options) Run(ctx context.Context) error {
 			fmt.Fprintf(o.ErrOut, "error: %s: %v\n", n.Where, a.Err)
 			worst = max(worst, cmdutil.ExitUnreadable)
 			results = append(results, render.AdmitResult{Node: n.Node, Error: a.Err.Error()})
-			return nil
+			continue
 		}
 		if !a.KubeletStart.Starts {
 			worst = max(worst, cmdutil.ExitNotValid)
@@ -283,8 +287,7 @@ func (o *Options) Run(ctx context.Context) error {
 			}
 		}
 		results = append(results, render.AdmitResult{Node: n.Node, Result: a.Result, LargestCPURequest: a.Largest})
-		return nil
-	})
+	}
 	notes.Flush()
 	if err != nil && !cmdutil.Interrupted(err) {
 		return err

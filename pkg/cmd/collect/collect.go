@@ -120,43 +120,22 @@ func (o *Options) Run(ctx context.Context) error {
 	var summary []nodeSummary
 	var all []nodestate.FileRow
 	worst := cmdutil.ExitOK
-	err := o.Read(ctx, o.ErrOut, func(n *nodestate.NodeResult) error {
+	for n, err := range o.Read(ctx, o.ErrOut) {
+		if err != nil {
+			return err
+		}
 		if n.Err != nil {
 			worst = max(worst, cmdutil.ReportNodeError(o.ErrOut, n.Err))
 			summary = append(summary, nodeSummary{Node: n.Node, Error: n.Err.Error()})
-			return nil
+			continue
 		}
-		nodeDir := filepath.Join(o.Dir, n.Node)
-		if err := fetch.WriteFiles(nodeDir, n.Snapshot.Files); err != nil {
+		rows, exit, err := o.writeNode(n)
+		if err != nil {
 			return err
 		}
-		rows := make([]nodestate.FileRow, len(n.Rows))
-		for i, r := range n.Rows {
-			if v := r.Verdict(); v != decode.Valid && v != decode.NotRead {
-				worst = max(worst, cmdutil.ExitNotValid)
-			}
-			if r.Report != nil {
-				rep := *r.Report
-				rep.Decoded = decode.Model{} // the raw files are next to it
-				r.Report = &rep
-			}
-			rows[i] = r
-		}
-		if err := writeJSON(filepath.Join(nodeDir, "verify.json"), rows); err != nil {
-			return err
-		}
-		if err := o.writeNodeInfo(nodeDir, n); err != nil {
-			return err
-		}
-		if err := nodestate.WriteDumps(nodeDir, n.Snapshot); err != nil {
-			return err
-		}
+		worst = max(worst, exit)
 		summary = append(summary, nodeSummary{Node: n.Node, KubeletVersion: n.Snapshot.KubeletVersion, Files: rows})
 		all = append(all, rows...)
-		return nil
-	})
-	if err != nil {
-		return err
 	}
 	if err := writeJSON(filepath.Join(o.Dir, "summary.json"), summary); err != nil {
 		return err
@@ -203,4 +182,37 @@ func writeJSON(path string, v any) error {
 		return err
 	}
 	return os.WriteFile(path, append(b, '\n'), 0o600)
+}
+
+// writeNode writes a read node's files, their verdicts (the models left out: the raw files are
+// beside them), its record and its dumps into the node's directory, and returns its rows and the
+// exit status its verdicts call for.
+func (o *Options) writeNode(n *nodestate.NodeResult) ([]nodestate.FileRow, int, error) {
+	exit := cmdutil.ExitOK
+	nodeDir := filepath.Join(o.Dir, n.Node)
+	if err := fetch.WriteFiles(nodeDir, n.Snapshot.Files); err != nil {
+		return nil, exit, err
+	}
+	rows := make([]nodestate.FileRow, len(n.Rows))
+	for i, r := range n.Rows {
+		if v := r.Verdict(); v != decode.Valid && v != decode.NotRead {
+			exit = cmdutil.ExitNotValid
+		}
+		if r.Report != nil {
+			rep := *r.Report
+			rep.Decoded = decode.Model{} // the raw files are next to it
+			r.Report = &rep
+		}
+		rows[i] = r
+	}
+	if err := writeJSON(filepath.Join(nodeDir, "verify.json"), rows); err != nil {
+		return nil, exit, err
+	}
+	if err := o.writeNodeInfo(nodeDir, n); err != nil {
+		return nil, exit, err
+	}
+	if err := nodestate.WriteDumps(nodeDir, n.Snapshot); err != nil {
+		return nil, exit, err
+	}
+	return rows, exit, nil
 }

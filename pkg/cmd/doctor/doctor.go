@@ -102,11 +102,15 @@ func (o *Options) Run(ctx context.Context) error {
 	worst := cmdutil.ExitOK
 	// A note that repeats across nodes is said once (-v=1: each).
 	notes := cmdutil.NewNotes(o.ErrOut)
-	err := o.Read(ctx, o.ErrOut, func(n *nodestate.NodeResult) error {
+	var err error
+	for n, rerr := range o.Read(ctx, o.ErrOut) {
+		if err = rerr; err != nil {
+			break
+		}
 		if exit, read := cmdutil.NoteNode(notes, o.ErrOut, n); !read {
 			worst = max(worst, exit)
 			results = append(results, render.DoctorResult{Node: n.Node, Error: n.Err.Error()})
-			return nil
+			continue
 		}
 		switch j := n.Judged; {
 		case j.Basis == nodestate.BasisRecorded:
@@ -125,8 +129,7 @@ func (o *Options) Run(ctx context.Context) error {
 			notes.Addf(n.Node, "%s: skipped %s", n.Where, sk)
 		}
 		results = append(results, render.DoctorResult{Node: n.Node, Result: res})
-		return nil
-	})
+	}
 	notes.Flush()
 	if err != nil && !cmdutil.Interrupted(err) {
 		return err

@@ -6,7 +6,6 @@ package show
 import (
 	"context"
 	"fmt"
-	"io"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -18,15 +17,13 @@ import (
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/render"
 )
 
-// A view is one show command: the files it shows and how it prints them.
+// A view is one show command: the files it shows (render.Show prints them by the first kind).
 type view struct {
 	Use, Short, Long, Example string
 	Kinds                     []decode.Kind
 	// WideCgroups: -o wide (and json, yaml) also show what the node's cgroups hold (read live in
 	// the same exec).
 	WideCgroups bool
-	// Print prints the models decoded from the nodes' files (see eachModel).
-	Print func(w io.Writer, o render.Options, nodes []*nodestate.NodeResult) error
 }
 
 // Options is a show command's state.
@@ -91,13 +88,17 @@ func (o *Options) Run(ctx context.Context) error {
 	if !o.Source.Offline() {
 		ro.List = render.NewListWriter[any](o.Out, ro, "")
 	}
-	err := o.Read(ctx, o.ErrOut, func(n *nodestate.NodeResult) error {
+	var err error
+	for n, rerr := range o.Read(ctx, o.ErrOut) {
+		if err = rerr; err != nil {
+			break
+		}
 		for _, w := range n.Warnings() {
 			fmt.Fprintf(o.ErrOut, "warning: %s: %s\n", n.Where, w)
 		}
 		if n.Err != nil {
 			worst = max(worst, cmdutil.ReportNodeError(o.ErrOut, n.Err))
-			return nil
+			continue
 		}
 		found := false
 		for _, r := range n.Rows {
@@ -119,11 +120,13 @@ func (o *Options) Run(ctx context.Context) error {
 		}
 		if ro.List != nil {
 			// Streamed: the node is written and dropped.
-			return o.view.Print(o.Out, ro, []*nodestate.NodeResult{n})
+			if err = render.Show(o.Out, ro, o.view.Kinds, []*nodestate.NodeResult{n}); err != nil {
+				break
+			}
+			continue
 		}
 		nodes = append(nodes, n)
-		return nil
-	})
+	}
 	switch {
 	case err != nil && (ro.List == nil || !cmdutil.Interrupted(err)):
 		return err
@@ -134,7 +137,7 @@ func (o *Options) Run(ctx context.Context) error {
 	default:
 		// Nothing streamed (or a table): print whole, which also names an empty list's kind.
 		ro.List = nil
-		if perr := o.view.Print(o.Out, ro, nodes); perr != nil {
+		if perr := render.Show(o.Out, ro, o.view.Kinds, nodes); perr != nil {
 			return perr
 		}
 	}
@@ -149,17 +152,4 @@ func shownAnyway(decoded decode.Model) string {
 		return "; nothing to show"
 	}
 	return "; showing what it holds, but the kubelet would not accept it"
-}
-
-// eachModel calls fn with every decoded model in the nodes' files, and where it
-// came from: the one step from the library's rows to the printers' inputs.
-func eachModel(nodes []*nodestate.NodeResult, fn func(render.Source, decode.Kind, decode.Model)) {
-	for _, n := range nodes {
-		src := render.Source{Node: n.Node, Names: n.Names, Cgroups: n.Cgroups}
-		for _, r := range n.Rows {
-			if r.Report != nil {
-				fn(src, r.Kind(), r.Report.Decoded)
-			}
-		}
-	}
 }

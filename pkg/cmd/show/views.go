@@ -1,11 +1,7 @@
 package show
 
 import (
-	"io"
-
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
-	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
-	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/render"
 )
 
 var views = []*view{
@@ -20,15 +16,6 @@ var views = []*view{
 			kubectl nodestate cpus --from-dir ./var-lib-kubelet -o wide`,
 		Kinds:       []decode.Kind{decode.KindCPU},
 		WideCgroups: true,
-		Print: func(w io.Writer, o render.Options, nodes []*nodestate.NodeResult) error {
-			var in []render.CPUs
-			eachModel(nodes, func(src render.Source, _ decode.Kind, m decode.Model) {
-				if m.CPU != nil {
-					in = append(in, render.CPUs{Source: src, State: m.CPU})
-				}
-			})
-			return render.PrintCPUs(w, o, in)
-		},
 	},
 	{
 		Use:   "memory",
@@ -41,15 +28,6 @@ var views = []*view{
 			kubectl nodestate memory --from-file ./memory_manager_state -o yaml`,
 		Kinds:       []decode.Kind{decode.KindMemory},
 		WideCgroups: true,
-		Print: func(w io.Writer, o render.Options, nodes []*nodestate.NodeResult) error {
-			var in []render.Memory
-			eachModel(nodes, func(src render.Source, _ decode.Kind, m decode.Model) {
-				if m.Memory != nil {
-					in = append(in, render.Memory{Source: src, State: m.Memory})
-				}
-			})
-			return render.PrintMemory(w, o, in)
-		},
 	},
 	{
 		Use:   "devices",
@@ -61,15 +39,6 @@ var views = []*view{
 			kubectl nodestate devices gpu-node-3
 			kubectl nodestate devices --from-dir ./var-lib-kubelet -o json`,
 		Kinds: []decode.Kind{decode.KindDevices},
-		Print: func(w io.Writer, o render.Options, nodes []*nodestate.NodeResult) error {
-			var in []render.Devices
-			eachModel(nodes, func(src render.Source, _ decode.Kind, m decode.Model) {
-				if m.Devices != nil {
-					in = append(in, render.Devices{Source: src, State: m.Devices})
-				}
-			})
-			return render.PrintDevices(w, o, in)
-		},
 	},
 }
 
@@ -83,21 +52,6 @@ var claimsView = &view{
 		kubectl nodestate claims gpu-node-3
 		kubectl nodestate claims --from-dir ./var-lib-kubelet -o wide`,
 	Kinds: []decode.Kind{decode.KindDRA, decode.KindDRAHealth},
-	Print: func(w io.Writer, o render.Options, nodes []*nodestate.NodeResult) error {
-		health := map[string]*decode.DRAHealthState{}
-		eachModel(nodes, func(src render.Source, _ decode.Kind, m decode.Model) {
-			if m.DRAHealth != nil {
-				health[src.Node] = m.DRAHealth
-			}
-		})
-		var in []render.Claims
-		eachModel(nodes, func(src render.Source, _ decode.Kind, m decode.Model) {
-			if m.DRA != nil {
-				in = append(in, render.Claims{Source: src, State: m.DRA, Health: health[src.Node]})
-			}
-		})
-		return render.PrintClaims(w, o, in)
-	},
 }
 
 var podsView = &view{
@@ -111,15 +65,6 @@ var podsView = &view{
 		kubectl nodestate pods worker-1
 		kubectl nodestate pods --from-dir ./var-lib-kubelet -o yaml`,
 	Kinds: []decode.Kind{decode.KindAllocated, decode.KindActuated, decode.KindPodStatus},
-	Print: func(w io.Writer, o render.Options, nodes []*nodestate.NodeResult) error {
-		var in []render.PodAllocations
-		eachModel(nodes, func(src render.Source, kind decode.Kind, m decode.Model) {
-			if m.PodAllocations != nil {
-				in = append(in, render.PodAllocations{Source: src, File: kind, State: m.PodAllocations})
-			}
-		})
-		return render.PrintPods(w, o, in)
-	},
 }
 
 func init() { views = append(views, claimsView, podsView) }

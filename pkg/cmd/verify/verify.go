@@ -72,7 +72,11 @@ func (o *Options) Run(ctx context.Context) error {
 	stream := !o.Source.Offline() && list == nil
 	ro.Stream = stream
 	notes := cmdutil.NewNotes(o.ErrOut)
-	err := o.Read(ctx, o.ErrOut, func(n *nodestate.NodeResult) error {
+	var err error
+	for n, rerr := range o.Read(ctx, o.ErrOut) {
+		if err = rerr; err != nil {
+			break
+		}
 		for _, w := range n.Warnings() {
 			if n.Node == "" { // offline
 				fmt.Fprintf(o.ErrOut, "warning: %s\n", w)
@@ -103,22 +107,22 @@ func (o *Options) Run(ctx context.Context) error {
 				worst = max(worst, cmdutil.ExitNotValid)
 			}
 		}
-		if list != nil {
-			return list.Add(n.Rows...)
-		}
-		if stream && len(n.Rows) > 0 {
+		switch {
+		case list != nil:
+			err = list.Add(n.Rows...)
+		case stream && len(n.Rows) > 0:
 			if ro.NodeWidth == 0 {
 				ro.NodeWidth = cmdutil.NodeColumnWidth(o.Live.Resolved)
 			}
-			if err := render.Verify(o.Out, ro, n.Rows); err != nil {
-				return err
-			}
+			err = render.Verify(o.Out, ro, n.Rows)
 			ro.NoHeader = true
-			return nil
+		default:
+			rows = append(rows, n.Rows...)
 		}
-		rows = append(rows, n.Rows...)
-		return nil
-	})
+		if err != nil {
+			break
+		}
+	}
 	notes.Flush()
 	// Interrupted: still print what was read, then say so.
 	if err != nil && !cmdutil.Interrupted(err) {
