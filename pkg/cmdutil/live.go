@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
-	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/render"
 )
@@ -27,11 +26,11 @@ type LiveOptions struct {
 	Resolved []string
 }
 
-// Defaults for live reading: fetch's, defined there once.
+// Defaults for live reading: the library's.
 const (
-	DefaultConcurrency = fetch.DefaultConcurrency
-	DefaultImage       = fetch.DefaultImage
-	DefaultTimeout     = fetch.DefaultPodRunningTimeout
+	DefaultConcurrency = nodestate.DefaultConcurrency
+	DefaultImage       = nodestate.DefaultImage
+	DefaultTimeout     = nodestate.DefaultTimeout
 )
 
 // AddFlags registers the live-reading flags.
@@ -134,5 +133,5 @@ func DebugNamespace(flags *genericclioptions.ConfigFlags) string {
 	if flags != nil && flags.Namespace != nil && *flags.Namespace != "" {
 		return *flags.Namespace
 	}
-	return fetch.DefaultNamespace
+	return nodestate.DefaultNamespace
 }

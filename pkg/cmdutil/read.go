@@ -15,8 +15,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
-	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
 )
 
@@ -28,7 +26,7 @@ func (o *ReadOptions) Config() (nodestate.Config, error) {
 	cfg := nodestate.Config{
 		FromDir:        src.FromDir,
 		FromFile:       src.FromFile,
-		Kind:           decode.Kind(src.Kind),
+		Kind:           nodestate.Kind(src.Kind),
 		KubeletRootDir: src.KubeletRootDir,
 		Kubelet:        src.Kubelet,
 		KubeletWhy:     "--kubelet-version",
@@ -44,7 +42,7 @@ func (o *ReadOptions) Config() (nodestate.Config, error) {
 	if err != nil {
 		return cfg, err
 	}
-	config.QPS, config.Burst = fetch.ClientRate(live.Concurrency)
+	config.QPS, config.Burst = nodestate.ClientRate(live.Concurrency)
 	client, err := kubernetes.NewForConfig(protobuf(config))
 	if err != nil {
 		return cfg, err
@@ -53,13 +51,7 @@ func (o *ReadOptions) Config() (nodestate.Config, error) {
 	cfg.Nodes, cfg.AllNodes, cfg.Selector = o.Nodes, live.AllNodes, live.Selector
 	cfg.Client, cfg.RESTConfig, cfg.Concurrency = client, config, live.Concurrency
 	cfg.Machine, cfg.KubeletConfig = o.ReadMachine, o.ReadKubeletConfig
-	cfg.Fetch = fetch.Options{
-		Namespace:         ns,
-		Image:             live.Image,
-		ImagePullSecret:   live.ImagePullSecret,
-		PodRunningTimeout: live.Timeout,
-		ExecTimeout:       live.Timeout,
-	}
+	cfg.DebugPod = nodestate.DebugPod{Namespace: ns, Image: live.Image, ImagePullSecret: live.ImagePullSecret, Timeout: live.Timeout}
 	return cfg, nil
 }
 
@@ -117,15 +109,15 @@ func Interrupted(err error) bool { return err == errInterrupted }
 // ReportNodeError says on stderr why a node was not read, and returns the exit code it means: a
 // skipped node (Windows) is a note and no failure; a node never started because of Ctrl-C goes
 // unsaid (the interruption is reported once).
-func ReportNodeError(w io.Writer, err error) int {
-	switch fetch.ReasonOf(err) {
-	case fetch.ReasonUnsupportedOS:
-		fmt.Fprintf(w, "note: %v\n", err)
+func ReportNodeError(w io.Writer, n *nodestate.NodeResult) int {
+	switch {
+	case n.Skipped():
+		fmt.Fprintf(w, "note: %v\n", n.Err)
 		return ExitOK
-	case fetch.ReasonCanceled:
+	case n.Canceled():
 		return ExitUnreadable
 	}
-	fmt.Fprintf(w, "error: %v\n", err)
+	fmt.Fprintf(w, "error: %v\n", n.Err)
 	return ExitUnreadable
 }
 
@@ -170,7 +162,7 @@ func completeNodes(ctx context.Context, flags *genericclioptions.ConfigFlags, pr
 	if err != nil {
 		return nil
 	}
-	nodes, err := fetch.NodeNames(ctx, client, "")
+	nodes, err := nodestate.NodeNames(ctx, client)
 	if err != nil {
 		return nil
 	}
@@ -191,7 +183,7 @@ func NoteNode(notes *Notes, errOut io.Writer, n *nodestate.NodeResult) (exit int
 		notes.Addf(n.Node, "warning: node %s: %s", n.Node, w)
 	}
 	if n.Err != nil {
-		return ReportNodeError(errOut, n.Err), false
+		return ReportNodeError(errOut, n), false
 	}
 	return ExitOK, true
 }

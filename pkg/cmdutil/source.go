@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/render"
 )
 
@@ -24,7 +24,7 @@ type SourceOptions struct {
 	NoHeaders      bool
 
 	// Set by Complete.
-	Kubelet *decode.Kubelet
+	Kubelet *nodestate.Kubelet
 	Format  render.Format
 }
 
@@ -36,7 +36,7 @@ func (o *SourceOptions) AddFlags(cmd *cobra.Command) {
 	f.StringVar(&o.Kind, "kind", "", "Kind of the --from-file file: "+strings.Join(kindNames(), ", "))
 	f.StringVar(&o.KubeletVersion, "kubelet-version", "", "Judge the files as this kubelet version would on restart (e.g. v1.36.4); default: the node's version; offline, the version collect recorded, else the newest release that could have written all the files")
 	f.StringVar(&o.FeatureGates, "feature-gates", "", "Feature gates of that kubelet, e.g. PodLevelResourceManagers=true")
-	f.StringVar(&o.KubeletRootDir, "kubelet-root-dir", decode.DefaultRootDir, "The kubelet's --root-dir on the node")
+	f.StringVar(&o.KubeletRootDir, "kubelet-root-dir", nodestate.DefaultRootDir, "The kubelet's --root-dir on the node")
 	f.StringVarP(&o.Output, "output", "o", "", "Output format: one of "+strings.Join(render.Formats, "|"))
 	f.BoolVar(&o.NoHeaders, "no-headers", false, "Don't print headers")
 	_ = cmd.RegisterFlagCompletionFunc("kind", cobra.FixedCompletions(kindNames(), cobra.ShellCompDirectiveNoFileComp))
@@ -46,8 +46,8 @@ func (o *SourceOptions) AddFlags(cmd *cobra.Command) {
 
 func kindNames() []string {
 	var out []string
-	for _, f := range decode.Files {
-		out = append(out, string(f.Kind))
+	for _, k := range nodestate.Kinds() {
+		out = append(out, string(k))
 	}
 	return out
 }
@@ -64,11 +64,9 @@ func (o *SourceOptions) Complete() error {
 		return err
 	}
 	if o.KubeletVersion != "" {
-		k, err := decode.ParseKubelet(o.KubeletVersion, gates)
-		if err != nil {
+		if o.Kubelet, err = nodestate.ParseKubelet(o.KubeletVersion, gates); err != nil {
 			return err
 		}
-		o.Kubelet = &k
 	}
 	return nil
 }
@@ -89,7 +87,7 @@ func (o *SourceOptions) Validate(nodes []string, allNodes bool) error {
 		return fmt.Errorf("--feature-gates needs --kubelet-version: gates only matter for the kubelet they belong to")
 	}
 	if o.Kind != "" {
-		if _, ok := decode.ParseKind(o.Kind); !ok {
+		if _, ok := nodestate.ParseKind(o.Kind); !ok {
 			return fmt.Errorf("unknown --kind %q: want one of %s", o.Kind, strings.Join(kindNames(), ", "))
 		}
 	}

@@ -43,9 +43,8 @@ type Config struct {
 	// Client and RESTConfig reach the cluster (live only).
 	Client     kubernetes.Interface
 	RESTConfig *rest.Config
-	// Fetch configures the debug pods (namespace, image, timeouts); its KubeletRootDir is
-	// replaced by KubeletRootDir.
-	Fetch fetch.Options
+	// DebugPod configures the debug pods (namespace, image, timeouts).
+	DebugPod DebugPod
 	// Concurrency bounds the nodes read at once (fetch.DefaultConcurrency if < 1).
 	Concurrency int
 	// Exec replaces the remote exec into the debug pods, for tests (as fetch.Fetcher.Exec).
@@ -197,7 +196,7 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 	case cfg.Client == nil || cfg.RESTConfig == nil:
 		return nil, errors.New("live nodes need a Client and a RESTConfig")
 	}
-	opts := cfg.Fetch
+	opts := cfg.DebugPod.fetchOptions()
 	opts.KubeletRootDir = cfg.KubeletRootDir
 	if cfg.NodeFiles {
 		opts.HostDirs = append(opts.HostDirs, cdiHostDirs()...)

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/internal/text"
-	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/admit"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
 )
 
 // AdmitResult is admit's answer for one node, as `admit -o json|yaml` prints it: "admissions"
@@ -14,7 +14,7 @@ import (
 // kubelet would not start).
 type AdmitResult struct {
 	Node string `json:"node,omitempty"`
-	admit.Result
+	nodestate.AdmitPrediction
 	// LargestCPURequest is, for a refused pod, the most exclusive CPUs a pod like it is admitted
 	// with on this node now (admit pod/NAME).
 	LargestCPURequest map[string]int `json:"largestCPURequest,omitempty"`
@@ -87,14 +87,14 @@ func Admit(w io.Writer, o Options, results []AdmitResult) error {
 	return nil
 }
 
-func admittedPod(a admit.Admission) string {
+func admittedPod(a nodestate.Admission) string {
 	if a.Namespace != "" {
 		return a.Namespace + "/" + a.Pod
 	}
 	return a.Pod
 }
 
-func containerLabel(c admit.Container) string {
+func containerLabel(c nodestate.AdmittedContainer) string {
 	switch {
 	case c.Sidecar:
 		return c.Name + " (sidecar)"

@@ -4,7 +4,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cgroup"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
 )
 
 // notRunning is the cgroup cell of a container none of whose pod's containers runs.
@@ -12,7 +12,7 @@ const notRunning = "(not running)"
 
 // cgroupValue is what the node's cgroups show for one container: the file's value (pick), or
 // notRunning when its pod has no container cgroup; "" when unknown (not read, not found).
-func cgroupValue(n *cgroup.Node, uid, ctr string, pick func(*cgroup.ContainerCgroup) cgroup.Value) string {
+func cgroupValue(n *nodestate.CgroupNode, uid, ctr string, pick func(*nodestate.ContainerCgroup) nodestate.CgroupValue) string {
 	if n == nil || n.Version == 0 {
 		return ""
 	}
@@ -27,7 +27,7 @@ func cgroupValue(n *cgroup.Node, uid, ctr string, pick func(*cgroup.ContainerCgr
 
 // sharedCgroupCPUs is what the cgroups of the containers without exclusive CPUs hold: their
 // distinct cpuset.cpus, " / " between them.
-func sharedCgroupCPUs(n *cgroup.Node, exclusive map[string]map[string]string) string {
+func sharedCgroupCPUs(n *nodestate.CgroupNode, exclusive map[string]map[string]string) string {
 	if n == nil {
 		return ""
 	}
@@ -47,5 +47,5 @@ func sharedCgroupCPUs(n *cgroup.Node, exclusive map[string]map[string]string) st
 	return strings.Join(vals, " / ")
 }
 
-func cpusOf(c *cgroup.ContainerCgroup) cgroup.Value { return c.CPUs }
-func memsOf(c *cgroup.ContainerCgroup) cgroup.Value { return c.Mems }
+func cpusOf(c *nodestate.ContainerCgroup) nodestate.CgroupValue { return c.CPUs }
+func memsOf(c *nodestate.ContainerCgroup) nodestate.CgroupValue { return c.Mems }

@@ -7,14 +7,14 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
 )
 
 // Claims is one node's DRA manager state, with the device health the kubelet recorded (if any).
 type Claims struct {
 	Source
-	State  *decode.DRAState
-	Health *decode.DRAHealthState
+	State  *nodestate.DRAState
+	Health *nodestate.DRAHealthState
 }
 
 // ClaimRow is one device (or, in 1.27-1.30 files, one driver's CDI devices) of one claim.
@@ -79,7 +79,7 @@ func ClaimRows(in []Claims) []ClaimRow {
 	return rows
 }
 
-func deviceHealth(h *decode.DRAHealthState, driver, pool, device string) string {
+func deviceHealth(h *nodestate.DRAHealthState, driver, pool, device string) string {
 	if h == nil {
 		return ""
 	}

@@ -4,13 +4,13 @@ import (
 	"io"
 	"sort"
 
-	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
 )
 
 // CPUs is one node's CPU manager state.
 type CPUs struct {
 	Source
-	State *decode.CPUState
+	State *nodestate.CPUState
 }
 
 // CPURow is one exclusive CPU assignment (or the shared pool).

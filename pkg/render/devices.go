@@ -6,13 +6,13 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
 )
 
 // Devices is one node's device manager state.
 type Devices struct {
 	Source
-	State *decode.DeviceState
+	State *nodestate.DeviceState
 }
 
 // DeviceRow is the devices of one resource a container holds on one NUMA node.

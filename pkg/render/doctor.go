@@ -9,14 +9,13 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/internal/text"
-	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/doctor"
-	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/replay"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
 )
 
 // DoctorResult is doctor's answer for one node, as `doctor -o json|yaml` prints it.
 type DoctorResult struct {
 	Node string `json:"node,omitempty"`
-	doctor.Result
+	nodestate.DoctorPrediction
 	// Error is why the node could not be read (then nothing else is known).
 	Error string `json:"error,omitempty"`
 }
@@ -60,18 +59,18 @@ func doctorRows(r DoctorResult) []findingRow {
 	return rows
 }
 
-func startRow(s doctor.KubeletStart) findingRow {
+func startRow(s nodestate.KubeletStart) findingRow {
 	switch {
-	case s.Phase == replay.PhaseNotPredicted:
+	case s.Phase == nodestate.PhaseNotPredicted:
 		return findingRow{severity: "info", check: "kubelet-start", message: "start not predicted (see the notes above)"}
 	case s.Starts:
 		return findingRow{severity: "ok", check: "kubelet-start", message: fmt.Sprintf("kubelet %s starts: the CPU manager (%s) and memory manager (%s) accept the state", s.Kubelet, s.CPU.Policy, s.Memory.Policy)}
 	}
 	file := "kubelet-config"
 	switch s.Phase {
-	case replay.PhaseCPUStart:
+	case nodestate.PhaseCPUStart:
 		file = "cpu_manager_state"
-	case replay.PhaseMemoryStart:
+	case nodestate.PhaseMemoryStart:
 		file = "memory_manager_state"
 	}
 	fix := ""
@@ -79,7 +78,7 @@ func startRow(s doctor.KubeletStart) findingRow {
 		fix = s.Fix.Text
 	}
 	msg := fmt.Sprintf("kubelet %s will not start: %s", s.Kubelet, s.Error)
-	if s.Memory != nil && s.Phase == replay.PhaseMemoryStart && len(s.Memory.Details) > 0 {
+	if s.Memory != nil && s.Phase == nodestate.PhaseMemoryStart && len(s.Memory.Details) > 0 {
 		msg += " (" + strings.Join(s.Memory.Details, "; ") + ")"
 	}
 	return findingRow{"error", "kubelet-start", file, s.Phase, msg, fix}

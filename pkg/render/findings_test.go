@@ -53,7 +53,7 @@ func TestWidth(t *testing.T) {
 func TestDoctorFindingsFit(t *testing.T) {
 	long := strings.Repeat("the kubelet refuses this file because of a reason ", 6)
 	results := []DoctorResult{
-		{Node: "a", Result: doctor.Result{
+		{Node: "a", DoctorPrediction: doctor.Result{
 			KubeletStart: doctor.KubeletStart{Kubelet: "v1.37.1", Prediction: replay.Prediction{Phase: replay.PhaseCPUStart, Error: long}, Fix: &doctor.Fix{Text: "drain the node, then delete the file " + long}},
 			Findings:     []doctor.Finding{{Severity: doctor.SeverityWarning, Check: "stale-pod", File: "cpu_manager_state", Entry: "pod p", Message: long}},
 		}},

@@ -9,13 +9,13 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
 )
 
 // Memory is one node's memory manager state.
 type Memory struct {
 	Source
-	State *decode.MemoryState
+	State *nodestate.MemoryState
 }
 
 // MemoryNode is one node's memory view for json/yaml.
@@ -70,7 +70,7 @@ func MemoryNodes(in []Memory) []MemoryNode {
 			a, b := mn.NUMANodes[i], mn.NUMANodes[j]
 			return a.NUMANode < b.NUMANode || (a.NUMANode == b.NUMANode && a.Resource < b.Resource)
 		})
-		add := func(uid, container string, blocks []decode.MemoryBlock) {
+		add := func(uid, container string, blocks []nodestate.MemoryBlock) {
 			ns, name := podName(n.Names, uid)
 			for _, b := range blocks {
 				row := MemoryAssignRow{Namespace: ns, Pod: name, PodUID: uid,

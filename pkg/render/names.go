@@ -1,7 +1,6 @@
 package render
 
 import (
-	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cgroup"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
 )
 
@@ -37,5 +36,5 @@ type Source struct {
 	Node  string
 	Names nodestate.PodNames
 	// Cgroups is what the node's cgroups show its containers run on (nil: not read).
-	Cgroups *cgroup.Node
+	Cgroups *nodestate.CgroupNode
 }

@@ -9,15 +9,15 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
 )
 
 // PodAllocations is one pod-resources file of one node.
 type PodAllocations struct {
 	Source
 	// File is the file's kind: allocated_pods_state, actuated_pods_state or pod_status_manager_state.
-	File  decode.Kind
-	State *decode.PodAllocationState
+	File  nodestate.Kind
+	State *nodestate.PodAllocationState
 }
 
 // PodRow is the resources the kubelet recorded for one container (or pod-level resources).
@@ -38,10 +38,10 @@ type PodRow struct {
 	DebugPod bool `json:"debugPod,omitempty"`
 }
 
-var podSources = map[decode.Kind]string{
-	decode.KindAllocated: "allocated",
-	decode.KindActuated:  "actuated",
-	decode.KindPodStatus: "allocated (pod_status_manager_state)",
+var podSources = map[nodestate.Kind]string{
+	nodestate.KindAllocated: "allocated",
+	nodestate.KindActuated:  "actuated",
+	nodestate.KindPodStatus: "allocated (pod_status_manager_state)",
 }
 
 // PodRows flattens the files into one row per container and source.

@@ -1,6 +1,6 @@
-// Package render prints decoded checkpoints: kubectl-style tables, or json/yaml for scripts.
-// It knows the decode models and writers, nothing of files, pods or clusters: names of pods come
-// in through the PodNames interface.
+// Package render prints what nodestate returns: kubectl-style tables, or json/yaml for scripts.
+// It knows nodestate's results and writers, and imports no engine (the layering test checks):
+// names of pods come in through the PodNames interface.
 package render
 
 import (

@@ -4,13 +4,12 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
 )
 
 // Show prints the models decoded from the nodes' files of kinds, as the show command of those
 // kinds does (cpus, memory, devices, claims, pods): the printer is the first kind's.
-func Show(w io.Writer, o Options, kinds []decode.Kind, nodes []*nodestate.NodeResult) error {
+func Show(w io.Writer, o Options, kinds []nodestate.Kind, nodes []*nodestate.NodeResult) error {
 	var (
 		cpus   []CPUs
 		memory []Memory
@@ -20,7 +19,7 @@ func Show(w io.Writer, o Options, kinds []decode.Kind, nodes []*nodestate.NodeRe
 	)
 	for _, n := range nodes {
 		src := Source{Node: n.Node, Names: n.Names, Cgroups: n.Cgroups}
-		var health *decode.DRAHealthState
+		var health *nodestate.DRAHealthState
 		for _, r := range n.Rows {
 			if r.Report != nil && r.Report.Decoded.DRAHealth != nil {
 				health = r.Report.Decoded.DRAHealth
@@ -48,15 +47,15 @@ func Show(w io.Writer, o Options, kinds []decode.Kind, nodes []*nodestate.NodeRe
 		return fmt.Errorf("no kind to show")
 	}
 	switch kinds[0] {
-	case decode.KindCPU:
+	case nodestate.KindCPU:
 		return PrintCPUs(w, o, cpus)
-	case decode.KindMemory:
+	case nodestate.KindMemory:
 		return PrintMemory(w, o, memory)
-	case decode.KindDevices:
+	case nodestate.KindDevices:
 		return PrintDevices(w, o, devs)
-	case decode.KindDRA, decode.KindDRAHealth:
+	case nodestate.KindDRA, nodestate.KindDRAHealth:
 		return PrintClaims(w, o, claims)
-	case decode.KindAllocated, decode.KindActuated, decode.KindPodStatus:
+	case nodestate.KindAllocated, nodestate.KindActuated, nodestate.KindPodStatus:
 		return PrintPods(w, o, pods)
 	}
 	return fmt.Errorf("no printer for %s", kinds[0])

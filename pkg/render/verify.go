@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/internal/text"
-	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
 )
 
@@ -66,7 +65,7 @@ func Verify(w io.Writer, o Options, rows []nodestate.FileRow) error {
 
 // fieldName is a checksum's JSON field as a sentence names it: "checksum" for the device
 // file's "Checksum" too, so that one file does not read differently from the next.
-func fieldName(c decode.ChecksumResult) string {
+func fieldName(c nodestate.ChecksumResult) string {
 	if c.Field == "" {
 		return ""
 	}
@@ -75,7 +74,7 @@ func fieldName(c decode.ChecksumResult) string {
 
 // checksumValues is -o wide's DETAIL of a judged file: each checksum ok, 0 (accepted unverified), or its
 // stored/computed values when they differ.
-func checksumValues(r *decode.Report) string {
+func checksumValues(r *nodestate.Report) string {
 	var parts []string
 	for _, c := range r.Checksums {
 		switch {
@@ -87,14 +86,14 @@ func checksumValues(r *decode.Report) string {
 			parts = append(parts, fmt.Sprintf("%s %d/%d", fieldName(c), c.Stored, c.Computed))
 		}
 	}
-	if len(parts) == 0 && r.Kind == decode.KindDRAHealth && r.Verdict != decode.NotRead {
+	if len(parts) == 0 && r.Kind == nodestate.KindDRAHealth && r.Verdict != nodestate.NotRead {
 		return "none (no checksum)"
 	}
 	return strings.Join(parts, "; ")
 }
 
 // Meaning is the sentence of a file's row: what was checked, by which kubelet, and what it means.
-func Meaning(r *decode.Report) string {
+func Meaning(r *nodestate.Report) string {
 	if r.Reader == "" {
 		// Not judged by a kubelet: a node that could not be read, a temp file, an unknown file.
 		if r.Cause != "" {
@@ -117,7 +116,7 @@ func Meaning(r *decode.Report) string {
 	}
 	var s string
 	switch r.Verdict {
-	case decode.Valid:
+	case nodestate.Valid:
 		switch {
 		case len(r.Checksums) == 0:
 			s = "no checksum to check; the JSON parses: " + k + " loads it"
@@ -142,9 +141,9 @@ func Meaning(r *decode.Report) string {
 			}
 		}
 		s += droppedClause(r)
-	case decode.Corrupt, decode.Unreadable:
+	case nodestate.Corrupt, nodestate.Unreadable:
 		refuses := k + " refuses it"
-		if r.Verdict == decode.Unreadable {
+		if r.Verdict == nodestate.Unreadable {
 			refuses = k + " cannot decode it"
 		}
 		switch {
@@ -159,7 +158,7 @@ func Meaning(r *decode.Report) string {
 		default:
 			s = refuses + ": " + text.OneLine(firstOf(r.Cause, r.Error))
 		}
-	case decode.NotRead:
+	case nodestate.NotRead:
 		s = k + " does not read this file"
 		if r.WrittenBy != "" {
 			s += " (written by kubelet " + r.WrittenBy + ")"
@@ -179,7 +178,7 @@ func Meaning(r *decode.Report) string {
 // droppedClause says which entries a restore that accepts the file skips (the device manager's
 // entries whose allocResp it cannot unmarshal, or that a later entry replaces); -o json has them
 // all, with the kubelet's error.
-func droppedClause(r *decode.Report) string {
+func droppedClause(r *nodestate.Report) string {
 	if len(r.Dropped) == 0 {
 		return ""
 	}

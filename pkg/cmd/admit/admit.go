@@ -22,7 +22,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmdutil"
-	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch/local"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/render"
 )
@@ -118,7 +117,7 @@ func (o *Options) Complete(args []string) error {
 	o.notes = notes
 	var pods []*v1.Pod
 	for _, f := range o.PodFiles {
-		b, err := local.ReadFile(f, local.DefaultLimits)
+		b, err := nodestate.ReadFile(f)
 		if err != nil {
 			return err
 		}
@@ -286,7 +285,7 @@ func (o *Options) Run(ctx context.Context) error {
 				worst = max(worst, cmdutil.ExitNotValid)
 			}
 		}
-		results = append(results, render.AdmitResult{Node: n.Node, Result: a.Result, LargestCPURequest: a.Largest})
+		results = append(results, render.AdmitResult{Node: n.Node, AdmitPrediction: a.Result, LargestCPURequest: a.Largest})
 	}
 	notes.Flush()
 	if err != nil && !cmdutil.Interrupted(err) {

@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmdutil"
-	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
 )
 
 // Options is the cleanup command's state.
@@ -31,7 +31,7 @@ func NewCmdCleanup(flags *genericclioptions.ConfigFlags, streams genericiooption
 	o := &Options{ConfigFlags: flags, IOStreams: streams}
 	cmd := &cobra.Command{
 		Use:   "cleanup [-n NAMESPACE | -A] [--older-than DURATION]",
-		Short: "Delete debug pods left behind (label " + fetch.LabelManagedBy + "=" + fetch.ManagedBy + ")",
+		Short: "Delete debug pods left behind (label " + nodestate.DebugPodLabel + ")",
 		Long: cmdutil.LongDesc(`
 			Every debug pod is deleted when its command ends, and dies on its own at its
 			activeDeadlineSeconds. A client killed with SIGKILL or cut off from the API server can
@@ -72,7 +72,7 @@ func (o *Options) Validate() error {
 
 // Run deletes the leftovers, one line each, as kubectl delete prints them.
 func (o *Options) Run(ctx context.Context) error {
-	deleted, err := fetch.Cleanup(ctx, o.client, o.namespace, o.OlderThan)
+	deleted, err := nodestate.Cleanup(ctx, o.client, o.namespace, o.OlderThan)
 	for _, p := range deleted {
 		fmt.Fprintf(o.Out, "pod %s deleted\n", p)
 	}

@@ -15,8 +15,6 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmdutil"
-	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
-	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/render"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/version"
@@ -71,7 +69,7 @@ func NewCmdCollect(flags *genericclioptions.ConfigFlags, streams genericiooption
 	cmd.Flags().StringVarP(&o.Dir, "dir", "d", "", "Directory to write into (created if missing)")
 	cmd.Flags().BoolVar(&o.PrintScript, "print-script", false, "Print a POSIX sh script that writes the same bundle as one tar.gz on stdout when run on a node, for a node whose kubelet is down; --kubelet-root-dir is its default root dir")
 	cmd.Flags().StringVar(&o.Source.KubeletVersion, "kubelet-version", "", "Judge the files for this kubelet version instead of each node's")
-	cmd.Flags().StringVar(&o.Source.KubeletRootDir, "kubelet-root-dir", decode.DefaultRootDir, "The kubelet's --root-dir on the node")
+	cmd.Flags().StringVar(&o.Source.KubeletRootDir, "kubelet-root-dir", nodestate.DefaultRootDir, "The kubelet's --root-dir on the node")
 	o.Live.AddFlags(cmd)
 	return cmd
 }
@@ -125,7 +123,7 @@ func (o *Options) Run(ctx context.Context) error {
 			return err
 		}
 		if n.Err != nil {
-			worst = max(worst, cmdutil.ReportNodeError(o.ErrOut, n.Err))
+			worst = max(worst, cmdutil.ReportNodeError(o.ErrOut, n))
 			summary = append(summary, nodeSummary{Node: n.Node, Error: n.Err.Error()})
 			continue
 		}
@@ -190,17 +188,17 @@ func writeJSON(path string, v any) error {
 func (o *Options) writeNode(n *nodestate.NodeResult) ([]nodestate.FileRow, int, error) {
 	exit := cmdutil.ExitOK
 	nodeDir := filepath.Join(o.Dir, n.Node)
-	if err := fetch.WriteFiles(nodeDir, n.Snapshot.Files); err != nil {
+	if err := n.WriteFiles(nodeDir); err != nil {
 		return nil, exit, err
 	}
 	rows := make([]nodestate.FileRow, len(n.Rows))
 	for i, r := range n.Rows {
-		if v := r.Verdict(); v != decode.Valid && v != decode.NotRead {
+		if v := r.Verdict(); v != nodestate.Valid && v != nodestate.NotRead {
 			exit = cmdutil.ExitNotValid
 		}
 		if r.Report != nil {
 			rep := *r.Report
-			rep.Decoded = decode.Model{} // the raw files are next to it
+			rep.Decoded = nodestate.Model{} // the raw files are next to it
 			r.Report = &rep
 		}
 		rows[i] = r
@@ -209,9 +207,6 @@ func (o *Options) writeNode(n *nodestate.NodeResult) ([]nodestate.FileRow, int, 
 		return nil, exit, err
 	}
 	if err := o.writeNodeInfo(nodeDir, n); err != nil {
-		return nil, exit, err
-	}
-	if err := nodestate.WriteDumps(nodeDir, n.Snapshot); err != nil {
 		return nil, exit, err
 	}
 	return rows, exit, nil

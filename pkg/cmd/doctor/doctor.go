@@ -128,7 +128,7 @@ func (o *Options) Run(ctx context.Context) error {
 		for _, sk := range res.Skipped {
 			notes.Addf(n.Node, "%s: skipped %s", n.Where, sk)
 		}
-		results = append(results, render.DoctorResult{Node: n.Node, Result: res})
+		results = append(results, render.DoctorResult{Node: n.Node, DoctorPrediction: res})
 	}
 	notes.Flush()
 	if err != nil && !cmdutil.Interrupted(err) {

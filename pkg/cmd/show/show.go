@@ -12,7 +12,6 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmdutil"
-	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/render"
 )
@@ -20,7 +19,7 @@ import (
 // A view is one show command: the files it shows (render.Show prints them by the first kind).
 type view struct {
 	Use, Short, Long, Example string
-	Kinds                     []decode.Kind
+	Kinds                     []nodestate.Kind
 	// WideCgroups: -o wide (and json, yaml) also show what the node's cgroups hold (read live in
 	// the same exec).
 	WideCgroups bool
@@ -62,13 +61,13 @@ func (o *Options) Validate() error {
 	if err := o.ReadOptions.Validate(); err != nil {
 		return err
 	}
-	if o.Source.Kind != "" && !o.wants(decode.Kind(o.Source.Kind)) {
+	if o.Source.Kind != "" && !o.wants(nodestate.Kind(o.Source.Kind)) {
 		return fmt.Errorf("%s shows %v, not %s", o.view.Use, o.view.Kinds, o.Source.Kind)
 	}
 	return nil
 }
 
-func (o *Options) wants(k decode.Kind) bool {
+func (o *Options) wants(k nodestate.Kind) bool {
 	for _, want := range o.view.Kinds {
 		if want == k {
 			return true
@@ -97,7 +96,7 @@ func (o *Options) Run(ctx context.Context) error {
 			fmt.Fprintf(o.ErrOut, "warning: %s: %s\n", n.Where, w)
 		}
 		if n.Err != nil {
-			worst = max(worst, cmdutil.ReportNodeError(o.ErrOut, n.Err))
+			worst = max(worst, cmdutil.ReportNodeError(o.ErrOut, n))
 			continue
 		}
 		found := false
@@ -107,8 +106,8 @@ func (o *Options) Run(ctx context.Context) error {
 			}
 			found = true
 			switch r.Verdict() {
-			case decode.Valid:
-			case decode.NotRead:
+			case nodestate.Valid:
+			case nodestate.NotRead:
 				fmt.Fprintf(o.ErrOut, "note: %s: kubelet %s does not read %s; showing what it holds\n", n.Where, r.Kubelet(), r.File())
 			default:
 				worst = max(worst, cmdutil.ExitNotValid)
@@ -147,7 +146,7 @@ func (o *Options) Run(ctx context.Context) error {
 	return cmdutil.Exit(worst)
 }
 
-func shownAnyway(decoded decode.Model) string {
+func shownAnyway(decoded nodestate.Model) string {
 	if decoded.IsZero() {
 		return "; nothing to show"
 	}

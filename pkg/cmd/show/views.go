@@ -1,7 +1,7 @@
 package show
 
 import (
-	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
 )
 
 var views = []*view{
@@ -14,7 +14,7 @@ var views = []*view{
 		Example: `
 			kubectl nodestate cpus worker-1
 			kubectl nodestate cpus --from-dir ./var-lib-kubelet -o wide`,
-		Kinds:       []decode.Kind{decode.KindCPU},
+		Kinds:       []nodestate.Kind{nodestate.KindCPU},
 		WideCgroups: true,
 	},
 	{
@@ -26,7 +26,7 @@ var views = []*view{
 		Example: `
 			kubectl nodestate memory worker-1
 			kubectl nodestate memory --from-file ./memory_manager_state -o yaml`,
-		Kinds:       []decode.Kind{decode.KindMemory},
+		Kinds:       []nodestate.Kind{nodestate.KindMemory},
 		WideCgroups: true,
 	},
 	{
@@ -38,7 +38,7 @@ var views = []*view{
 		Example: `
 			kubectl nodestate devices gpu-node-3
 			kubectl nodestate devices --from-dir ./var-lib-kubelet -o json`,
-		Kinds: []decode.Kind{decode.KindDevices},
+		Kinds: []nodestate.Kind{nodestate.KindDevices},
 	},
 }
 
@@ -51,7 +51,7 @@ var claimsView = &view{
 	Example: `
 		kubectl nodestate claims gpu-node-3
 		kubectl nodestate claims --from-dir ./var-lib-kubelet -o wide`,
-	Kinds: []decode.Kind{decode.KindDRA, decode.KindDRAHealth},
+	Kinds: []nodestate.Kind{nodestate.KindDRA, nodestate.KindDRAHealth},
 }
 
 var podsView = &view{
@@ -64,7 +64,7 @@ var podsView = &view{
 	Example: `
 		kubectl nodestate pods worker-1
 		kubectl nodestate pods --from-dir ./var-lib-kubelet -o yaml`,
-	Kinds: []decode.Kind{decode.KindAllocated, decode.KindActuated, decode.KindPodStatus},
+	Kinds: []nodestate.Kind{nodestate.KindAllocated, nodestate.KindActuated, nodestate.KindPodStatus},
 }
 
 func init() { views = append(views, claimsView, podsView) }

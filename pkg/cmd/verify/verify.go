@@ -11,7 +11,6 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmdutil"
-	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/render"
 )
@@ -97,13 +96,13 @@ func (o *Options) Run(ctx context.Context) error {
 			}
 		}
 		if n.Err != nil {
-			worst = max(worst, cmdutil.ReportNodeError(o.ErrOut, n.Err))
+			worst = max(worst, cmdutil.ReportNodeError(o.ErrOut, n))
 		} else if len(n.Rows) == 0 {
 			notes.Addf(n.Node, "%s: no checkpoint files found (is it the kubelet root dir? see --kubelet-root-dir)", n.Where)
 			worst = max(worst, cmdutil.ExitUnreadable)
 		}
 		for _, r := range n.Rows {
-			if v := r.Verdict(); v != decode.Valid && v != decode.NotRead {
+			if v := r.Verdict(); v != nodestate.Valid && v != nodestate.NotRead {
 				worst = max(worst, cmdutil.ExitNotValid)
 			}
 		}
