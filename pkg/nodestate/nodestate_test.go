@@ -3,12 +3,15 @@ package nodestate
 import (
 	"archive/tar"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -367,4 +370,55 @@ func homeKubelet(t *testing.T) decode.Kubelet {
 		t.Fatal(err)
 	}
 	return k
+}
+
+// The fan-out reads at most Concurrency nodes at once, and several at once; each node's
+// result comes once; no debug pod is left.
+func TestResultsBoundConcurrency(t *testing.T) {
+	const nodes, limit = 30, 4
+	var objs []runtime.Object
+	for i := range nodes {
+		objs = append(objs, &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("n%02d", i)},
+			Status: corev1.NodeStatus{
+				NodeInfo:   corev1.NodeSystemInfo{KubeletVersion: "v1.36.4", OperatingSystem: "linux"},
+				Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+			},
+		})
+	}
+	client := fake.NewClientset(objs...)
+	client.PrependReactor("create", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		a.(clienttesting.CreateAction).GetObject().(*corev1.Pod).Status.Phase = corev1.PodRunning
+		return false, nil, nil
+	})
+	var inFlight, most atomic.Int32
+	exec := func(_ context.Context, _, _, _ string, _ []string, stdout, stderr io.Writer) error {
+		n := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		time.Sleep(5 * time.Millisecond)
+		defer io.WriteString(stderr, fetch.CollectEnd)
+		return tar.NewWriter(stdout).Close()
+	}
+	res, err := runAll(t, Config{AllNodes: true, Client: client, RESTConfig: &rest.Config{}, Concurrency: limit, Exec: exec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, n := range res {
+		if n.Err != nil {
+			t.Errorf("%s: %v", n.Node, n.Err)
+		}
+		seen[n.Node]++
+	}
+	if len(res) != nodes || len(seen) != nodes {
+		t.Errorf("%d results for %d nodes, want %d", len(res), len(seen), nodes)
+	}
+	if m := most.Load(); m > limit || m < 2 {
+		t.Errorf("at most %d nodes read at once, want 2..%d", m, limit)
+	}
+	if pods, err := client.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{}); err != nil || len(pods.Items) != 0 {
+		t.Errorf("pods left: %v, %v", pods, err)
+	}
 }
