@@ -4,11 +4,9 @@
 package admit
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"sort"
 	"strings"
 
@@ -16,10 +14,11 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/cli-runtime/pkg/resource"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmdutil"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
@@ -50,7 +49,8 @@ type Options struct {
 	cmdutil.ReadOptions
 	genericiooptions.IOStreams
 	cmdutil.MachineConfigOptions
-	PodFiles []string
+	// Pods are the -f manifests: files, directories (-R: recursively), URLs, or - for stdin.
+	Pods resource.FilenameOptions
 
 	// podName is NAME of a pod/NAME argument; podRef is that pod as read, with the status the
 	// kubelet gave it.
@@ -88,7 +88,8 @@ func NewCmdAdmit(flags *genericclioptions.ConfigFlags, streams genericiooptions.
 		RunE:              cmdutil.RunE(o),
 	}
 	o.ReadOptions.AddFlags(cmd)
-	cmd.Flags().StringArrayVarP(&o.PodFiles, "filename", "f", nil, "A pod manifest (YAML or JSON, several documents allowed); repeat for more pods, admitted in order")
+	cmd.Flags().StringArrayVarP(&o.Pods.Filenames, "filename", "f", nil, "Pod manifests (YAML or JSON, several documents allowed): a file, a directory, a URL, or - for stdin; repeat for more pods, admitted in order")
+	cmd.Flags().BoolVarP(&o.Pods.Recursive, "recursive", "R", false, "Read the directories given with -f recursively")
 	o.MachineConfigOptions.AddFlags(cmd)
 	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
 	return cmd
@@ -115,17 +116,9 @@ func (o *Options) Complete(args []string) error {
 		return err
 	}
 	o.notes = notes
-	var pods []*v1.Pod
-	for _, f := range o.PodFiles {
-		b, err := nodestate.ReadFile(f)
-		if err != nil {
-			return err
-		}
-		got, err := parsePods(b)
-		if err != nil {
-			return fmt.Errorf("%s: %w", f, err)
-		}
-		pods = append(pods, got...)
+	pods, err := readPods(&o.Pods)
+	if err != nil {
+		return err
 	}
 	if ref != "" && (len(pods) > 0 || len(nodes) > 0) {
 		return errors.New("pod/NAME takes no node and no -f: it is read from the API and replayed on its node")
@@ -182,37 +175,40 @@ func (o *Options) getPod(name string) (*v1.Pod, error) {
 	return client.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
 }
 
-// parsePods reads pods from YAML or JSON documents.
-func parsePods(b []byte) ([]*v1.Pod, error) {
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
+// readPods reads the -f manifests as kubectl does (resource.Builder, locally: no server is
+// asked), in order: every object must be a Pod with a name; a pod without a namespace is in
+// "default".
+func readPods(files *resource.FilenameOptions) ([]*v1.Pod, error) {
+	if len(files.Filenames) == 0 {
+		return nil, nil
+	}
+	infos, err := resource.NewLocalBuilder().
+		WithScheme(scheme.Scheme, scheme.Scheme.PrioritizedVersionsAllGroups()...).
+		FilenameParam(false, files).
+		Flatten().
+		Do().Infos()
+	if err != nil {
+		return nil, err
+	}
+	if len(infos) == 0 {
+		return nil, fmt.Errorf("no pod in %s", strings.Join(files.Filenames, ", "))
+	}
 	var out []*v1.Pod
-	for {
-		var p v1.Pod
-		if err := dec.Decode(&p); err != nil {
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			return nil, err
-		}
-		if p.Kind == "" && p.Name == "" && len(p.Spec.Containers) == 0 {
-			continue // an empty document
-		}
-		if p.Kind != "" && p.Kind != "Pod" {
-			return nil, fmt.Errorf("kind %q: want Pod", p.Kind)
+	for _, info := range infos {
+		p, ok := info.Object.(*v1.Pod)
+		if !ok {
+			return nil, fmt.Errorf("%s: kind %q: want Pod", info.Source, info.Object.GetObjectKind().GroupVersionKind().Kind)
 		}
 		if p.Name == "" {
-			return nil, fmt.Errorf("a pod without metadata.name")
+			return nil, fmt.Errorf("%s: a pod without metadata.name", info.Source)
 		}
 		if p.Namespace == "" {
 			p.Namespace = metav1.NamespaceDefault
 		}
-		out = append(out, &p)
+		out = append(out, p)
 		if len(out) > maxPods {
-			return nil, fmt.Errorf("over %d pods", maxPods)
+			return nil, fmt.Errorf("over %d pods in %s", maxPods, strings.Join(files.Filenames, ", "))
 		}
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("no pod in the file")
 	}
 	return out, nil
 }
