@@ -46,9 +46,7 @@ const maxPods = 1000
 
 // Options is the admit command's state.
 type Options struct {
-	cmdutil.ReadOptions
-	genericiooptions.IOStreams
-	cmdutil.MachineConfigOptions
+	cmdutil.ReplayOptions
 	// Pods are the -f manifests: files, directories (-R: recursively), URLs, or - for stdin.
 	Pods resource.FilenameOptions
 
@@ -56,12 +54,11 @@ type Options struct {
 	// kubelet gave it.
 	podName string
 	podRef  *v1.Pod
-	notes   []string
 }
 
 // NewCmdAdmit returns the admit command.
 func NewCmdAdmit(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &Options{ReadOptions: cmdutil.NewReadOptions(flags), IOStreams: streams}
+	o := &Options{ReplayOptions: cmdutil.NewReplayOptions(flags, streams)}
 	cmd := &cobra.Command{
 		Use:   "admit (NODE... | --all-nodes | --from-dir DIR) -f POD.yaml... | pod/NAME",
 		Short: "Say whether the kubelet admits a pod, on which CPUs and NUMA nodes, and why not",
@@ -87,10 +84,9 @@ func NewCmdAdmit(flags *genericclioptions.ConfigFlags, streams genericiooptions.
 		ValidArgsFunction: cmdutil.CompleteNodeNames(flags),
 		RunE:              cmdutil.RunE(o),
 	}
-	o.ReadOptions.AddFlags(cmd)
+	o.ReplayOptions.AddFlags(cmd)
 	cmd.Flags().StringArrayVarP(&o.Pods.Filenames, "filename", "f", nil, "Pod manifests (YAML or JSON, several documents allowed): a file, a directory, a URL, or - for stdin; repeat for more pods, admitted in order")
 	cmd.Flags().BoolVarP(&o.Pods.Recursive, "recursive", "R", false, "Read the directories given with -f recursively")
-	o.MachineConfigOptions.AddFlags(cmd)
 	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
 	return cmd
 }
@@ -108,14 +104,10 @@ func (o *Options) Complete(args []string) error {
 			nodes = append(nodes, a)
 		}
 	}
-	if err := o.ReadOptions.Complete(nodes); err != nil {
+	if err := o.CompleteInputs(nodes); err != nil {
 		return err
 	}
-	cfg, notes, err := nodestate.LoadDoctorConfig(o.MachineFile, o.ConfigFile, o.Source.FromDir)
-	if err != nil {
-		return err
-	}
-	o.notes = notes
+	cfg := o.Inputs
 	pods, err := readPods(&o.Pods)
 	if err != nil {
 		return err
@@ -238,9 +230,7 @@ func (o *Options) Validate() error {
 
 // Run reads each node, replays the admissions and prints.
 func (o *Options) Run(ctx context.Context) error {
-	for _, n := range o.notes {
-		fmt.Fprintln(o.ErrOut, "using "+n)
-	}
+	run := o.StartReplay()
 	if o.podName != "" {
 		if err := o.readPodRef(); err != nil {
 			return err
@@ -250,40 +240,32 @@ func (o *Options) Run(ctx context.Context) error {
 		fmt.Fprintf(o.ErrOut, "pod %s/%s on node %s: phase %s, reason %q, message %q\n", p.Namespace, p.Name, orNone(p.Spec.NodeName), p.Status.Phase, p.Status.Reason, p.Status.Message)
 	}
 	var results []render.AdmitResult
-	worst := cmdutil.ExitOK
-	// A note that repeats across nodes is said once (-v=1: each), as doctor does.
-	notes := cmdutil.NewNotes(o.ErrOut)
-	var err error
-	for n, rerr := range o.Read(ctx, o.ErrOut) {
-		if err = rerr; err != nil {
-			break
-		}
-		if exit, read := cmdutil.NoteNode(notes, o.ErrOut, n); !read {
-			worst = max(worst, exit)
+	for n, read := range run.Nodes(ctx) {
+		if !read {
 			results = append(results, render.AdmitResult{Node: n.Node, Error: n.Err.Error()})
 			continue
 		}
 		a := n.Admit
 		for _, note := range a.Notes {
-			notes.Addf(n.Node, "%s: %s", n.Where, note)
+			run.Notes.Addf(n.Node, "%s: %s", n.Where, note)
 		}
 		if a.Err != nil {
 			fmt.Fprintf(o.ErrOut, "error: %s: %v\n", n.Where, a.Err)
-			worst = max(worst, cmdutil.ExitUnreadable)
+			run.Worst = max(run.Worst, cmdutil.ExitUnreadable)
 			results = append(results, render.AdmitResult{Node: n.Node, Error: a.Err.Error()})
 			continue
 		}
 		if !a.KubeletStart.Starts {
-			worst = max(worst, cmdutil.ExitNotValid)
+			run.Worst = max(run.Worst, cmdutil.ExitNotValid)
 		}
 		for _, adm := range a.Admissions {
 			if !adm.Admitted {
-				worst = max(worst, cmdutil.ExitNotValid)
+				run.Worst = max(run.Worst, cmdutil.ExitNotValid)
 			}
 		}
 		results = append(results, render.AdmitResult{Node: n.Node, AdmitPrediction: a.Result, LargestCPURequest: a.Largest})
 	}
-	notes.Flush()
+	err := run.Done()
 	if err != nil && !cmdutil.Interrupted(err) {
 		return err
 	}
@@ -303,7 +285,7 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return cmdutil.Exit(worst)
+	return cmdutil.Exit(run.Worst)
 }
 
 // summary says which nodes admit every pod.

@@ -35,16 +35,12 @@ var example = cmdutil.Examples(`
 
 // Options is the doctor command's state.
 type Options struct {
-	cmdutil.ReadOptions
-	genericiooptions.IOStreams
-	cmdutil.MachineConfigOptions
-
-	notes []string
+	cmdutil.ReplayOptions
 }
 
 // NewCmdDoctor returns the doctor command.
 func NewCmdDoctor(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &Options{ReadOptions: cmdutil.NewReadOptions(flags), IOStreams: streams}
+	o := &Options{ReplayOptions: cmdutil.NewReplayOptions(flags, streams)}
 	cmd := &cobra.Command{
 		Use:   "doctor [NODE...] [--all-nodes] | --from-dir DIR [--machine FILE] [--kubelet-config FILE]",
 		Short: "Say whether the kubelet will start with this state, config and machine, and how to fix it",
@@ -73,19 +69,17 @@ func NewCmdDoctor(flags *genericclioptions.ConfigFlags, streams genericiooptions
 		ValidArgsFunction: cmdutil.CompleteNodeNames(flags),
 		RunE:              cmdutil.RunE(o),
 	}
-	o.ReadOptions.AddFlags(cmd)
-	o.MachineConfigOptions.AddFlags(cmd)
+	o.ReplayOptions.AddFlags(cmd)
 	return cmd
 }
 
 // Complete reads --machine and --kubelet-config, or the bundle's own.
 func (o *Options) Complete(args []string) error {
-	if err := o.ReadOptions.Complete(args); err != nil {
+	if err := o.CompleteInputs(args); err != nil {
 		return err
 	}
-	var err error
-	o.Engines.Doctor, o.notes, err = nodestate.LoadDoctorConfig(o.MachineFile, o.ConfigFile, o.Source.FromDir)
-	return err
+	o.Engines.Doctor = o.Inputs
+	return nil
 }
 
 // Validate checks the flags together.
@@ -95,20 +89,10 @@ func (o *Options) Validate() error {
 
 // Run reads each node, diagnoses it and prints.
 func (o *Options) Run(ctx context.Context) error {
-	for _, n := range o.notes {
-		fmt.Fprintln(o.ErrOut, "using "+n)
-	}
 	var results []render.DoctorResult
-	worst := cmdutil.ExitOK
-	// A note that repeats across nodes is said once (-v=1: each).
-	notes := cmdutil.NewNotes(o.ErrOut)
-	var err error
-	for n, rerr := range o.Read(ctx, o.ErrOut) {
-		if err = rerr; err != nil {
-			break
-		}
-		if exit, read := cmdutil.NoteNode(notes, o.ErrOut, n); !read {
-			worst = max(worst, exit)
+	run := o.StartReplay()
+	for n, read := range run.Nodes(ctx) {
+		if !read {
 			results = append(results, render.DoctorResult{Node: n.Node, Error: n.Err.Error()})
 			continue
 		}
@@ -119,18 +103,18 @@ func (o *Options) Run(ctx context.Context) error {
 			fmt.Fprintf(o.ErrOut, "using kubelet %s for the files only: %s\n", j.Kubelet, j.Why)
 		}
 		for _, note := range n.Doctor.Notes {
-			notes.Addf(n.Node, "%s: %s", n.Where, note)
+			run.Notes.Addf(n.Node, "%s: %s", n.Where, note)
 		}
 		res := n.Doctor.Result
 		if res.HasErrors() {
-			worst = max(worst, cmdutil.ExitNotValid)
+			run.Worst = max(run.Worst, cmdutil.ExitNotValid)
 		}
 		for _, sk := range res.Skipped {
-			notes.Addf(n.Node, "%s: skipped %s", n.Where, sk)
+			run.Notes.Addf(n.Node, "%s: skipped %s", n.Where, sk)
 		}
 		results = append(results, render.DoctorResult{Node: n.Node, DoctorPrediction: res})
 	}
-	notes.Flush()
+	err := run.Done()
 	if err != nil && !cmdutil.Interrupted(err) {
 		return err
 	}
@@ -141,5 +125,5 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return cmdutil.Exit(worst)
+	return cmdutil.Exit(run.Worst)
 }

@@ -1,0 +1,93 @@
+package cmdutil
+
+import (
+	"context"
+	"fmt"
+	"iter"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
+)
+
+// ReplayOptions are what the commands that replay the kubelet (doctor, admit) share: the read,
+// the machine and kubelet config about to be used, and the streams.
+type ReplayOptions struct {
+	ReadOptions
+	MachineConfigOptions
+	genericiooptions.IOStreams
+
+	// Inputs are the machine and config CompleteInputs loaded (nil parts: each node's own).
+	Inputs *nodestate.DoctorConfig
+	// inputNotes say which files the inputs came from.
+	inputNotes []string
+}
+
+// NewReplayOptions returns ReplayOptions reading live nodes through flags.
+func NewReplayOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) ReplayOptions {
+	return ReplayOptions{ReadOptions: NewReadOptions(flags), IOStreams: streams}
+}
+
+// AddFlags registers the read's flags, then --machine and --kubelet-config.
+func (o *ReplayOptions) AddFlags(cmd *cobra.Command) {
+	o.ReadOptions.AddFlags(cmd)
+	o.MachineConfigOptions.AddFlags(cmd)
+}
+
+// CompleteInputs takes the nodes and the flags, and loads --machine and --kubelet-config, or a
+// collect bundle's own.
+func (o *ReplayOptions) CompleteInputs(nodes []string) error {
+	if err := o.ReadOptions.Complete(nodes); err != nil {
+		return err
+	}
+	var err error
+	o.Inputs, o.inputNotes, err = nodestate.LoadDoctorConfig(o.MachineFile, o.ConfigFile, o.Source.FromDir)
+	return err
+}
+
+// A Replay is one run of a replaying command: the nodes as they are read, what was said of
+// them, and the exit status that calls for.
+type Replay struct {
+	o *ReplayOptions
+	// Notes are said once across nodes (-v=1: each), when Done flushes them.
+	Notes *Notes
+	// Worst is the exit status so far.
+	Worst int
+	err   error
+}
+
+// StartReplay says which inputs are used and starts a run.
+func (o *ReplayOptions) StartReplay() *Replay {
+	for _, n := range o.inputNotes {
+		fmt.Fprintln(o.ErrOut, "using "+n)
+	}
+	return &Replay{o: o, Notes: NewNotes(o.ErrOut), Worst: ExitOK}
+}
+
+// Nodes reads the nodes and returns each with whether it was read: a node's warnings and, for
+// one not read, its error are said first (NoteNode) and counted in Worst. A read that stops
+// early ends the sequence; Done returns why.
+func (r *Replay) Nodes(ctx context.Context) iter.Seq2[*nodestate.NodeResult, bool] {
+	return func(yield func(*nodestate.NodeResult, bool) bool) {
+		for n, err := range r.o.Read(ctx, r.o.ErrOut) {
+			if err != nil {
+				r.err = err
+				return
+			}
+			exit, read := NoteNode(r.Notes, r.o.ErrOut, n)
+			r.Worst = max(r.Worst, exit)
+			if !yield(n, read) {
+				return
+			}
+		}
+	}
+}
+
+// Done flushes the notes and returns what stopped the read: nil, Ctrl-C (Interrupted: print
+// what was read, then return it), or a failure to return at once.
+func (r *Replay) Done() error {
+	r.Notes.Flush()
+	return r.err
+}
