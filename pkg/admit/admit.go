@@ -36,6 +36,9 @@ type Input struct {
 	Node *NodeResources
 	// Pods are admitted in this order.
 	Pods []*v1.Pod
+	// Devices is the node's device plugins and device checkpoint; nil when the devices'
+	// topology is not known (device requests are then not judged).
+	Devices *replay.DeviceInput
 }
 
 // NodeResources is what the kubelet's predicate handler reads: the node's allocatable and the
@@ -70,6 +73,10 @@ type Result struct {
 	// DRA hints need a device topology no checkpoint holds.
 	Replayed    []string `json:"hintProvidersReplayed"`
 	NotReplayed []string `json:"hintProvidersNotReplayed"`
+	// DeviceCapacity and DeviceAllocatable are the device manager's GetCapacity once the plugins
+	// registered: every device and the healthy ones, per resource (devices replayed only).
+	DeviceCapacity    map[string]int `json:"deviceCapacity,omitempty"`
+	DeviceAllocatable map[string]int `json:"deviceAllocatable,omitempty"`
 	// NodeResourcesChecked: the node-resource predicate was replayed (a node was given).
 	NodeResourcesChecked bool        `json:"nodeResourcesChecked"`
 	Admissions           []Admission `json:"admissions"`
@@ -114,6 +121,12 @@ type Container struct {
 	// MemoryNUMANodes is cpuset.mems; empty when the memory manager pins nothing.
 	MemoryNUMANodes []int                `json:"memoryNUMANodes"`
 	MemoryBlocks    []decode.MemoryBlock `json:"memoryBlocks,omitempty"`
+	// Devices is the device IDs the device manager gives it, per resource (sorted).
+	Devices map[string][]string `json:"devices,omitempty"`
+	// DevicesPick says, per resource, whose pick the IDs are: the kubelet's own (no plugin
+	// preference is known offline), and whether it was one of several equivalent picks (the
+	// kubelet takes any of devices it cannot tell apart, at random). Admission never depends on it.
+	DevicesPick map[string]string `json:"devicesPick,omitempty"`
 	// Init and Sidecar mark init containers (a sidecar is a restartable one).
 	Init    bool `json:"init,omitempty"`
 	Sidecar bool `json:"sidecar,omitempty"`
@@ -129,12 +142,16 @@ func Predict(in Input) (Result, error) {
 // any cleanup), which the conformance tests compare to the real kubelet's.
 func predict(in Input, keepStates bool) (Result, []replay.State, error) {
 	var states []replay.State
+	// The hint providers in the kubelet's order: the device manager first.
 	res := Result{Replayed: []string{ProviderCPU, ProviderMemory}, NotReplayed: []string{ProviderDevices, ProviderDRA},
 		NodeResourcesChecked: in.Node != nil, Admissions: []Admission{}}
+	if in.Devices != nil {
+		res.Replayed, res.NotReplayed = []string{ProviderDevices, ProviderCPU, ProviderMemory}, []string{ProviderDRA}
+	}
 	if in.Kubelet.Version != nil {
 		res.Kubelet = in.Kubelet.String()
 	}
-	node, start, err := replay.Start(replay.StartInput{CPU: in.CPU, Memory: in.Memory, Machine: in.Machine, Config: in.Config, Kubelet: in.Kubelet, RootDir: in.RootDir})
+	node, start, err := replay.Start(replay.StartInput{CPU: in.CPU, Memory: in.Memory, Machine: in.Machine, Config: in.Config, Kubelet: in.Kubelet, RootDir: in.RootDir, Devices: in.Devices})
 	if err != nil {
 		return res, nil, err
 	}
@@ -143,12 +160,15 @@ func predict(in Input, keepStates bool) (Result, []replay.State, error) {
 		return res, nil, nil // no admission to predict
 	}
 	res.AllocatableCPUs = node.AllocatableCPUs().String()
+	if node.Devices != nil {
+		res.DeviceCapacity, res.DeviceAllocatable = node.Devices.Capacity()
+	}
 	var bound []*v1.Pod
 	if in.Node != nil {
 		bound = append(bound, in.Node.Pods...)
 	}
 	for _, pod := range in.Pods {
-		a := Admission{Pod: pod.Name, Namespace: pod.Namespace, UID: string(pod.UID), Containers: []Container{}, Unreplayed: unreplayed(pod)}
+		a := Admission{Pod: pod.Name, Namespace: pod.Namespace, UID: string(pod.UID), Containers: []Container{}, Unreplayed: unreplayed(pod, in.Devices != nil)}
 		pa := node.Admit(pod)
 		a.Admitted, a.Reason, a.Message, a.Hangs, a.NotReached = pa.Admit, pa.Reason, pa.Message, pa.Hangs, pa.NotReached
 		if !pa.Admit {
@@ -197,22 +217,50 @@ func containers(pod *v1.Pod, pa replay.PodAdmission) []Container {
 			nodes = []int{}
 		}
 		out = append(out, Container{Name: c.Name, CPUs: c.CPUs.String(), Exclusive: c.Exclusive, MemoryNUMANodes: nodes,
-			MemoryBlocks: c.MemoryBlocks, Init: kind[c.Name][0], Sidecar: kind[c.Name][1]})
+			MemoryBlocks: c.MemoryBlocks, Devices: c.Devices, DevicesPick: devicesPick(c), Init: kind[c.Name][0], Sidecar: kind[c.Name][1]})
+	}
+	return out
+}
+
+// Whose pick a container's device IDs are.
+const (
+	PickForced     = "the kubelet's pick, the only one it could make"
+	PickEquivalent = "the kubelet's pick, one of several equivalent picks (it takes any of the devices it cannot tell apart); a plugin answering GetPreferredAllocation may choose others"
+)
+
+func devicesPick(c replay.ContainerAdmission) map[string]string {
+	if len(c.Devices) == 0 {
+		return nil
+	}
+	out := map[string]string{}
+	for r := range c.Devices {
+		out[r] = PickForced
+	}
+	for _, r := range c.DevicesPicked {
+		if _, ok := out[r]; ok {
+			out[r] = PickEquivalent
+		}
 	}
 	return out
 }
 
 // unreplayed lists the pod's requests whose hints come from providers not replayed.
-func unreplayed(pod *v1.Pod) []string {
+func unreplayed(pod *v1.Pod, devicesReplayed bool) []string {
 	set := map[string]bool{}
 	for _, c := range append(append([]v1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
 		for name := range c.Resources.Requests {
-			if strings.Contains(string(name), "/") && !strings.HasPrefix(string(name), "kubernetes.io/") {
+			if !devicesReplayed && strings.Contains(string(name), "/") && !strings.HasPrefix(string(name), "kubernetes.io/") {
 				set[fmt.Sprintf("%s: device plugin resource %s (the device manager's hints and allocation are not replayed)", ProviderDevices, name)] = true
 			}
 		}
 		for _, claim := range c.Resources.Claims {
 			set[fmt.Sprintf("%s: resource claim %s (DRA hints and allocation are not replayed)", ProviderDRA, claim.Name)] = true
+		}
+	}
+	// From 1.35 the device manager leaves a DRA-backed extended resource to DRA.
+	if st := pod.Status.ExtendedResourceClaimStatus; st != nil {
+		for _, m := range st.RequestMappings {
+			set[fmt.Sprintf("%s: extended resource %s of container %s backed by a DRA claim (not replayed; the device manager leaves it to DRA from 1.35)", ProviderDRA, m.ResourceName, m.ContainerName)] = true
 		}
 	}
 	out := make([]string, 0, len(set))

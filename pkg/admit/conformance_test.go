@@ -31,6 +31,11 @@ type expectedCase struct {
 	StartError      string        `json:"startError"`
 	AllocatableCPUs string        `json:"allocatableCPUs"`
 	Pods            []expectedPod `json:"pods"`
+	// The device sets (testdata/admission/*-devices/README.md).
+	DeviceCapacity    map[string]int        `json:"deviceCapacity"`
+	DeviceAllocatable map[string]int        `json:"deviceAllocatable"`
+	DeviceClasses     map[string][][]string `json:"deviceClasses"`
+	DeviceChoice      string                `json:"deviceChoice"`
 }
 
 type expectedPod struct {
@@ -48,6 +53,7 @@ type expectedPod struct {
 		MemoryAssignments map[string]map[string][]decode.MemoryBlock `json:"memoryAssignments"`
 		PodCPUSets        map[string]string                          `json:"podCpuSets"`
 		PodMemory         map[string][]decode.MemoryBlock            `json:"podMemory"`
+		DeviceAssignments map[string]map[string]map[string][]string  `json:"deviceAssignments"`
 	} `json:"stateAfter"`
 }
 
@@ -56,6 +62,12 @@ type expectedContainer struct {
 	Exclusive    bool                 `json:"exclusive"`
 	MemoryNUMA   []int                `json:"memoryNUMA"`
 	MemoryBlocks []decode.MemoryBlock `json:"memoryBlocks"`
+	Devices      map[string][]string  `json:"devices"`
+}
+
+// deviceSet: the set's cases run the device manager (their README gives devices.json).
+func deviceSet(setName string) bool {
+	return strings.HasSuffix(setName, "-devices")
 }
 
 // admissionSets are the packed sets under testdata/admission, each with its kubelet.
@@ -76,7 +88,7 @@ func admissionSets(t testing.TB) []*vectorpack.Set {
 // caseInput loads a case as the engine's input: the machine and its kubelet section, the
 // checkpoints decoded for the set's kubelet, and the pods in order. Files under setup/ record
 // how the case was made and are not inputs.
-func caseInput(t testing.TB, c vectorpack.Case, kubelet string) Input {
+func caseInput(t testing.TB, c vectorpack.Case, kubelet string, devices bool) Input {
 	t.Helper()
 	raw, ok := c.Files["machine.json"]
 	if !ok {
@@ -95,16 +107,33 @@ func caseInput(t testing.TB, c vectorpack.Case, kubelet string) Input {
 		t.Fatal(err)
 	}
 	in := Input{Machine: m, Config: cfg, Kubelet: k}
-	for _, kind := range []decode.Kind{decode.KindCPU, decode.KindMemory} {
-		b, ok := c.Files[string(kind)]
+	// A device set's case runs the device manager, with no plugin when it has no devices.json.
+	if devices {
+		in.Devices = &replay.DeviceInput{}
+		if b, ok := c.Files["devices.json"]; ok {
+			plugins, err := replay.ParseDevicePlugins(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			in.Devices.Plugins = plugins
+		}
+	}
+	for kind, path := range map[decode.Kind]string{decode.KindCPU: string(decode.KindCPU), decode.KindMemory: string(decode.KindMemory), decode.KindDevices: "device-plugins/" + string(decode.KindDevices)} {
+		b, ok := c.Files[path]
 		if !ok {
 			continue
 		}
 		rep := decode.Decode(kind, b, decode.Options{Kubelet: &k})
-		if kind == decode.KindCPU {
+		switch kind {
+		case decode.KindCPU:
 			in.CPU = rep
-		} else {
+		case decode.KindMemory:
 			in.Memory = rep
+		case decode.KindDevices:
+			if in.Devices == nil {
+				t.Fatalf("%s: a device checkpoint outside a device set", c.Name)
+			}
+			in.Devices.Checkpoint = rep
 		}
 	}
 	// node.json: the node's allocatable and bound pods, for the predicate after the managers.
@@ -149,6 +178,10 @@ func compareCase(got Result, states []replay.State, want expectedCase) string {
 	}
 	if got.AllocatableCPUs != want.AllocatableCPUs {
 		return fmt.Sprintf("allocatable CPUs: got %q, want %q", got.AllocatableCPUs, want.AllocatableCPUs)
+	}
+	if len(got.DeviceCapacity)+len(want.DeviceCapacity) > 0 && !reflect.DeepEqual(got.DeviceCapacity, want.DeviceCapacity) ||
+		len(got.DeviceAllocatable)+len(want.DeviceAllocatable) > 0 && !reflect.DeepEqual(got.DeviceAllocatable, want.DeviceAllocatable) {
+		return fmt.Sprintf("device capacity/allocatable: got %v/%v, want %v/%v", got.DeviceCapacity, got.DeviceAllocatable, want.DeviceCapacity, want.DeviceAllocatable)
 	}
 	// The real kubelet records no pod after one whose admission never returns; the prediction
 	// lists them as not reached.
@@ -198,6 +231,9 @@ func compareCase(got Result, states []replay.State, want expectedCase) string {
 		if d := freeBeforeRefusal(a, w, want.AllocatableCPUs); d != "" {
 			return d
 		}
+		if d := deviceCountsDiffer(a, states[i], w); d != "" {
+			return d
+		}
 		if s := w.StateAfter; s != nil {
 			st := states[i]
 			if st.DefaultCPUSet.String() != s.DefaultCPUSet {
@@ -239,6 +275,140 @@ func compareCase(got Result, states []replay.State, want expectedCase) string {
 			for pod, blocks := range s.PodMemory {
 				if !sameBlocks(st.PodMemory[pod], blocks) {
 					return fmt.Sprintf("pod %s: pod-level memory of %s after %v, want %v", w.Pod, pod, st.PodMemory[pod], blocks)
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// deviceCountsDiffer: each container and each state entry holds as many devices of each
+// resource as the kubelet's (which ones is sameDeviceHolders' question).
+func deviceCountsDiffer(a Admission, after replay.State, w expectedPod) string {
+	count := func(m map[string][]string) map[string]int {
+		out := map[string]int{}
+		for r, ids := range m {
+			if len(ids) > 0 {
+				out[r] = len(ids)
+			}
+		}
+		return out
+	}
+	for _, c := range a.Containers {
+		if g, x := count(c.Devices), count(w.Containers[c.Name].Devices); !reflect.DeepEqual(g, x) {
+			return fmt.Sprintf("pod %s container %s: devices %v, want %v", w.Pod, c.Name, c.Devices, w.Containers[c.Name].Devices)
+		}
+	}
+	if w.StateAfter == nil {
+		return ""
+	}
+	got, want := after.DeviceAssignments, w.StateAfter.DeviceAssignments
+	if len(got) != len(want) {
+		return fmt.Sprintf("pod %s: device assignments after %v, want %v", w.Pod, got, want)
+	}
+	for pod, ctrs := range want {
+		if len(got[pod]) != len(ctrs) {
+			return fmt.Sprintf("pod %s: device assignments of %s after %v, want %v", w.Pod, pod, got[pod], ctrs)
+		}
+		for ctr, res := range ctrs {
+			if g, x := count(got[pod][ctr]), count(res); !reflect.DeepEqual(g, x) {
+				return fmt.Sprintf("pod %s: devices of %s/%s after %v, want %v", w.Pod, pod, ctr, got[pod][ctr], res)
+			}
+		}
+	}
+	return ""
+}
+
+// sameDeviceHolders is the devices' equality up to swapping interchangeable devices
+// (deviceClasses): over every pod of the case, each device's holders (the admitted pods'
+// containers, and the state's entries after each pod) form its signature; a class's multiset
+// of signatures must be the kubelet's (one swap for the whole case), any other device's
+// signature the kubelet's own.
+func sameDeviceHolders(got Result, states []replay.State, want expectedCase) string {
+	type key struct{ resource, id string }
+	signatures := func(holders func(i int, add func(resource, id, holder string))) map[key][]string {
+		out := map[key][]string{}
+		for i := range want.Pods {
+			holders(i, func(resource, id, holder string) {
+				k := key{resource, id}
+				out[k] = append(out[k], fmt.Sprintf("%d:%s", i, holder))
+			})
+		}
+		return out
+	}
+	addAll := func(add func(resource, id, holder string), prefix string, devs map[string][]string) {
+		for r, ids := range devs {
+			for _, id := range ids {
+				add(r, id, prefix)
+			}
+		}
+	}
+	gotSig := signatures(func(i int, add func(string, string, string)) {
+		a := got.Admissions[i]
+		if a.Admitted {
+			for _, c := range a.Containers {
+				addAll(add, "container "+c.Name, c.Devices)
+			}
+		}
+		for pod, ctrs := range states[i].DeviceAssignments {
+			for ctr, devs := range ctrs {
+				addAll(add, "state "+pod+"/"+ctr, devs)
+			}
+		}
+	})
+	wantSig := signatures(func(i int, add func(string, string, string)) {
+		w := want.Pods[i]
+		if w.Admit {
+			for name, c := range w.Containers {
+				addAll(add, "container "+name, c.Devices)
+			}
+		}
+		if w.StateAfter != nil {
+			for pod, ctrs := range w.StateAfter.DeviceAssignments {
+				for ctr, devs := range ctrs {
+					addAll(add, "state "+pod+"/"+ctr, devs)
+				}
+			}
+		}
+	})
+	sig := func(m map[key][]string, k key) string {
+		s := slices.Clone(m[k])
+		slices.Sort(s)
+		return fmt.Sprint(s)
+	}
+	inClass := map[key]bool{}
+	for r, classes := range want.DeviceClasses {
+		for _, class := range classes {
+			var g, w []string
+			for _, id := range class {
+				k := key{r, id}
+				inClass[k] = true
+				g, w = append(g, sig(gotSig, k)), append(w, sig(wantSig, k))
+			}
+			slices.Sort(g)
+			slices.Sort(w)
+			if !slices.Equal(g, w) {
+				return fmt.Sprintf("%s devices %v: held by %v, want %v (up to swapping them)", r, class, g, w)
+			}
+		}
+	}
+	for _, m := range []map[key][]string{gotSig, wantSig} {
+		for k := range m {
+			if !inClass[k] && sig(gotSig, k) != sig(wantSig, k) {
+				return fmt.Sprintf("%s device %s: held by %s, want %s", k.resource, k.id, sig(gotSig, k), sig(wantSig, k))
+			}
+		}
+	}
+	return ""
+}
+
+// noEquivalentPick: where every pick of the kubelet was forced, the prediction says so.
+func noEquivalentPick(got Result) string {
+	for _, a := range got.Admissions {
+		for _, c := range a.Containers {
+			for r, pick := range c.DevicesPick {
+				if pick != PickForced {
+					return fmt.Sprintf("pod %s container %s: %s devices said %q, the kubelet's every pick was forced", a.Pod, c.Name, r, pick)
 				}
 			}
 		}
@@ -315,7 +485,12 @@ func sameBlocks(a, b []decode.MemoryBlock) bool {
 // vector set would go unnoticed.
 func TestAdmissionConformance(t *testing.T) {
 	total, refusedAfterAllocation := 0, 0
-	for _, set := range admissionSets(t) {
+	sets := admissionSets(t)
+	// The device sets run the device manager; one is shipped (the real v1.37.1's).
+	if !slices.ContainsFunc(sets, func(s *vectorpack.Set) bool { return deviceSet(s.Name) }) {
+		t.Error("no device set (testdata/admission/*-devices) among the admission vectors")
+	}
+	for _, set := range sets {
 		kubelet := set.MetaString("kubelet")
 		matched := 0
 		for _, c := range set.Cases {
@@ -323,7 +498,7 @@ func TestAdmissionConformance(t *testing.T) {
 			if err := json.Unmarshal(c.Expected, &want); err != nil {
 				t.Fatalf("%s %s: %v", set.Name, c.Name, err)
 			}
-			in := caseInput(t, c, kubelet)
+			in := caseInput(t, c, kubelet, deviceSet(set.Name))
 			got, states, err := predict(in, true)
 			if err != nil {
 				t.Errorf("%s %s: %v", set.Name, c.Name, err)
@@ -333,6 +508,12 @@ func TestAdmissionConformance(t *testing.T) {
 				refusedAfterAllocation += predicateRefusalsAfterAllocation(want)
 			}
 			diff := compareCase(got, states, want)
+			if diff == "" && want.Starts {
+				diff = sameDeviceHolders(got, states, want)
+			}
+			if diff == "" && want.DeviceChoice == "exact" {
+				diff = noEquivalentPick(got)
+			}
 			if diff == "" {
 				diff = freeMemoryBeforeFirst(in, got)
 			}

@@ -23,7 +23,7 @@ func FuzzPredict(f *testing.F) {
 	if !ok {
 		f.Fatalf("seed case %s missing", name)
 	}
-	base := caseInput(f, c, set.MetaString("kubelet"))
+	base := caseInput(f, c, set.MetaString("kubelet"), deviceSet(set.Name))
 	cpu, mem, pod := c.Files["cpu_manager_state"], c.Files["memory_manager_state"], c.Files["pod.json"]
 	f.Add(cpu, mem, pod)
 	f.Add([]byte(nil), []byte(nil), []byte(`{"metadata":{"name":"x","uid":"u"},"spec":{"initContainers":[{"name":"i","restartPolicy":"Always","resources":{"requests":{"cpu":"3","memory":"1Gi"},"limits":{"cpu":"3","memory":"1Gi"}}}],"containers":[{"name":"a","resources":{"requests":{"cpu":"1e6","memory":"1Gi"},"limits":{"cpu":"1e6","memory":"1Gi"}}}]}}`))

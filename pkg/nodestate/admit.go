@@ -20,6 +20,9 @@ type AdmitConfig struct {
 	Machine       *machine.Machine
 	KubeletConfig *replay.KubeletConfig
 	Pods          []*v1.Pod
+	// Devices is the node's device plugins' devices per resource (admit --devices); nil: not
+	// known, the device manager is not replayed.
+	Devices map[string][]replay.Device
 	// Largest also asks, for each refused pod, the most exclusive CPUs a pod like it is
 	// admitted with on the node as it is (AdmitResult.Largest).
 	Largest bool
@@ -61,6 +64,15 @@ func (r *Runner) admit(n *NodeResult) *AdmitResult {
 			in.CPU = row.Report
 		case row.Report.Kind == decode.KindMemory:
 			in.Memory = row.Report
+		}
+	}
+	// The device manager runs when the devices are known, on the node's device checkpoint.
+	if r.cfg.Admit.Devices != nil {
+		in.Devices = &replay.DeviceInput{Plugins: r.cfg.Admit.Devices}
+		for _, row := range mi.rows {
+			if row.Report != nil && row.Report.Kind == decode.KindDevices {
+				in.Devices.Checkpoint = row.Report
+			}
 		}
 	}
 	if n.Node != "" && len(n.Snapshot.Allocatable) > 0 && n.Snapshot.Pods != nil {

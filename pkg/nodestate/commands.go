@@ -2,6 +2,7 @@ package nodestate
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -9,6 +10,7 @@ import (
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch/local"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/replay"
 )
 
 // What the commands need beyond Config and Results: nodestate is their one way in, so none of
@@ -92,4 +94,18 @@ func ParseKubelet(version string, gates map[string]bool) (*Kubelet, error) {
 		return nil, err
 	}
 	return &k, nil
+}
+
+// ReadDevicePlugins reads admit --devices: per resource, the device plugin API's Device messages
+// as JSON, size-capped.
+func ReadDevicePlugins(path string) (map[string][]replay.Device, error) {
+	b, err := ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	devices, err := replay.ParseDevicePlugins(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return devices, nil
 }

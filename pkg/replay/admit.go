@@ -2,6 +2,7 @@ package replay
 
 import (
 	"maps"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/utils/cpuset"
@@ -19,6 +20,11 @@ type ContainerAdmission struct {
 	// MemoryNUMANodes is GetMemoryNUMANodes (cpuset.mems); nil when nothing is pinned.
 	MemoryNUMANodes []int
 	MemoryBlocks    []decode.MemoryBlock
+	// Devices is the device manager's GetDevices: resource -> sorted device IDs (nil: none).
+	Devices map[string][]string
+	// DevicesPicked are the resources whose devices are one of several equivalent picks (the
+	// kubelet takes any of them, at random).
+	DevicesPicked []string
 }
 
 // PodAdmission is the resource admit handler's answer for one pod.
@@ -46,6 +52,13 @@ func (n *Node) markCheckpointOwnersActive() {
 	if n.Memory != nil && n.Memory.static() != nil {
 		for pod, ctrs := range n.Memory.static().assignments {
 			for ctr := range ctrs {
+				n.activate(pod, ctr)
+			}
+		}
+	}
+	if n.Devices != nil {
+		for pod, ctrs := range n.Devices.owners() {
+			for _, ctr := range ctrs {
 				n.activate(pod, ctr)
 			}
 		}
@@ -103,6 +116,10 @@ func (n *Node) Admit(pod *v1.Pod) PodAdmission {
 			ca.MemoryNUMANodes = n.Memory.MemoryNUMANodes(uid, c.Name)
 			ca.MemoryBlocks = cloneBlocks(n.Memory.MemoryBlocks(uid, c.Name))
 		}
+		if n.Devices != nil {
+			ca.Devices = n.Devices.Devices(uid, c.Name)
+			ca.DevicesPicked = slices.Clone(n.Devices.ArbitraryPicks(uid, c.Name))
+		}
 		res.Containers = append(res.Containers, ca)
 	}
 	if n.CPU != nil && n.CPU.state != nil {
@@ -119,12 +136,17 @@ type State struct {
 	// PodCPUSets and PodMemory are the pod-level entries (pod-level resources).
 	PodCPUSets map[string]cpuset.CPUSet
 	PodMemory  map[string][]decode.MemoryBlock
+	// DeviceAssignments is the device manager's: pod UID -> container -> resource -> device IDs.
+	DeviceAssignments map[string]map[string]map[string][]string
 }
 
 // State returns a copy of the managers' state.
 func (n *Node) State() State {
 	s := State{DefaultCPUSet: cpuset.New(), CPUAssignments: map[string]map[string]cpuset.CPUSet{}, MemoryAssignments: map[string]map[string][]decode.MemoryBlock{},
-		PodCPUSets: map[string]cpuset.CPUSet{}, PodMemory: map[string][]decode.MemoryBlock{}}
+		PodCPUSets: map[string]cpuset.CPUSet{}, PodMemory: map[string][]decode.MemoryBlock{}, DeviceAssignments: map[string]map[string]map[string][]string{}}
+	if n.Devices != nil {
+		s.DeviceAssignments = n.Devices.Assignments()
+	}
 	if n.CPU != nil && n.CPU.state != nil {
 		s.DefaultCPUSet = n.CPU.state.defaultSet
 		maps.Copy(s.PodCPUSets, n.CPU.state.podEntries)

@@ -65,6 +65,9 @@ type StartInput struct {
 	Kubelet decode.Kubelet
 	// RootDir is the kubelet's root dir, used in its error texts.
 	RootDir string
+	// Devices is what the device manager knows; nil when the devices' topology is not known
+	// (the device manager is then not replayed).
+	Devices *DeviceInput
 }
 
 // env is one start's resolved inputs.
@@ -90,6 +93,7 @@ type Node struct {
 	Topology *TopologyManager
 	CPU      *CPUManager // nil when the CPUManager gate is off (the kubelet's fake)
 	Memory   *MemoryManager
+	Devices  *DeviceManager // nil when not replayed (StartInput.Devices)
 	// active is pod UID -> container names of the pods the kubelet runs: the checkpoints'
 	// owners and each admitted pod (removeStaleState keeps only theirs).
 	active map[string]map[string]bool
@@ -188,7 +192,14 @@ func Start(in StartInput) (*Node, Prediction, error) {
 	}
 	p.Starts, p.Phase = true, PhaseOK
 	// The topology manager asks its hint providers in the order the kubelet registers them:
-	// the device manager (not replayed yet), the CPU manager, the memory manager.
+	// the device manager (made before the CPU manager; its Start, the checkpoint then the
+	// plugins registering, comes after the others' and never fails), the CPU manager, the
+	// memory manager (DRA is not replayed).
+	if in.Devices != nil {
+		n.Devices = newDeviceManager(e, n.Topology, func() map[string]map[string]bool { return n.active })
+		n.Devices.start(in.Devices)
+		n.Topology.AddHintProvider(n.Devices)
+	}
 	if n.CPU != nil {
 		n.Topology.AddHintProvider(n.CPU)
 	}

@@ -73,6 +73,15 @@ const (
 	// DistributedAlignsBySocket: distribute-cpus-across-numa with align-by-socket keeps the
 	// NUMA nodes of one socket together.
 	DistributedAlignsBySocket
+	// DeviceSidecarKeeps: the device manager's Allocate keeps a restartable init container's
+	// devices for it (removes them from those to reuse, 1.29 manager.go:343, 1.37 :416);
+	// before, every init container hands its devices on (1.28 manager.go:342).
+	DeviceSidecarKeeps
+	// DeviceHintsOnDeviceNodes: the device manager builds a resource's hints from the NUMA
+	// nodes hosting one of its devices only (1.36 topology_hints.go:164, 1.37 :159); before,
+	// from every node of the machine (1.35 topology_hints.go:156, 1.34 :150), so masks adding
+	// device-less nodes are hints too (not preferred).
+	DeviceHintsOnDeviceNodes
 
 	behaviourCount // not a behaviour: the number of them
 )
@@ -101,6 +110,8 @@ var behaviourRanges = []behaviourRange{
 	{Behaviour: PodLevelEntries, Since: decode.Release("1.36")},
 	{Behaviour: MemorySkipsNoRequest, Since: decode.Release("1.37")},
 	{Behaviour: DistributedAlignsBySocket, Since: decode.Release("1.37")},
+	{Behaviour: DeviceSidecarKeeps, Since: decode.Release("1.29")},
+	{Behaviour: DeviceHintsOnDeviceNodes, Since: decode.Release("1.36")},
 }
 
 // optionLevel is a policy option's maturity, which decides the gate it needs.

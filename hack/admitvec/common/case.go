@@ -78,6 +78,12 @@ type Expected struct {
 	StartError      string      `json:"startError"`
 	AllocatableCPUs *string     `json:"allocatableCPUs,omitempty"`
 	Pods            []PodResult `json:"pods,omitempty"`
+	// The device set's (-devices): GetCapacity once the plugins registered, and the devices
+	// the kubelet cannot tell apart (devices.go).
+	DeviceCapacity    *map[string]int        `json:"deviceCapacity,omitempty"`
+	DeviceAllocatable *map[string]int        `json:"deviceAllocatable,omitempty"`
+	DeviceClasses     *map[string][][]string `json:"deviceClasses,omitempty"`
+	DeviceChoice      string                 `json:"deviceChoice,omitempty"`
 }
 
 // PodResult is the admission of one pod.
@@ -101,6 +107,8 @@ type ContainerResult struct {
 	Exclusive    bool    `json:"exclusive"`
 	MemoryNUMA   []int   `json:"memoryNUMA"`
 	MemoryBlocks []Block `json:"memoryBlocks,omitempty"`
+	// Devices is GetDevices (-devices only): resource -> sorted IDs, {} when none.
+	Devices *map[string][]string `json:"devices,omitempty"`
 }
 
 // Block is a memory manager block (state.Block's JSON).
@@ -118,6 +126,8 @@ type StateAfter struct {
 	// PodCPUSets and PodMemory are the pod-level entries (pod-level resources, 1.36+).
 	PodCPUSets map[string]string  `json:"podCpuSets,omitempty"`
 	PodMemory  map[string][]Block `json:"podMemory,omitempty"`
+	// DeviceAssignments is the device manager's (-devices only): uid -> container -> resource -> IDs.
+	DeviceAssignments *map[string]map[string]map[string][]string `json:"deviceAssignments,omitempty"`
 }
 
 // SortBlocks orders blocks by type: the memory manager builds them from a map.
@@ -132,6 +142,8 @@ type Config struct {
 	Reservation    v1.ResourceList
 	ReservedMemory []ReservedMemory
 	StateDir       string
+	// Devices: make the device manager, the first hint provider (-devices).
+	Devices bool
 }
 
 // ReservedMemory is a reservedMemory entry as kubeletconfig.MemoryReservation holds it.

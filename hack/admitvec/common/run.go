@@ -39,6 +39,12 @@ type Kubelet interface {
 	State() StateAfter
 	// WriteCPUState writes a cpu_manager_state through the release's own state writer.
 	WriteCPUState(dir string, w *CPUWrite) error
+	// StartPlugins registers a real device plugin per resource and waits for their devices;
+	// StopPlugins stops some; DeviceCapacity is GetCapacity; ContainerDevices is GetDevices.
+	StartPlugins(map[string][]Device) error
+	StopPlugins(resources []string)
+	DeviceCapacity() (capacity, allocatable map[string]int)
+	ContainerDevices(uid, name string) map[string][]string
 }
 
 // CPUWrite is setup/write.json's "cpu": a checkpoint written by the real state writer.
@@ -111,6 +117,7 @@ func Main(k Kubelet) {
 	stateDir := flag.String("state", "", "directory of the checkpoints (default: -case)")
 	casesDir := flag.String("cases", "", "directory of cases (manifest)")
 	out := flag.String("out", "", "output")
+	flag.BoolVar(&deviceMode, "devices", false, "run the device manager with real device plugins (devices.json; run.sh gives it a private plugin directory)")
 	flag.DurationVar(&hangAfter, "hang-after", hangAfter, "an admission not returned by then is recorded as hanging (and the pods after it are not admitted)")
 	flag.Parse()
 	var err error
@@ -146,7 +153,7 @@ func Main(k Kubelet) {
 // bound are node.json's pods (nil without one): every one is active, and a checkpoint owner
 // must be one of them (the predicate counts the pods the kubelet runs, pkg/admit the pods
 // bound to the node: the two lists are the same pods).
-func boot(k Kubelet, m *Machine, stateDir string, bound []*v1.Pod) (*ActivePods, *Expected, error) {
+func boot(k Kubelet, m *Machine, stateDir string, bound []*v1.Pod, plugins map[string][]Device) (*ActivePods, *Expected, error) {
 	e := &Expected{Phase: "ok"}
 	// The checkpoints' directory is a temporary one here; the kubelet's errors name the files
 	// in its root directory, /var/lib/kubelet by default.
@@ -165,12 +172,17 @@ func boot(k Kubelet, m *Machine, stateDir string, bound []*v1.Pod) (*ActivePods,
 	if err != nil {
 		return fail("config", err)
 	}
-	if phase, err := k.NewManagers(&Config{Machine: m, Reservation: reservation, ReservedMemory: reservedMemory, StateDir: stateDir}); err != nil {
+	if phase, err := k.NewManagers(&Config{Machine: m, Reservation: reservation, ReservedMemory: reservedMemory, StateDir: stateDir, Devices: deviceMode}); err != nil {
 		return fail(phase, err)
 	}
 	owners := map[string]map[string]bool{}
 	if err := checkpointOwners(stateDir, owners); err != nil {
 		return nil, nil, err
+	}
+	if deviceMode {
+		if err := deviceCheckpointOwners(owners); err != nil {
+			return nil, nil, err
+		}
 	}
 	active := &ActivePods{}
 	var containers [][2]string
@@ -204,6 +216,13 @@ func boot(k Kubelet, m *Machine, stateDir string, bound []*v1.Pod) (*ActivePods,
 	e.Starts = true
 	cpus := k.AllocatableCPUs()
 	e.AllocatableCPUs = &cpus
+	if deviceMode {
+		if err := k.StartPlugins(plugins); err != nil {
+			return nil, nil, err
+		}
+		c, a := k.DeviceCapacity()
+		e.DeviceCapacity, e.DeviceAllocatable = &c, &a
+	}
 	return active, e, nil
 }
 
@@ -255,13 +274,21 @@ func admit(k Kubelet, active *ActivePods, pods []*v1.Pod, node *v1.Node) []PodRe
 		if ok {
 			r.Containers = map[string]ContainerResult{}
 			for _, c := range append(append([]v1.Container(nil), pod.Spec.InitContainers...), pod.Spec.Containers...) {
-				r.Containers[c.Name] = k.Container(pod, &c)
+				cr := k.Container(pod, &c)
+				if deviceMode {
+					devs := k.ContainerDevices(string(pod.UID), c.Name)
+					cr.Devices = &devs
+				}
+				r.Containers[c.Name] = cr
 			}
 			r.PodCPUs = k.PodCPUs(string(pod.UID))
 		} else {
 			active.remove(pod.UID)
 		}
 		state := k.State()
+		if deviceMode {
+			state.DeviceAssignments = deviceAssignments(k, active, pods)
+		}
 		r.StateAfter = &state
 		out = append(out, r)
 	}
@@ -314,11 +341,23 @@ func RunCase(k Kubelet, caseDir, stateDir string) (*Expected, error) {
 	if err != nil {
 		return nil, err
 	}
-	active, e, err := boot(k, &m, work, nf.boundPods())
+	var plugins map[string][]Device
+	if deviceMode {
+		if err := copyFile(filepath.Join(stateDir, deviceCheckpoint), filepath.Join(devicePluginDir, "kubelet_internal_checkpoint")); err != nil && !os.IsNotExist(err) {
+			return nil, err
+		}
+		if plugins, err = readDevices(filepath.Join(caseDir, "devices.json")); err != nil {
+			return nil, err
+		}
+	}
+	active, e, err := boot(k, &m, work, nf.boundPods(), plugins)
 	if err != nil || !e.Starts {
 		return e, err
 	}
 	e.Pods = admit(k, active, pods, nf.node())
+	if deviceMode {
+		classifyDevices(e, &m, plugins, filepath.Join(stateDir, deviceCheckpoint))
+	}
 	return e, nil
 }
 
@@ -349,6 +388,17 @@ func SeedCase(k Kubelet, caseDir, outDir string) error {
 	if err := readJSON(filepath.Join(caseDir, "machine.json"), &m); err != nil {
 		return err
 	}
+	// A device case's seeds ran on setup/machine.json with setup/devices.json.
+	var plugins map[string][]Device
+	if deviceMode {
+		if err := readJSON(filepath.Join(caseDir, "setup", "machine.json"), &m); err != nil && !os.IsNotExist(err) {
+			return err
+		}
+		var err error
+		if plugins, err = readDevices(filepath.Join(caseDir, "setup", "devices.json")); err != nil {
+			return err
+		}
+	}
 	// setup/seed-kubelet.json: the seeding kubelet ran with another configuration (a policy
 	// changed before the restart).
 	var seedKubelet KubeletConfig
@@ -369,7 +419,7 @@ func SeedCase(k Kubelet, caseDir, outDir string) error {
 		}
 		pods = append(pods, p)
 	}
-	active, e, err := boot(k, &m, outDir, nil)
+	active, e, err := boot(k, &m, outDir, nil, plugins)
 	if err != nil {
 		return err
 	}
@@ -377,6 +427,17 @@ func SeedCase(k Kubelet, caseDir, outDir string) error {
 	if e.Starts {
 		e.Pods = admit(k, active, pods, nil)
 		collectGarbage(k, active)
+	}
+	if deviceMode {
+		if _, err := os.Stat(filepath.Join(caseDir, "setup", "stop-plugins.json")); err == nil {
+			return errors.New("setup/stop-plugins.json: a plugin gone past the kubelet's 5-minute grace period is not re-seeded (it would take 5 minutes a case)")
+		}
+		if err := os.MkdirAll(filepath.Join(outDir, "device-plugins"), 0o755); err != nil {
+			return err
+		}
+		if err := copyFile(filepath.Join(devicePluginDir, "kubelet_internal_checkpoint"), filepath.Join(outDir, deviceCheckpoint)); err != nil {
+			return err
+		}
 	}
 	return WriteJSON(filepath.Join(outDir, "seed-result.json"), e)
 }

@@ -49,6 +49,8 @@ type Options struct {
 	cmdutil.ReplayOptions
 	// Pods are the -f manifests: files, directories (-R: recursively), URLs, or - for stdin.
 	Pods resource.FilenameOptions
+	// DevicesFile is --devices: the device plugins' devices (the device manager is replayed).
+	DevicesFile string
 
 	// podName is NAME of a pod/NAME argument; podRef is that pod as read, with the status the
 	// kubelet gave it.
@@ -75,8 +77,11 @@ func NewCmdAdmit(flags *genericclioptions.ConfigFlags, streams genericiooptions.
 			takes a pod the kubelet rejected, replays its admission on its node now and says
 			the largest exclusive CPU request that node admits under its options.
 
-			The device manager's and DRA's hints are not replayed (no checkpoint holds the
-			devices' topology): the result names them, and pods asking for devices say so.
+			With --devices (the devices each device plugin advertises, with their NUMA nodes) the
+			device manager is replayed too, first of the hint providers as in the kubelet, on the
+			node's device checkpoint: each container's device IDs, and whether they were the
+			kubelet's only pick or one of several equivalent ones. Without it, and for DRA, the
+			result names the hint providers not replayed, and pods asking for devices say so.
 
 			Exit status: 0 when every pod is admitted, 1 when one is not (or the kubelet would
 			not start), 2 when a node could not be read, 3 on a usage error.`),
@@ -87,6 +92,8 @@ func NewCmdAdmit(flags *genericclioptions.ConfigFlags, streams genericiooptions.
 	o.ReplayOptions.AddFlags(cmd)
 	cmd.Flags().StringArrayVarP(&o.Pods.Filenames, "filename", "f", nil, "Pod manifests (YAML or JSON, several documents allowed): a file, a directory, a URL, or - for stdin; repeat for more pods, admitted in order")
 	cmd.Flags().BoolVarP(&o.Pods.Recursive, "recursive", "R", false, "Read the directories given with -f recursively")
+	cmd.Flags().StringVar(&o.DevicesFile, "devices", "", `The node's device plugins' devices, per resource, each the device plugin API's Device message as JSON: {"resources": {"example.com/gpu": [{"ID": "gpu-0", "health": "Healthy", "topology": {"nodes": [{"ID": 0}]}}]}}; replays the device manager (with the node's device checkpoint)`)
+	_ = cmd.MarkFlagFilename("devices", "json")
 	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
 	return cmd
 }
@@ -126,6 +133,13 @@ func (o *Options) Complete(args []string) error {
 		}
 	}
 	o.Engines.Admit = &nodestate.AdmitConfig{Machine: cfg.Machine, KubeletConfig: cfg.KubeletConfig, Pods: pods, Largest: ref != "" && !o.Live.AllNodes}
+	if o.DevicesFile != "" {
+		devices, err := nodestate.ReadDevicePlugins(o.DevicesFile)
+		if err != nil {
+			return err
+		}
+		o.Engines.Admit.Devices = devices
+	}
 	return nil
 }
 

@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/internal/cmdtest"
+	"github.com/kubectl-nodestate/kubectl-nodestate/internal/vectorpack"
 )
 
 const example = "../../../examples/admit-node"
@@ -131,5 +133,76 @@ func TestAdmitHang(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &got); err != nil || code != 1 || len(got.Admissions) != 2 ||
 		!got.Admissions[0].Hangs || got.Admissions[0].Admitted || !got.Admissions[1].NotReached || got.Admissions[1].Hangs {
 		t.Errorf("json: exit %d, %v: %+v\n%s", code, err, got, out)
+	}
+}
+
+// --devices replays the device manager on the node's device checkpoint (--from-dir): the
+// contract's "devices" per container and the providers replayed, devices first; a plugin only
+// the checkpoint knows is the kubelet's own refusal. Cases of the real v1.37.1's device set.
+func TestAdmitDevices(t *testing.T) {
+	cmdtest.Isolate(t)
+	set, err := vectorpack.ReadFile("../../../testdata/admission/v1.37.1-devices" + vectorpack.Ext)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(name string, extra ...string) (string, string, int) {
+		c, ok := set.Case(name)
+		if !ok {
+			t.Fatalf("no case %s in %s", name, set.Name)
+		}
+		dir := filepath.Join(t.TempDir(), name)
+		if err := c.WriteDir(dir); err != nil {
+			t.Fatal(err)
+		}
+		var m struct {
+			Kubelet map[string]any `json:"kubelet"`
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "machine.json"))
+		if err != nil || json.Unmarshal(b, &m) != nil {
+			t.Fatalf("%s: %v", dir, err)
+		}
+		m.Kubelet["apiVersion"], m.Kubelet["kind"] = "kubelet.config.k8s.io/v1beta1", "KubeletConfiguration"
+		config := filepath.Join(t.TempDir(), "config.json")
+		b, _ = json.Marshal(m.Kubelet)
+		if err := os.WriteFile(config, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return cmdtest.Run(t, append([]string{"admit", "--from-dir", dir, "--machine", filepath.Join(dir, "machine.json"), "--kubelet-config", config,
+			"--kubelet-version", "v1.37.1", "-f", filepath.Join(dir, "pod.json"), "--devices", filepath.Join(dir, "devices.json")}, extra...)...)
+	}
+	out, stderr, code := run("s1n2c4t2__init-sidecar__gpu1pn__cpu-none__tm-best-effort-container__mem-None", "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d; stderr %s", code, stderr)
+	}
+	var got struct {
+		Replayed   []string `json:"hintProvidersReplayed"`
+		Admissions []struct {
+			Containers []struct {
+				Name        string              `json:"name"`
+				Devices     map[string][]string `json:"devices"`
+				DevicesPick map[string]string   `json:"devicesPick"`
+			} `json:"containers"`
+		} `json:"admissions"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if strings.Join(got.Replayed, ",") != "devices,cpu,memory" || len(got.Admissions) != 1 || len(got.Admissions[0].Containers) != 3 {
+		t.Fatalf("got %s", out)
+	}
+	// The init container's GPU goes on to the sidecar (reuse); the app needs the other one.
+	byName := map[string][]string{}
+	for _, c := range got.Admissions[0].Containers {
+		byName[c.Name] = c.Devices["nvidia.com/gpu"]
+		if c.DevicesPick["nvidia.com/gpu"] == "" {
+			t.Errorf("container %s: no devicesPick", c.Name)
+		}
+	}
+	if len(byName["init"]) != 1 || !slices.Equal(byName["init"], byName["sc"]) || len(byName["app"]) != 1 || byName["app"][0] == byName["sc"][0] {
+		t.Errorf("devices %v", byName)
+	}
+	out, _, code = run("s2n2c4t2__plugin-gone__cpu-static__tm-best-effort-pod__mem-None")
+	if code != 1 || !strings.Contains(out, "no healthy devices present; cannot allocate unhealthy devices nvidia.com/gpu") {
+		t.Errorf("exit %d, want 1 and the device manager's refusal:\n%s", code, out)
 	}
 }

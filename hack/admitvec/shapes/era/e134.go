@@ -8,10 +8,12 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 	kubeletconfig "k8s.io/kubernetes/pkg/kubelet/apis/config"
 	"k8s.io/kubernetes/pkg/kubelet/cm/containermap"
 	"k8s.io/kubernetes/pkg/kubelet/cm/cpumanager"
 	cpustate "k8s.io/kubernetes/pkg/kubelet/cm/cpumanager/state"
+	"k8s.io/kubernetes/pkg/kubelet/cm/devicemanager"
 	"k8s.io/kubernetes/pkg/kubelet/cm/memorymanager"
 	memstate "k8s.io/kubernetes/pkg/kubelet/cm/memorymanager/state"
 	"k8s.io/kubernetes/pkg/kubelet/cm/topologymanager"
@@ -80,3 +82,18 @@ func newCPUState(dir, policy string) (cpustate.State, error) {
 func podCPUSets(cpumanager.Manager) map[string]string { return nil }
 
 func podMemory(memorymanager.Manager) map[string][]memstate.Block { return nil }
+
+func newDeviceManagerImpl(mi *cadvisorMachine, tm topologymanager.Manager) (*devicemanager.ManagerImpl, error) {
+	return devicemanager.NewManagerImpl(mi.Topology, tm)
+}
+
+func startDevices(dm *devicemanager.ManagerImpl, a devicemanager.ActivePodsFunc, s config.SourcesReady, cm containermap.ContainerMap, rs sets.Set[string]) error {
+	return dm.Start(a, s, cm, rs)
+}
+
+func deviceCapacity(dm *devicemanager.ManagerImpl) (v1.ResourceList, v1.ResourceList, []string) {
+	return dm.GetCapacity()
+}
+
+// requestedDeviceIDs: the device plugin API's generated code (protoc-gen-go) names the field DevicesIds.
+func requestedDeviceIDs(c *pluginapi.ContainerAllocateRequest) []string { return c.DevicesIds }

@@ -17,6 +17,7 @@ import (
 	kubeletconfig "k8s.io/kubernetes/pkg/kubelet/apis/config"
 	"k8s.io/kubernetes/pkg/kubelet/cm/containermap"
 	"k8s.io/kubernetes/pkg/kubelet/cm/cpumanager"
+	"k8s.io/kubernetes/pkg/kubelet/cm/devicemanager"
 	"k8s.io/kubernetes/pkg/kubelet/cm/memorymanager"
 	memstate "k8s.io/kubernetes/pkg/kubelet/cm/memorymanager/state"
 	"k8s.io/kubernetes/pkg/kubelet/cm/topologymanager"
@@ -34,6 +35,9 @@ type kubelet struct {
 	tm  topologymanager.Manager
 	cpu cpumanager.Manager
 	mem memorymanager.Manager
+	// dm and plugins: the device manager and its plugins (-devices only).
+	dm      *devicemanager.ManagerImpl
+	plugins []*plugin
 	// cpuReconciles: the CPU manager's Start runs a reconcile loop (every policy but none).
 	cpuReconciles bool
 }
@@ -63,6 +67,11 @@ func (k *kubelet) NewManagers(c *common.Config) (string, error) {
 	}
 	if k.tm, err = newTopologyManager(mi, orDefault(kc.TopologyManagerPolicy, "none"), orDefault(kc.TopologyManagerScope, "container"), kc.TopologyManagerPolicyOptions); err != nil {
 		return "topologymanager.NewManager", err
+	}
+	if c.Devices {
+		if err := k.newDeviceManager(mi); err != nil {
+			return "devicemanager.NewManagerImpl", err
+		}
 	}
 	cpuPolicy := orDefault(kc.CPUManagerPolicy, "none")
 	if k.cpu, err = newCPUManager(cpuPolicy, kc.CPUManagerPolicyOptions, mi, reserved, c.Reservation, c.StateDir, k.tm); err != nil {
@@ -132,6 +141,11 @@ func (k *kubelet) Start(active *common.ActivePods, containers [][2]string) (stri
 	}
 	if err := startMemory(k.mem, memorymanager.ActivePodsFunc(active.List), sourcesReady{}, podStatuses{}, runtimeService{}, containerMap()); err != nil {
 		return "memorymanager.Start", err
+	}
+	if k.dm != nil {
+		if err := k.startDeviceManager(active, containers); err != nil {
+			return "devicemanager.Start", err
+		}
 	}
 	return "ok", nil
 }
