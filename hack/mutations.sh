@@ -53,6 +53,7 @@ deletions=(
   'delete-one-admission-case :: delete_line testdata/admission/v1.37.1-shapes.vectors.jsonl case 17'
   'delete-one-admission-expected :: edit_case testdata/admission/v1.36.4.vectors.jsonl 101 "del c[\"expected\"]"'
   'delete-one-admission-file :: delete_line testdata/admission/v1.37.1-gen.vectors.jsonl blob 6'
+  'delete-one-admission-set :: rm testdata/admission/v1.33.6-hang.vectors.jsonl'
 )
 
 # The packed vector sets (internal/vectorpack): one line a case, then one line a distinct file.

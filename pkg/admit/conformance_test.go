@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -77,12 +79,47 @@ func admissionSets(t testing.TB) []*vectorpack.Set {
 	if err != nil {
 		t.Fatal(err)
 	}
+	listed := listedSets(t)
 	for _, s := range sets {
 		if s.MetaString("kubelet") == "" {
 			t.Fatalf("set %s names no kubelet", s.Name)
 		}
+		want, ok := listed[s.Name]
+		if !ok {
+			t.Fatalf("set %s is not listed in %s/SETS", s.Name, admissionVectorsDir)
+		}
+		if len(s.Cases) != want {
+			t.Fatalf("set %s: %d cases, SETS lists %d", s.Name, len(s.Cases), want)
+		}
+		delete(listed, s.Name)
+	}
+	if len(listed) > 0 {
+		t.Fatalf("sets listed in %s/SETS but missing: %v", admissionVectorsDir, slices.Sorted(maps.Keys(listed)))
 	}
 	return sets
+}
+
+// listedSets reads SETS: each set's name and case count, so that a deleted set is noticed.
+func listedSets(t testing.TB) map[string]int {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(admissionVectorsDir, "SETS"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]int{}
+	for line := range strings.Lines(string(raw)) {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		var name string
+		var cases int
+		if _, err := fmt.Sscanf(line, "%s %d", &name, &cases); err != nil {
+			t.Fatalf("SETS: %q: %v", line, err)
+		}
+		listed[name] = cases
+	}
+	return listed
 }
 
 // caseInput loads a case as the engine's input: the machine and its kubelet section, the
