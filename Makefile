@@ -7,7 +7,7 @@ COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -s -w -X $(PKG)/pkg/version.version=$(VERSION) -X $(PKG)/pkg/version.commit=$(COMMIT) -X $(PKG)/pkg/version.date=$(DATE)
 
-.PHONY: help build test lint mutate mutations demo fuzz bench bench-scale bench-admit bench-podindex e2e e2e-faults e2e-scale e2e-node krew-test release-check ci
+.PHONY: help build test lint mutate mutations demo fuzz bench bench-nodecheck bench-scale bench-admit bench-podindex e2e e2e-faults e2e-scale e2e-node krew-test release-check ci
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -36,6 +36,9 @@ fuzz: ## fuzz every target for FUZZTIME (default 20s each); fails only on a find
 
 bench: ## decoder benchmarks beside the kubelet's own algorithm, in one run, with ratios (COUNT=5)
 	hack/bench.sh
+
+bench-nodecheck: ## each node-local check (node-check, the NPD plugin) on a node of 500 containers: Go benchmark, then the binary's wall time and peak RSS (/usr/bin/time -v, COUNT=5)
+	hack/bench-nodecheck.sh
 
 bench-scale: ## the plugin's verify --all-nodes beside a minimal client-go floor on NODES (1,000) kwok nodes, and at 100 and 300
 	hack/bench-scale.sh

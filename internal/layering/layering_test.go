@@ -27,7 +27,7 @@ type rule struct {
 var upper = []string{"pkg/render", "pkg/cmd", "pkg/cmdutil"}
 
 // engines are what nodestate runs: commands and render reach them only through nodestate.
-var engines = []string{"pkg/fetch", "pkg/decode", "pkg/doctor", "pkg/admit", "pkg/replay", "pkg/cgroup", "pkg/machine", "pkg/nodefs"}
+var engines = []string{"pkg/fetch", "pkg/decode", "pkg/doctor", "pkg/admit", "pkg/replay", "pkg/cgroup", "pkg/machine", "pkg/nodefs", "pkg/nodelocal"}
 
 var rules = []rule{
 	{From: "pkg/nodestate", Deny: upper},
@@ -46,6 +46,8 @@ var rules = []rule{
 	{From: "pkg/decode", Allow: []string{"pkg/decode"}},
 	{From: "pkg/machine", Allow: []string{"pkg/machine"}},
 	{From: "pkg/nodefs", Allow: []string{"pkg/nodefs"}},
+	// The node this process runs on, read as the debug pod reads it: paths and sections, no verdicts.
+	{From: "pkg/nodelocal", Allow: []string{"pkg/fetch", "pkg/cgroup", "pkg/machine", "pkg/nodefs", "internal/text"}},
 	{From: "pkg/render", Deny: []string{"pkg/cmd", "pkg/cmdutil"}},
 	// nodestate is the only way in: commands and render present its results, and import no
 	// engine themselves (they do through nodestate, so the rule looks at their own imports).
@@ -117,7 +119,7 @@ func TestImportGraph(t *testing.T) {
 	for _, v := range bad {
 		t.Error(v)
 	}
-	for _, must := range []string{"pkg/nodestate", "pkg/doctor", "pkg/decode", "pkg/fetch", "pkg/machine", "pkg/render", "pkg/cgroup", "pkg/nodefs", "pkg/cmd", "pkg/cmdutil", "cmd"} {
+	for _, must := range []string{"pkg/nodestate", "pkg/doctor", "pkg/decode", "pkg/fetch", "pkg/machine", "pkg/render", "pkg/cgroup", "pkg/nodefs", "pkg/nodelocal", "pkg/cmd", "pkg/cmdutil", "cmd"} {
 		if !checked[must] {
 			t.Errorf("no package under %s was checked", must)
 		}
@@ -185,6 +187,9 @@ func TestOneWayIn(t *testing.T) {
 		{"cleanup imports fetch", pkg{module + "pkg/cmd/cleanup", ours("pkg/fetch"), nil}, 1},
 		{"admit imports fetch/local", pkg{module + "pkg/cmd/admit", ours("pkg/fetch/local"), nil}, 1},
 		{"cmdutil imports fetch", pkg{module + "pkg/cmdutil", ours("pkg/fetch"), nil}, 1},
+		{"node-check imports nodelocal", pkg{module + "pkg/cmd/nodecheck", ours("pkg/cmdutil", "pkg/nodestate", "pkg/nodelocal"), nil}, 1},
+		{"nodelocal reads through fetch and cgroup", pkg{module + "pkg/nodelocal", ours("pkg/fetch", "pkg/cgroup"), ours("pkg/fetch", "pkg/cgroup", "pkg/machine")}, 0},
+		{"nodelocal judges with doctor", pkg{module + "pkg/nodelocal", ours("pkg/doctor"), ours("pkg/doctor")}, 1},
 		{"main imports machine", pkg{module + "cmd/kubectl-nodestate", ours("pkg/cmd", "pkg/machine"), nil}, 1},
 		{"a command through nodestate", pkg{module + "pkg/cmd/verify", ours("pkg/cmdutil", "pkg/nodestate", "pkg/render"), ours("pkg/fetch", "pkg/replay")}, 0},
 	} {

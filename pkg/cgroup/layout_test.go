@@ -1,12 +1,13 @@
 package cgroup
 
 import (
-	"bufio"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/internal/treetest"
 )
 
 // The pods of every tree in testdata/trees (see its README).
@@ -19,35 +20,6 @@ const (
 	exitedID   = "6f5e4d3c2b1a09f8e7d6c5b4a39281706f5e4d3c2b1a09f8e7d6c5b4a3928170"
 	goneID     = "8a9b0c1d2e3f4a5b6c7d8e9f0a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b"
 )
-
-// writeTree writes a .tree listing out as files under a new directory.
-func writeTree(t *testing.T, listing string) string {
-	t.Helper()
-	f, err := os.Open(listing)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	root := t.TempDir()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		p, content, ok := strings.Cut(sc.Text(), "\t")
-		if !ok {
-			t.Fatalf("%s: line %q has no tab", listing, sc.Text())
-		}
-		full := filepath.Join(root, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(content+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return root
-}
 
 // shells are the shells the script is run with: sh, and busybox's (the debug image's) when
 // installed.
@@ -89,7 +61,7 @@ func TestLayouts(t *testing.T) {
 		if layout.Name == "" {
 			t.Fatalf("%s: no layout %s", listing, name)
 		}
-		root := writeTree(t, listing)
+		root := treetest.Write(t, listing)
 		for _, shell := range shells(t) {
 			t.Run(name+"/"+strings.Join(shell, " "), func(t *testing.T) {
 				d, err := Parse(runScript(t, shell, root))
@@ -162,7 +134,7 @@ func TestV2EmptyCPUSetRunsOnEffective(t *testing.T) {
 	for _, listing := range trees {
 		name := strings.Replace(strings.Replace(strings.TrimSuffix(filepath.Base(listing), ".tree"), "-", "/", 1), "-", "/", 1)
 		t.Run(name, func(t *testing.T) {
-			root := writeTree(t, listing)
+			root := treetest.Write(t, listing)
 			var webDir string
 			err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
 				if err == nil && d.IsDir() && strings.Contains(d.Name(), webID) && !strings.Contains(d.Name(), "conmon") {

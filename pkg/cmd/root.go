@@ -23,7 +23,9 @@ import (
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmd/admit"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmd/cleanup"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmd/collect"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmd/conditions"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmd/doctor"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmd/nodecheck"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmd/rbac"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmd/show"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmd/verify"
@@ -79,6 +81,8 @@ It reads live nodes through a short-lived read-only debug pod, or files copied o
 	root.AddCommand(collect.NewCmdCollect(configFlags, streams))
 	root.AddCommand(cleanup.NewCmdCleanup(configFlags, streams))
 	root.AddCommand(rbac.NewCmdRBAC(configFlags, streams))
+	root.AddCommand(nodecheck.NewCmdNodeCheck(streams))
+	root.AddCommand(conditions.NewCmdConditions(configFlags, streams))
 	root.AddCommand(versioncmd.NewCmdVersion(streams))
 	return root
 }

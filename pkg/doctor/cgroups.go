@@ -28,6 +28,15 @@ const (
 	checkMemsDrift       = "mems-drift"
 )
 
+// IsCgroupCheck reports whether a finding's check is one of the cgroup audit's.
+func IsCgroupCheck(check string) bool {
+	switch check {
+	case checkCPUSetDrift, checkSharedPoolDrift, checkOnExclusive, checkHandedOutTwice, checkCPUsLeaked, checkMemsDrift:
+		return true
+	}
+	return false
+}
+
 // cgroupContainer is a running container as its cgroup shows it.
 type cgroupContainer struct {
 	pod, ctr string
