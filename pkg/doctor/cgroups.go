@@ -96,8 +96,12 @@ func cpuCgroupFindings(in Input, file string, cs *decode.CPUState, running []cgr
 	type owner struct{ pod, ctr string }
 	exclusive := map[owner]cpuset.CPUSet{}
 	ownerOf := map[int]owner{}
-	for pod, ctrs := range cs.Entries {
-		for ctr, text := range ctrs {
+	// In a fixed order: a CPU in two containers' exclusive sets (handed out twice) has one owner
+	// here, the same on every run.
+	for _, pod := range slices.Sorted(maps.Keys(cs.Entries)) {
+		ctrs := cs.Entries[pod]
+		for _, ctr := range slices.Sorted(maps.Keys(ctrs)) {
+			text := ctrs[ctr]
 			if set, err := replay.ParseCPUSet(text); err == nil {
 				exclusive[owner{pod, ctr}] = set
 				for _, cpu := range set.UnsortedList() {
