@@ -36,19 +36,9 @@ shipped=$(cd "${SHIPPED:-$repo/../shared/testdata/admission}" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-releases=("$@")
-if [ ${#releases[@]} -eq 0 ]; then
-  mapfile -t releases < <(ls -d v1.* | sort -V)
-fi
-mkdir -p "$work/bin"
-for rel in "${releases[@]}"; do
-  if [ -n "${BINDIR:-}" ] && [ -x "$BINDIR/$rel" ]; then
-    cp "$BINDIR/$rel" "$work/bin/$rel"
-  else
-    echo "building $rel" >&2
-    (cd "$rel" && go build -o "$work/bin/$rel" .)
-  fi
-done
+# shellcheck source=lib.sh
+. ./lib.sh
+build_releases "$work/bin" "$@"
 "$work/bin/${releases[0]}" -mode gen -out "$work/gen"
 
 # case SRC DEST BIN: DEST gets SRC's inputs (checkpoints re-seeded from setup/ when it has
