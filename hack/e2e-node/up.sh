@@ -258,9 +258,12 @@ phase "node $E2E_NODE_NAME Ready"
 # The plugin's own namespace (its default for the debug pods), Role and ClusterRole, and the
 # admission policy that admits only the debug pod's shape there, as installed from its README:
 # printed by the plugin for this node's kubelet root dir (the real kubelet then runs the pod the
-# policy admitted), else deploy/ (the default root dir).
+# policy admitted), else deploy/ (the default root dir). The default root dir is allowed too (the
+# device-plugin tests read /var/lib/kubelet/device-plugins, the kubelet's fixed plugin dir), and
+# one that does not exist, so that the wrong-root-dir test reaches the kubelet's own hostPath check.
 if [[ -n $plugin ]]; then
-  "$plugin" rbac --kubelet-root-dir "$S/kubelet" | "${kubectl[@]}" apply -f - >/dev/null
+  "$plugin" rbac --kubelet-root-dir "$S/kubelet" --kubelet-root-dir /var/lib/kubelet --kubelet-root-dir /nonexistent/kubelet |
+    "${kubectl[@]}" apply -f - >/dev/null
 else
   "${kubectl[@]}" apply -f "$here/../../deploy/" >/dev/null
 fi

@@ -204,7 +204,10 @@ func TestAdmitPredictsRealKubelet(t *testing.T) {
 // predictAdmission runs the live admit on the node for p, written to a manifest in dir.
 func predictAdmission(t *testing.T, dir string, p *corev1.Pod) admit.Admission {
 	t.Helper()
-	b, err := yaml.Marshal(p)
+	// A manifest names its kind, as kubectl's -f requires.
+	typed := p.DeepCopy()
+	typed.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
+	b, err := yaml.Marshal(typed)
 	if err != nil {
 		t.Fatal(err)
 	}
