@@ -39,6 +39,9 @@ type Input struct {
 	// Devices is the node's device plugins and device checkpoint; nil when the devices'
 	// topology is not known (device requests are then not judged).
 	Devices *replay.DeviceInput
+	// DeviceTopology says, per resource, where its devices' NUMA nodes came from, or why they
+	// are not known (Result.DeviceTopology).
+	DeviceTopology map[string]string
 }
 
 // NodeResources is what the kubelet's predicate handler reads: the node's allocatable and the
@@ -77,6 +80,9 @@ type Result struct {
 	// registered: every device and the healthy ones, per resource (devices replayed only).
 	DeviceCapacity    map[string]int `json:"deviceCapacity,omitempty"`
 	DeviceAllocatable map[string]int `json:"deviceAllocatable,omitempty"`
+	// DeviceTopology is, per device plugin resource, where its devices' NUMA nodes came from
+	// ("--devices file", "sysfs", ...) or "not known: " and why (the resource is then not judged).
+	DeviceTopology map[string]string `json:"deviceTopology,omitempty"`
 	// NodeResourcesChecked: the node-resource predicate was replayed (a node was given).
 	NodeResourcesChecked bool        `json:"nodeResourcesChecked"`
 	Admissions           []Admission `json:"admissions"`
@@ -144,7 +150,7 @@ func predict(in Input, keepStates bool) (Result, []replay.State, error) {
 	var states []replay.State
 	// The hint providers in the kubelet's order: the device manager first.
 	res := Result{Replayed: []string{ProviderCPU, ProviderMemory}, NotReplayed: []string{ProviderDevices, ProviderDRA},
-		NodeResourcesChecked: in.Node != nil, Admissions: []Admission{}}
+		NodeResourcesChecked: in.Node != nil, DeviceTopology: in.DeviceTopology, Admissions: []Admission{}}
 	if in.Devices != nil {
 		res.Replayed, res.NotReplayed = []string{ProviderDevices, ProviderCPU, ProviderMemory}, []string{ProviderDRA}
 	}
@@ -168,7 +174,7 @@ func predict(in Input, keepStates bool) (Result, []replay.State, error) {
 		bound = append(bound, in.Node.Pods...)
 	}
 	for _, pod := range in.Pods {
-		a := Admission{Pod: pod.Name, Namespace: pod.Namespace, UID: string(pod.UID), Containers: []Container{}, Unreplayed: unreplayed(pod, in.Devices != nil)}
+		a := Admission{Pod: pod.Name, Namespace: pod.Namespace, UID: string(pod.UID), Containers: []Container{}, Unreplayed: unreplayed(pod, in.Devices)}
 		pa := node.Admit(pod)
 		a.Admitted, a.Reason, a.Message, a.Hangs, a.NotReached = pa.Admit, pa.Reason, pa.Message, pa.Hangs, pa.NotReached
 		if !pa.Admit {
@@ -245,12 +251,16 @@ func devicesPick(c replay.ContainerAdmission) map[string]string {
 }
 
 // unreplayed lists the pod's requests whose hints come from providers not replayed.
-func unreplayed(pod *v1.Pod, devicesReplayed bool) []string {
+func unreplayed(pod *v1.Pod, devices *replay.DeviceInput) []string {
 	set := map[string]bool{}
 	for _, c := range append(append([]v1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
 		for name := range c.Resources.Requests {
-			if !devicesReplayed && strings.Contains(string(name), "/") && !strings.HasPrefix(string(name), "kubernetes.io/") {
+			switch {
+			case !strings.Contains(string(name), "/") || strings.HasPrefix(string(name), "kubernetes.io/"):
+			case devices == nil:
 				set[fmt.Sprintf("%s: device plugin resource %s (the device manager's hints and allocation are not replayed)", ProviderDevices, name)] = true
+			case devices.NotJudged[string(name)] != "":
+				set[fmt.Sprintf("%s: device plugin resource %s not judged (its devices' NUMA nodes are not known: %s)", ProviderDevices, name, devices.NotJudged[string(name)])] = true
 			}
 		}
 		for _, claim := range c.Resources.Claims {

@@ -178,3 +178,43 @@ func blocksText(b []decode.MemoryBlock) string {
 	}
 	return strings.Join(parts, ",")
 }
+
+// A resource whose devices' NUMA nodes are not known is not judged: the device manager leaves
+// it alone (no "unregistered device" refusal made up), the pod says why; the other resources'
+// devices are still replayed.
+func TestPredictNotJudgedDevices(t *testing.T) {
+	in := node8(t, static)
+	vf := replay.Device{ID: "0000:af:02.0", Health: replay.DeviceHealthy, Topology: &replay.DeviceTopology{Nodes: []replay.DeviceNUMANode{{ID: 1}}}}
+	in.Devices = &replay.DeviceInput{Plugins: map[string][]replay.Device{"intel.com/sriov": {vf}},
+		NotJudged: map[string]string{"nvidia.com/gpu": "device ID \"GPU-1\" is not a PCI address"}}
+	in.DeviceTopology = map[string]string{"intel.com/sriov": "sysfs", "nvidia.com/gpu": "not known: device ID \"GPU-1\" is not a PCI address"}
+	in.Pods = []*v1.Pod{guaranteed("gpu", "2", "1Gi", "nvidia.com/gpu"), guaranteed("vf", "2", "1Gi", "intel.com/sriov")}
+	res, err := Predict(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpu, nic := res.Admissions[0], res.Admissions[1]
+	if !gpu.Admitted || len(gpu.Containers[0].Devices) != 0 || len(gpu.Unreplayed) != 1 ||
+		!strings.Contains(gpu.Unreplayed[0], "nvidia.com/gpu not judged") || !strings.Contains(gpu.Unreplayed[0], "not a PCI address") {
+		t.Errorf("gpu pod: admitted %v, devices %v, unreplayed %q", gpu.Admitted, gpu.Containers, gpu.Unreplayed)
+	}
+	if !nic.Admitted || fmt.Sprint(nic.Containers[0].Devices) != "map[intel.com/sriov:[0000:af:02.0]]" || !onNUMA1(nic.Containers[0].CPUs) || len(nic.Unreplayed) != 0 {
+		t.Errorf("vf pod: admitted %v, containers %+v, unreplayed %q", nic.Admitted, nic.Containers, nic.Unreplayed)
+	}
+	if res.Replayed[0] != ProviderDevices || res.DeviceTopology["intel.com/sriov"] != "sysfs" {
+		t.Errorf("replayed %v, device topology %v", res.Replayed, res.DeviceTopology)
+	}
+	if _, ok := res.DeviceCapacity["nvidia.com/gpu"]; ok {
+		t.Errorf("capacity %v counts the resource not judged", res.DeviceCapacity)
+	}
+}
+
+// onNUMA1: node8's NUMA node 1 holds CPUs 2-3 and 6-7, where the VF sits.
+func onNUMA1(cpus string) bool {
+	for _, c := range strings.Split(cpus, ",") {
+		if c != "2" && c != "3" && c != "6" && c != "7" {
+			return false
+		}
+	}
+	return cpus != ""
+}

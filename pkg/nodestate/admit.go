@@ -66,13 +66,18 @@ func (r *Runner) admit(n *NodeResult) *AdmitResult {
 			in.Memory = row.Report
 		}
 	}
-	// The device manager runs when the devices are known, on the node's device checkpoint.
-	if r.cfg.Admit.Devices != nil {
-		in.Devices = &replay.DeviceInput{Plugins: r.cfg.Admit.Devices}
+	// The device manager runs when the devices are known: --devices FILE, and on a node whose
+	// status is known, its checkpoint's devices with their NUMA nodes from sysfs.
+	if d := r.nodeDevices(n, mi); d != nil {
+		in.Devices = &replay.DeviceInput{Plugins: d.plugins, NotJudged: d.notJudged}
+		in.DeviceTopology = d.sources
 		for _, row := range mi.rows {
 			if row.Report != nil && row.Report.Kind == decode.KindDevices {
 				in.Devices.Checkpoint = row.Report
 			}
+		}
+		for _, line := range deviceTopologyNotes(d) {
+			note("%s", line)
 		}
 	}
 	if n.Node != "" && len(n.Snapshot.Allocatable) > 0 && n.Snapshot.Pods != nil {
@@ -102,4 +107,21 @@ func (r *Runner) admit(n *NodeResult) *AdmitResult {
 		out.Largest[a.Pod] = n
 	}
 	return out
+}
+
+// nodeDevices joins what the node's files, status and sysfs say of its devices with --devices.
+func (r *Runner) nodeDevices(n *NodeResult, mi managerInputs) *nodeDevices {
+	in := nodeDeviceInput{file: r.cfg.Admit.Devices, topologyNone: mi.config.TopologyPolicy() == "none"}
+	if s := n.Snapshot; s != nil {
+		in.status = s.Devices
+		if dump, ok := s.Dumps[machine.PCIHeader]; ok {
+			in.pci, in.pciErr = machine.ParsePCINUMA(dump)
+		}
+	}
+	for _, row := range mi.rows {
+		if rep := row.Report; rep != nil && rep.Kind == decode.KindDevices && rep.Verdict == decode.Valid && rep.Decoded.Devices != nil {
+			in.checkpoint = rep.Decoded.Devices
+		}
+	}
+	return joinNodeDevices(in)
 }

@@ -18,6 +18,7 @@ const (
 	SocketsFile = "device-plugins.sockets"
 	CDIFile     = "cdi.specs"
 	CgroupsFile = "cgroups.cpusets"
+	PCIFile     = "pci.numa"
 )
 
 // cdiDirs are the CDI spec dirs where the debug pod mounts them (read-only, fetch.HostDir).
@@ -32,8 +33,9 @@ func cdiHostDirs() []fetch.HostDir {
 type bundleDump struct {
 	File string
 	Dump fetch.StderrDump
-	// machine: asked for by Config.Machine; cgroups: by Config.Cgroups; else by Config.NodeFiles.
-	machine, cgroups bool
+	// machine: asked for by Config.Machine; cgroups: by Config.Cgroups; pci: by Config.Machine
+	// or Config.Admit (the devices' NUMA nodes); else by Config.NodeFiles.
+	machine, cgroups, pci bool
 }
 
 // nodePaths are where the sections' scripts find the node's directories: the debug pod's
@@ -52,6 +54,7 @@ var (
 func bundleDumps(at nodePaths) []bundleDump {
 	return []bundleDump{
 		{File: SysfsFile, machine: true, Dump: sysfsDump},
+		{File: PCIFile, pci: true, Dump: fetch.StderrDump{Header: machine.PCIHeader, End: machine.PCIEnd, Script: machine.PCIScript, Max: machine.MaxPCIBytes}},
 		{File: SocketsFile, Dump: fetch.StderrDump{Header: nodefs.SocketsHeader, End: nodefs.End, Script: nodefs.SocketsScript, Max: nodefs.MaxSocketsBytes}},
 		{File: CDIFile, Dump: fetch.StderrDump{Header: nodefs.CDIHeader, End: nodefs.End, Script: nodefs.CDIScript(at.cdi), Max: nodefs.MaxCDIBytes}},
 		{File: CgroupsFile, cgroups: true, Dump: fetch.StderrDump{Header: cgroup.Header, End: cgroup.End, Script: cgroup.Script(at.cgroups), Max: cgroup.MaxBytes}},
@@ -63,7 +66,8 @@ func (r *Runner) dumps() []fetch.StderrDump {
 	var out []fetch.StderrDump
 	for _, d := range bundleDumps(inPod) {
 		switch {
-		case d.machine && r.cfg.Machine, d.cgroups && r.cfg.Cgroups, !d.machine && !d.cgroups && r.cfg.NodeFiles:
+		case d.machine && r.cfg.Machine, d.cgroups && r.cfg.Cgroups, d.pci && (r.cfg.Machine || r.cfg.Admit != nil),
+			!d.machine && !d.cgroups && !d.pci && r.cfg.NodeFiles:
 			out = append(out, d.Dump)
 		}
 	}

@@ -66,6 +66,10 @@ type DeviceInput struct {
 	Plugins map[string][]Device
 	// Checkpoint is device-plugins/kubelet_internal_checkpoint as decode judged it; nil = no file.
 	Checkpoint *decode.Report
+	// NotJudged are the resources whose devices' topology is not known, with why: the manager
+	// leaves them alone (not a device plugin resource to it, their checkpoint entries aside) and
+	// admit says, for each pod asking for one, that it is not judged.
+	NotJudged map[string]string
 }
 
 // DeviceManager is devicemanager.ManagerImpl, as far as admission goes.
@@ -90,12 +94,14 @@ type DeviceManager struct {
 	// arbitrary is pod UID -> container -> the resources whose devices the kubelet took as any
 	// k of more candidates (a Go set's order): the IDs are one of several equivalent picks.
 	arbitrary map[string]map[string][]string
+	// notJudged: DeviceInput.NotJudged's resources.
+	notJudged map[string]bool
 }
 
 // newDeviceManager is NewManagerImpl: the machine's NUMA nodes and the topology manager as the
 // affinity store.
 func newDeviceManager(e *env, tm *TopologyManager, active func() map[string]map[string]bool) *DeviceManager {
-	m := &DeviceManager{release: e.release, numaNodes: e.machine.NodeIDs(), affinity: tm, active: active}
+	m := &DeviceManager{release: e.release, numaNodes: e.machine.NodeIDs(), affinity: tm, active: active, notJudged: map[string]bool{}}
 	m.reset()
 	return m
 }
@@ -111,10 +117,16 @@ func (m *DeviceManager) reset() {
 // plugin's registration (PluginConnected) and first ListAndWatch answer
 // (genericDeviceUpdateCallback).
 func (m *DeviceManager) start(in *DeviceInput) {
+	for resource := range in.NotJudged {
+		m.notJudged[resource] = true
+	}
 	if rep := in.Checkpoint; rep != nil && rep.Verdict == decode.Valid && rep.Decoded.Devices != nil {
 		m.restore(rep)
 	}
 	for _, resource := range slices.Sorted(maps.Keys(in.Plugins)) {
+		if m.notJudged[resource] {
+			continue
+		}
 		m.endpoints[resource] = true
 		m.updateDevices(resource, in.Plugins[resource])
 	}
@@ -130,7 +142,7 @@ func (m *DeviceManager) restore(rep *decode.Report) {
 	}
 	st := rep.Decoded.Devices
 	for i, e := range st.PodDeviceEntries {
-		if dropped[i] {
+		if dropped[i] || m.notJudged[e.ResourceName] {
 			continue
 		}
 		perNUMA := map[int64][]string{}
@@ -142,6 +154,9 @@ func (m *DeviceManager) restore(rep *decode.Report) {
 	}
 	m.allocated = m.podDevices.devices()
 	for resource := range st.RegisteredDevices {
+		if m.notJudged[resource] {
+			continue
+		}
 		m.healthy[resource], m.unhealthy[resource] = sets.New[string](), sets.New[string]()
 		m.endpoints[resource] = false
 	}
