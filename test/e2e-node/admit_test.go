@@ -204,6 +204,13 @@ func TestAdmitPredictsRealKubelet(t *testing.T) {
 // predictAdmission runs the live admit on the node for p, written to a manifest in dir.
 func predictAdmission(t *testing.T, dir string, p *corev1.Pod) admit.Admission {
 	t.Helper()
+	return admitResult(t, dir, p).Admissions[0]
+}
+
+// admitResult runs `admit NODE -f p.yaml -o json` with extra arguments, and checks it predicted
+// one admission and exited accordingly.
+func admitResult(t *testing.T, dir string, p *corev1.Pod, extra ...string) render.AdmitResult {
+	t.Helper()
 	// A manifest names its kind, as kubectl's -f requires.
 	typed := p.DeepCopy()
 	typed.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
@@ -215,7 +222,7 @@ func predictAdmission(t *testing.T, dir string, p *corev1.Pod) admit.Admission {
 	if err := os.WriteFile(manifest, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r := nodestate(t, "admit", "-f", manifest, "-o", "json")
+	r := nodestate(t, "admit", append([]string{"-f", manifest, "-o", "json"}, extra...)...)
 	// One node: the result itself, or a list of one (as the command prints it for a named node).
 	var list render.List[render.AdmitResult]
 	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil {
@@ -234,7 +241,7 @@ func predictAdmission(t *testing.T, dir string, p *corev1.Pod) admit.Admission {
 	if wantCode := map[bool]int{true: 0, false: 1}[a.Admitted]; r.code != wantCode {
 		t.Fatalf("admit: admitted %v but exit %d:\n%s", a.Admitted, r.code, r)
 	}
-	return a
+	return res
 }
 
 // rejectionEvent waits for the kubelet's Warning event refusing p with reason, and returns its

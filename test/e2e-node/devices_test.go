@@ -124,18 +124,24 @@ func stopDevicePlugin(t *testing.T, cmd *exec.Cmd) {
 // waitDevices waits until the node's status says capacity and allocatable widgets.
 func waitDevices(t *testing.T, capacity, allocatable int64) {
 	t.Helper()
+	waitResource(t, widget, capacity, allocatable)
+}
+
+// waitResource waits until the node's status says capacity and allocatable of resourceName.
+func waitResource(t *testing.T, resourceName corev1.ResourceName, capacity, allocatable int64) {
+	t.Helper()
 	var last string
 	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
 		n, err := node.Client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
-		c, a := n.Status.Capacity[widget], n.Status.Allocatable[widget]
+		c, a := n.Status.Capacity[resourceName], n.Status.Allocatable[resourceName]
 		last = fmt.Sprintf("capacity %s, allocatable %s", c.String(), a.String())
 		return c.Value() == capacity && a.Value() == allocatable, nil
 	})
 	if err != nil {
-		t.Fatalf("node status %s: want %s capacity %d, allocatable %d: %v", widget, last, capacity, allocatable, err)
+		t.Fatalf("node status %s: want %s capacity %d, allocatable %d: %v", resourceName, last, capacity, allocatable, err)
 	}
 }
 

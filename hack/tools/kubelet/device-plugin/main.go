@@ -2,13 +2,19 @@
 // plugin API (k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1) over its own socket in the
 // kubelet's device-plugins dir, registers a resource of N healthy fake devices, answers
 // Allocate with an environment variable per device, and on SIGTERM stops serving and removes
-// its socket, as a real plugin's pod does when it is deleted.
+// its socket, as a real plugin's pod does when it is deleted. -ids names the devices and their
+// NUMA nodes (the device plugin API's TopologyInfo), as a plugin that reports topology does.
+// -pod-resources lists, through the kubelet's PodResources API (List), the devices each
+// container was given, as JSON, and exits.
 //
 //	device-plugin -resource example.com/widget -devices 2 -socket widget.sock [-dir /var/lib/kubelet/device-plugins]
+//	device-plugin -resource example.com/accel -ids accel-0@0,accel-1@0,accel-2 -socket accel.sock
+//	device-plugin -pod-resources /var/lib/kubelet/pod-resources/kubelet.sock
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"log"
@@ -16,6 +22,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -23,6 +30,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+	podresourcesapi "k8s.io/kubelet/pkg/apis/podresources/v1"
 )
 
 type plugin struct {
@@ -62,11 +70,26 @@ func main() {
 	count := flag.Int("devices", 2, "how many healthy devices")
 	dir := flag.String("dir", pluginapi.DevicePluginPath, "the kubelet's device-plugins dir")
 	socket := flag.String("socket", "widget.sock", "this plugin's socket name in -dir")
+	ids := flag.String("ids", "", "the devices, comma-separated, each ID or ID@NUMA (its NUMA node); overrides -devices")
+	podResources := flag.String("pod-resources", "", "list the containers' devices through this PodResources socket, as JSON, and exit")
 	flag.Parse()
 
+	if *podResources != "" {
+		if err := listPodResources(*podResources); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
 	p := &plugin{stop: make(chan struct{})}
-	for i := 0; i < *count; i++ {
+	for i := 0; i < *count && *ids == ""; i++ {
 		p.devices = append(p.devices, &pluginapi.Device{ID: fmt.Sprintf("widget-%d", i), Health: pluginapi.Healthy})
+	}
+	if *ids != "" {
+		devices, err := parseIDs(*ids)
+		if err != nil {
+			log.Fatal(err)
+		}
+		p.devices, *count = devices, len(devices)
 	}
 	path := filepath.Join(*dir, *socket)
 	_ = os.Remove(path)
@@ -101,4 +124,51 @@ func main() {
 	srv.Stop()
 	_ = os.Remove(path)
 	log.Printf("stopped; removed %s", path)
+}
+
+// parseIDs reads -ids: ID or ID@NUMA, comma-separated.
+func parseIDs(list string) ([]*pluginapi.Device, error) {
+	var out []*pluginapi.Device
+	for _, item := range strings.Split(list, ",") {
+		id, numa, hasNUMA := strings.Cut(item, "@")
+		d := &pluginapi.Device{ID: id, Health: pluginapi.Healthy}
+		if hasNUMA {
+			n, err := strconv.ParseInt(numa, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("-ids %q: NUMA node %q: %v", item, numa, err)
+			}
+			d.Topology = &pluginapi.TopologyInfo{Nodes: []*pluginapi.NUMANode{{ID: n}}}
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// listPodResources prints {"namespace/pod/container": {"resource": [ids]}} of every container
+// holding devices, as the kubelet's PodResources List says.
+func listPodResources(socket string) error {
+	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := podresourcesapi.NewPodResourcesListerClient(conn).List(ctx, &podresourcesapi.ListPodResourcesRequest{})
+	if err != nil {
+		return fmt.Errorf("PodResources List: %w", err)
+	}
+	out := map[string]map[string][]string{}
+	for _, p := range resp.PodResources {
+		for _, c := range p.Containers {
+			for _, d := range c.Devices {
+				key := p.Namespace + "/" + p.Name + "/" + c.Name
+				if out[key] == nil {
+					out[key] = map[string][]string{}
+				}
+				out[key][d.ResourceName] = append(out[key][d.ResourceName], d.DeviceIds...)
+			}
+		}
+	}
+	return json.NewEncoder(os.Stdout).Encode(out)
 }
