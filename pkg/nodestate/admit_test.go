@@ -23,6 +23,27 @@ import (
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
 )
 
+// fakeNodeExec is a debug pod's exec that tars files on stdout and, before its end line,
+// prints on stderr what stderr writes for the command asked (the dumps).
+func fakeNodeExec(files map[string][]byte, dumps func(cmd []string) string) fetch.ExecFunc {
+	return func(_ context.Context, _, _, _ string, cmd []string, stdout, stderr io.Writer) error {
+		if dumps != nil {
+			_, _ = io.WriteString(stderr, dumps(cmd))
+		}
+		defer io.WriteString(stderr, fetch.CollectEnd)
+		tw := tar.NewWriter(stdout)
+		for name, b := range files {
+			if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o600, Size: int64(len(b)), Typeflag: tar.TypeReg}); err != nil {
+				return err
+			}
+			if _, err := tw.Write(b); err != nil {
+				return err
+			}
+		}
+		return tw.Close()
+	}
+}
+
 func guaranteedPod(name, node, cpu, memory string) *corev1.Pod {
 	res := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory)}
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name)},
@@ -50,19 +71,7 @@ func TestAdmitEngineLive(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	exec := func(_ context.Context, _, _, _ string, _ []string, stdout, stderr io.Writer) error {
-		defer io.WriteString(stderr, fetch.CollectEnd)
-		tw := tar.NewWriter(stdout)
-		for name, b := range files {
-			if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o600, Size: int64(len(b)), Typeflag: tar.TypeReg}); err != nil {
-				return err
-			}
-			if _, err := tw.Write(b); err != nil {
-				return err
-			}
-		}
-		return tw.Close()
-	}
+	exec := fakeNodeExec(files, nil)
 	read := func(engines Engines) (*NodeResult, []string) {
 		client := fake.NewClientset(node, running)
 		client.PrependReactor("create", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {

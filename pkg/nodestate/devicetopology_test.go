@@ -1,13 +1,26 @@
 package nodestate
 
 import (
+	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
+	clienttesting "k8s.io/client-go/testing"
+
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/machine"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/replay"
 )
 
@@ -85,5 +98,77 @@ func TestJoinNodeDevicesNotJudged(t *testing.T) {
 	}
 	if got := joinNodeDevices(nodeDeviceInput{status: &fetch.DeviceStatus{}}); got != nil {
 		t.Errorf("a node without devices: %+v, want nil", got)
+	}
+}
+
+// On a live node admit reads the device checkpoint (kubelet-written: SR-IOV VFs by PCI address,
+// GPUs by UUID, FPGAs by name), the node's status and every PCI device's NUMA node in the same
+// exec, replays the VFs with their sysfs NUMA nodes, and says the others are not judged.
+func TestAdmitDevicesLive(t *testing.T) {
+	dir := filepath.Join(repo, "examples/admit-node")
+	dc, _, err := LoadDoctorConfig(filepath.Join(dir, "machine.json"), filepath.Join(dir, "kubelet-config.yaml"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := os.ReadFile(filepath.Join(repo, "testdata/kubelet/kubelet_internal_checkpoint/v1.37.1/multi-resource.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := corev1.ResourceList{"intel.com/sriov_netdevice": resource.MustParse("4"), "nvidia.com/gpu": resource.MustParse("4"), "example.com/fpga": resource.MustParse("2"),
+		corev1.ResourceCPU: resource.MustParse("30"), corev1.ResourceMemory: resource.MustParse("60Gi"), corev1.ResourcePods: resource.MustParse("110")}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Status: corev1.NodeStatus{
+		NodeInfo:   corev1.NodeSystemInfo{KubeletVersion: "v1.37.1", OperatingSystem: "linux"},
+		Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+		Capacity:   counts, Allocatable: counts,
+	}}
+	pciAsked := false
+	exec := fakeNodeExec(map[string][]byte{"device-plugins/kubelet_internal_checkpoint": cp}, func(cmd []string) string {
+		if !strings.Contains(strings.Join(cmd, " "), machine.PCIScript) {
+			return ""
+		}
+		pciAsked = true
+		return machine.PCIHeader + "\n0000:3b:02.0/numa_node:0\n0000:3b:02.1/numa_node:0\n0000:af:02.0/numa_node:1\n0000:af:02.1/numa_node:1\n0000:00:1f.0/numa_node:-1\n" + machine.PCIEnd + "\n"
+	})
+	client := fake.NewClientset(node)
+	client.PrependReactor("create", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		a.(clienttesting.CreateAction).GetObject().(*corev1.Pod).Status.Phase = corev1.PodRunning
+		return false, nil, nil
+	})
+	ask := func(name string, resources ...corev1.ResourceName) *corev1.Pod {
+		q := corev1.ResourceList{}
+		for _, r := range resources {
+			q[r] = resource.MustParse("1")
+		}
+		q["intel.com/sriov_netdevice"] = resource.MustParse("2")
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name)},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Resources: corev1.ResourceRequirements{Requests: q, Limits: q}}}}}
+	}
+	pods := []*corev1.Pod{ask("vfs"), ask("vfs-and-gpu", "nvidia.com/gpu")}
+	r, err := New(context.Background(), Config{AllNodes: true, Client: client, RESTConfig: &rest.Config{}, Exec: exec,
+		Engines: Engines{Admit: &AdmitConfig{Machine: dc.Machine, KubeletConfig: dc.KubeletConfig, Pods: pods}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := only(t, r)
+	if !pciAsked || res.Admit == nil || res.Admit.Err != nil {
+		t.Fatalf("PCI dump asked %v; admit %+v", pciAsked, res.Admit)
+	}
+	want := map[string]string{"intel.com/sriov_netdevice": TopologyFromSysfs}
+	for r, src := range res.Admit.DeviceTopology {
+		if w, ok := want[r]; ok && src != w || !ok && !strings.Contains(src, "is not a PCI address") {
+			t.Errorf("%s: topology %q", r, src)
+		}
+	}
+	// Restricted, pod scope: the two free VFs of NUMA node 0 (af:02.1 is held, af:02.0 alone on node 1).
+	vfs := res.Admit.Admissions[0]
+	if !vfs.Admitted || !reflect.DeepEqual(vfs.Containers[0].Devices, map[string][]string{"intel.com/sriov_netdevice": {"0000:3b:02.0", "0000:3b:02.1"}}) {
+		t.Errorf("vfs: admitted %v %s, containers %+v", vfs.Admitted, vfs.Message, vfs.Containers)
+	}
+	if gpu := res.Admit.Admissions[1]; len(gpu.Unreplayed) != 1 || !strings.Contains(gpu.Unreplayed[0], "nvidia.com/gpu not judged") {
+		t.Errorf("vfs-and-gpu: unreplayed %q", gpu.Unreplayed)
+	}
+	if notes := strings.Join(res.Admit.Notes, "\n"); !strings.Contains(notes, "devices intel.com/sriov_netdevice: 4, IDs from the device checkpoint") ||
+		!strings.Contains(notes, "devices nvidia.com/gpu: not judged") {
+		t.Errorf("notes:\n%s", notes)
 	}
 }

@@ -60,7 +60,8 @@ const collectScript = `#!/bin/sh
 #   kubectl nodestate doctor --from-dir NODE.tar.gz
 #
 # It only reads: the checkpoint files and config.yaml of the kubelet root dir, the CPU and
-# NUMA topology from sysfs, the device plugin sockets, the CDI spec files; and it asks the
+# NUMA topology and each PCI device's NUMA node from sysfs, the device plugin sockets, the CDI
+# spec files; and it asks the
 # kubelet binary for its version. Environment: KUBELET_ROOT_DIR (default @ROOT@), NODE_NAME
 # (default: the hostname), KUBELET (the kubelet binary; default: kubelet on PATH),
 # KUBELET_CONFIG (the kubelet's --config file; default: config.yaml in the root dir, where
@@ -86,7 +87,7 @@ rm -f "$out/.collect.err"
 if [ -n "${KUBELET_CONFIG:-}" ]; then
   cat "$KUBELET_CONFIG" >"$out/@CONFIGFILE@" || exit 1
 fi
-# The debug pod's own sections: sysfs, device plugin sockets, CDI specs.
+# The debug pod's own sections: sysfs, PCI NUMA nodes, device plugin sockets, CDI specs.
 @DUMPS@# node.json: the node and its kubelet's version, as collect records them.
 clean() { printf '%s' "$1" | tr -cd 'A-Za-z0-9._+-'; }
 version=
