@@ -40,39 +40,24 @@ const NoNUMANode = -1
 
 // ParsePCINUMA reads a PCI dump: each device's NUMA node by address (NoNUMANode for none).
 func ParsePCINUMA(text []byte) (map[string]int, error) {
-	if len(text) > MaxPCIBytes {
-		return nil, fmt.Errorf("PCI dump: %d bytes, over the %d-byte limit", len(text), MaxPCIBytes)
-	}
 	out := map[string]int{}
-	state := 0 // 0 before the header, 1 inside, 2 after the end
-	for i, line := range strings.Split(string(text), "\n") {
-		line = strings.TrimSpace(line)
-		switch {
-		case state == 0 && line == PCIHeader:
-			state = 1
-		case state != 1, line == "":
-		case line == PCIEnd:
-			state = 2
-		default:
-			addr, value, ok := strings.Cut(line, "/numa_node:")
-			if !ok || !IsPCIAddress(addr) {
-				return nil, fmt.Errorf("PCI dump line %d: want <address>/numa_node:<node>, got %q", i+1, clip(line))
-			}
-			node, err := strconv.Atoi(value)
-			if err != nil || node < NoNUMANode || node >= maxNodeID {
-				return nil, fmt.Errorf("PCI dump line %d: numa_node of %s is %q, want -1 to %d", i+1, addr, clip(value), maxNodeID-1)
-			}
-			if _, dup := out[addr]; dup {
-				return nil, fmt.Errorf("PCI dump line %d: %s listed twice", i+1, addr)
-			}
-			out[addr] = node
+	err := eachDumpLine("PCI dump", text, MaxPCIBytes, PCIHeader, PCIEnd, func(line string) error {
+		addr, value, ok := strings.Cut(line, "/numa_node:")
+		if !ok || !IsPCIAddress(addr) {
+			return fmt.Errorf("want <address>/numa_node:<node>, got %q", clip(line))
 		}
-	}
-	switch state {
-	case 0:
-		return nil, fmt.Errorf("PCI dump: no %q header", PCIHeader)
-	case 1:
-		return nil, fmt.Errorf("PCI dump: cut short (no %q)", PCIEnd)
+		node, err := strconv.Atoi(value)
+		if err != nil || node < NoNUMANode || node >= maxNodeID {
+			return fmt.Errorf("numa_node of %s is %q, want -1 to %d", addr, clip(value), maxNodeID-1)
+		}
+		if _, dup := out[addr]; dup {
+			return fmt.Errorf("%s listed twice", addr)
+		}
+		out[addr] = node
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -53,30 +53,9 @@ const SysfsScript = `echo "` + SysfsHeader + `"; (cd /sys/devices/system && ` +
 // CPUs with their core, socket, NUMA node and L3 id; each NUMA node's MemTotal and hugepages;
 // without NUMA directories, one node 0 with the whole machine's memory and hugepages.
 func FromSysfs(text []byte) (*Machine, error) {
-	if len(text) > MaxSysfsBytes {
-		return nil, fmt.Errorf("sysfs dump: %d bytes, over the %d-byte limit", len(text), MaxSysfsBytes)
-	}
 	d := sysfsDump{cpus: map[int]*cpuDump{}, nodes: map[int]*nodeDump{}}
-	state := 0 // 0 before the header, 1 inside, 2 after the end
-	for i, line := range strings.Split(string(text), "\n") {
-		line = strings.TrimSpace(line)
-		switch {
-		case state == 0 && line == SysfsHeader:
-			state = 1
-		case state != 1, line == "":
-		case line == SysfsEnd:
-			state = 2
-		default:
-			if err := d.line(line); err != nil {
-				return nil, fmt.Errorf("sysfs dump line %d: %w", i+1, err)
-			}
-		}
-	}
-	switch state {
-	case 0:
-		return nil, fmt.Errorf("sysfs dump: no %q header", SysfsHeader)
-	case 1:
-		return nil, fmt.Errorf("sysfs dump: cut short (no %q)", SysfsEnd)
+	if err := eachDumpLine("sysfs dump", text, MaxSysfsBytes, SysfsHeader, SysfsEnd, d.line); err != nil {
+		return nil, err
 	}
 	return d.machine()
 }
@@ -388,4 +367,34 @@ func truncate(s string) string {
 		return s[:40] + "..."
 	}
 	return s
+}
+
+// eachDumpLine calls line for each non-empty line of a dump between its header and end lines,
+// and fails on a dump over maxBytes, without its header, or cut short (no end line).
+func eachDumpLine(what string, text []byte, maxBytes int, header, end string, line func(string) error) error {
+	if len(text) > maxBytes {
+		return fmt.Errorf("%s: %d bytes, over the %d-byte limit", what, len(text), maxBytes)
+	}
+	state := 0 // 0 before the header, 1 inside, 2 after the end
+	for i, l := range strings.Split(string(text), "\n") {
+		l = strings.TrimSpace(l)
+		switch {
+		case state == 0 && l == header:
+			state = 1
+		case state != 1, l == "":
+		case l == end:
+			state = 2
+		default:
+			if err := line(l); err != nil {
+				return fmt.Errorf("%s line %d: %w", what, i+1, err)
+			}
+		}
+	}
+	switch state {
+	case 0:
+		return fmt.Errorf("%s: no %q header", what, header)
+	case 1:
+		return fmt.Errorf("%s: cut short (no %q)", what, end)
+	}
+	return nil
 }
