@@ -19,6 +19,14 @@ const (
 	// TopologyNotNeeded: under topologyManagerPolicy none the device manager takes devices
 	// whatever their NUMA nodes, so the replay needs only their IDs and health.
 	TopologyNotNeeded = "not read (topologyManagerPolicy none: the device manager takes devices whatever their NUMA nodes)"
+	// TopologyNotRegistered: the node's status keeps a resource its device manager dropped
+	// (capacity 0 after the plugin's grace period) that the checkpoint no longer lists: no
+	// plugin serves it, the device manager leaves it alone, and the node-resource predicate
+	// refuses a pod asking for it.
+	TopologyNotRegistered = "not registered (the device checkpoint does not list it, the node's status counts 0)"
+	// TopologyNoDevices: registered with no device (its plugin gone, within its grace period,
+	// or not back since the kubelet restarted): the device manager's, nothing to place.
+	TopologyNoDevices = "no devices (registered: its plugin gone, or not back since the kubelet started)"
 	// TopologyNotKnown starts the reason a resource is not judged.
 	TopologyNotKnown = "not known: "
 )
@@ -88,11 +96,14 @@ func joinNodeDevices(in nodeDeviceInput) *nodeDevices {
 			continue
 		}
 		devs, source, why := checkpointDevices(r, in)
-		if why != "" {
+		switch {
+		case why != "":
 			out.notJudged[r], out.sources[r] = why, TopologyNotKnown+why
-			continue
+		case source == TopologyNotRegistered:
+			out.sources[r] = source
+		default:
+			out.plugins[r], out.sources[r] = devs, source
 		}
-		out.plugins[r], out.sources[r] = devs, source
 	}
 	return out
 }
@@ -103,13 +114,23 @@ func checkpointDevices(resource string, in nodeDeviceInput) ([]replay.Device, st
 	if in.checkpoint == nil {
 		return nil, "", "the device checkpoint (device-plugins/kubelet_internal_checkpoint) was not read or is not valid, so the devices' IDs are not known; give them with --devices FILE"
 	}
-	ids := slices.Sorted(slices.Values(in.checkpoint.RegisteredDevices[resource]))
+	registered, listed := in.checkpoint.RegisteredDevices[resource]
+	ids := slices.Sorted(slices.Values(registered))
 	healthy, all := int(in.status.Allocatable[resource]), int(in.status.Capacity[resource])
+	if !listed {
+		if all == 0 {
+			return nil, TopologyNotRegistered, ""
+		}
+		return nil, "", fmt.Sprintf("the node's status counts %d devices the device checkpoint does not list: the checkpoint is older than the plugin's registration (read again)", all)
+	}
 	if healthy != len(ids) {
 		return nil, "", fmt.Sprintf("the device checkpoint lists %d healthy devices, the node's status %d: one is older than the plugin's last update (read again)", len(ids), healthy)
 	}
 	if all > healthy && !in.topologyNone {
 		return nil, "", fmt.Sprintf("%d of its %d devices are unhealthy: the kubelet records the IDs of healthy devices only, and the NUMA nodes of all count in its hints", all-healthy, all)
+	}
+	if len(ids) == 0 {
+		return []replay.Device{}, TopologyNoDevices, ""
 	}
 	devices := make([]replay.Device, 0, len(ids))
 	for _, id := range ids {
@@ -172,6 +193,8 @@ func deviceTopologyNotes(d *nodeDevices) []string {
 			out = append(out, fmt.Sprintf("devices %s: not judged: %s", r, strings.TrimPrefix(src, TopologyNotKnown)))
 		case src == TopologyFromFile:
 			out = append(out, fmt.Sprintf("devices %s: %d from --devices FILE, with their health and NUMA nodes as given", r, len(d.plugins[r])))
+		case src == TopologyNotRegistered, src == TopologyNoDevices:
+			out = append(out, fmt.Sprintf("devices %s: %s", r, src))
 		default:
 			out = append(out, fmt.Sprintf("devices %s: %d, IDs from the device checkpoint, healthy as the node's status counts them (the kubelet records healthy devices only); NUMA nodes %s",
 				r, len(d.plugins[r]), map[string]string{TopologyFromSysfs: "from sysfs (/sys/bus/pci/devices/<ID>/numa_node)", TopologyNotNeeded: TopologyNotNeeded}[src]))

@@ -81,16 +81,28 @@ func TestJoinNodeDevicesNotJudged(t *testing.T) {
 		in   nodeDeviceInput
 		want string
 	}{
-		"no checkpoint":        {nodeDeviceInput{status: counts(2, 2), pci: pci}, "device checkpoint"},
-		"checkpoint is behind": {nodeDeviceInput{checkpoint: cp, status: counts(3, 3), pci: pci}, "lists 2 healthy devices, the node's status 3"},
-		"unhealthy devices":    {nodeDeviceInput{checkpoint: cp, status: counts(3, 2), pci: pci}, "1 of its 3 devices are unhealthy"},
-		"no PCI dump":          {nodeDeviceInput{checkpoint: cp, status: counts(2, 2), pciErr: errors.New("PCI dump: cut short")}, "cut short"},
-		"address not in sysfs": {nodeDeviceInput{checkpoint: cp, status: counts(2, 2), pci: map[string]int{"0000:3b:02.0": 0}}, "0000:af:02.0 is not in"},
+		"no checkpoint":         {nodeDeviceInput{status: counts(2, 2), pci: pci}, "device checkpoint"},
+		"not in the checkpoint": {nodeDeviceInput{checkpoint: &decode.DeviceState{}, status: counts(2, 2), pci: pci}, "counts 2 devices the device checkpoint does not list"},
+		"checkpoint is behind":  {nodeDeviceInput{checkpoint: cp, status: counts(3, 3), pci: pci}, "lists 2 healthy devices, the node's status 3"},
+		"unhealthy devices":     {nodeDeviceInput{checkpoint: cp, status: counts(3, 2), pci: pci}, "1 of its 3 devices are unhealthy"},
+		"no PCI dump":           {nodeDeviceInput{checkpoint: cp, status: counts(2, 2), pciErr: errors.New("PCI dump: cut short")}, "cut short"},
+		"address not in sysfs":  {nodeDeviceInput{checkpoint: cp, status: counts(2, 2), pci: map[string]int{"0000:3b:02.0": 0}}, "0000:af:02.0 is not in"},
 	} {
 		got := joinNodeDevices(c.in)
 		if _, ok := got.plugins[vf]; ok || !strings.Contains(got.notJudged[vf], c.want) {
 			t.Errorf("%s: plugins %v, not judged %q, want it to say %q", name, got.plugins[vf], got.notJudged[vf], c.want)
 		}
+	}
+	// Dropped by the device manager after its plugin's grace period: the status still counts 0,
+	// the checkpoint no longer lists it; not the device manager's (no made-up "no healthy devices").
+	got := joinNodeDevices(nodeDeviceInput{checkpoint: &decode.DeviceState{RegisteredDevices: map[string][]string{}}, status: counts(0, 0), pci: pci})
+	if _, ok := got.plugins[vf]; ok || got.notJudged[vf] != "" || got.sources[vf] != TopologyNotRegistered {
+		t.Errorf("a dropped resource: plugins %v, not judged %q, source %q", got.plugins[vf], got.notJudged[vf], got.sources[vf])
+	}
+	// Registered with no device (its plugin gone, within the grace period): the device manager's.
+	got = joinNodeDevices(nodeDeviceInput{checkpoint: &decode.DeviceState{RegisteredDevices: map[string][]string{vf: {}}}, status: counts(0, 0), pci: pci})
+	if devs, ok := got.plugins[vf]; !ok || len(devs) != 0 || got.sources[vf] != TopologyNoDevices {
+		t.Errorf("registered without devices: plugins %v (registered %v), source %q", devs, ok, got.sources[vf])
 	}
 	// Nothing known of the node's devices: the device manager is not replayed.
 	if got := joinNodeDevices(nodeDeviceInput{checkpoint: cp, pci: pci}); got != nil {
