@@ -5,11 +5,13 @@ go 1.24.0
 require (
 	github.com/google/cadvisor v0.52.1
 	github.com/kubectl-nodestate/kubectl-nodestate/hack/admitvec/common v0.0.0-00010101000000-000000000000
+	google.golang.org/grpc v1.72.1
 	k8s.io/api v0.34.10
 	k8s.io/apimachinery v0.34.10
 	k8s.io/apiserver v0.34.10
 	k8s.io/cri-api v0.34.10
 	k8s.io/klog/v2 v2.130.1
+	k8s.io/kubelet v0.34.10
 	k8s.io/kubernetes v1.34.10
 	k8s.io/utils v0.0.0-20250604170112-4c0f3b243397
 )
@@ -91,7 +93,6 @@ require (
 	golang.org/x/time v0.9.0 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20250303144028-a0af3efb3deb // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20250303144028-a0af3efb3deb // indirect
-	google.golang.org/grpc v1.72.1 // indirect
 	google.golang.org/protobuf v1.36.12-0.20260120151049-f2248ac996af // indirect
 	gopkg.in/evanphx/json-patch.v4 v4.12.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
@@ -107,7 +108,6 @@ require (
 	k8s.io/dynamic-resource-allocation v0.0.0 // indirect
 	k8s.io/kube-openapi v0.0.0-20250710124328-f3f2b991d03b // indirect
 	k8s.io/kube-scheduler v0.0.0 // indirect
-	k8s.io/kubelet v0.34.10 // indirect
 	k8s.io/mount-utils v0.0.0 // indirect
 	sigs.k8s.io/json v0.0.0-20241014173422-cfa47c3a1cc8 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
