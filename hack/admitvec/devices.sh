@@ -10,10 +10,14 @@
 # Each process runs in a private mount namespace whose /var/lib is a tmpfs: the plugin
 # sockets and the checkpoint live in its /var/lib/kubelet/device-plugins, nothing on the host.
 # Usage: hack/admitvec/devices.sh [release ...]   (BINDIR, JOBS, ONLY as run.sh)
+# Our own device cases (devcases/README.md), the same way into <release>-hintnodes-devices/:
+#   SHIPPED=hack/admitvec/devcases SET=hintnodes-devices hack/admitvec/devices.sh [release ...]
 set -euo pipefail
-cd "$(dirname "$0")"
-repo=$(cd ../.. && pwd)
-shipped=$(cd "${SHIPPED:-$repo/../shared/testdata/admission-devices}" && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+shipped=$(cd "${SHIPPED:-$repo/../shared/testdata/admission-devices}" && pwd) # from the caller's directory
+cd "$here"
+set_name=${SET:-devices}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -61,8 +65,8 @@ export work
 for rel in "${releases[@]}"; do
   SECONDS=0
   bin=$work/bin/$rel
-  out=$repo/testdata/admission/$rel-devices
-  [ "$rel" = v1.37.1 ] && out=$repo/testdata/admission/v1.37.1-gen-devices
+  out=$repo/testdata/admission/$rel-$set_name
+  [ "$rel" = v1.37.1 ] && [ "$set_name" = devices ] && out=$repo/testdata/admission/v1.37.1-gen-devices
   rm -rf "$out" "$work/skipped.txt"
   mkdir -p "$out/cases"
   for src in "$shipped"/cases/*/; do
