@@ -5,11 +5,13 @@ go 1.24.0
 require (
 	github.com/google/cadvisor v0.52.1
 	github.com/kubectl-nodestate/kubectl-nodestate/hack/admitvec/common v0.0.0-00010101000000-000000000000
+	google.golang.org/grpc v1.68.1
 	k8s.io/api v0.33.6
 	k8s.io/apimachinery v0.33.6
 	k8s.io/apiserver v0.33.6
 	k8s.io/cri-api v0.33.6
 	k8s.io/klog/v2 v2.130.1
+	k8s.io/kubelet v0.33.6
 	k8s.io/kubernetes v1.33.6
 	k8s.io/utils v0.0.0-20241104100929-3ea5e8cea738
 )
@@ -88,7 +90,6 @@ require (
 	golang.org/x/time v0.9.0 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20241209162323-e6fa225c2576 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20241209162323-e6fa225c2576 // indirect
-	google.golang.org/grpc v1.68.1 // indirect
 	google.golang.org/protobuf v1.36.5 // indirect
 	gopkg.in/evanphx/json-patch.v4 v4.12.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
@@ -104,7 +105,6 @@ require (
 	k8s.io/dynamic-resource-allocation v0.0.0 // indirect
 	k8s.io/kube-openapi v0.0.0-20250318190949-c8a335a9a2ff // indirect
 	k8s.io/kube-scheduler v0.0.0 // indirect
-	k8s.io/kubelet v0.33.6 // indirect
 	k8s.io/mount-utils v0.0.0 // indirect
 	sigs.k8s.io/json v0.0.0-20241010143419-9aa6b5e7a4b3 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
