@@ -5,11 +5,13 @@ go 1.22.0
 require (
 	github.com/google/cadvisor v0.49.0
 	github.com/kubectl-nodestate/kubectl-nodestate/hack/admitvec/common v0.0.0-00010101000000-000000000000
+	google.golang.org/grpc v1.65.0
 	k8s.io/api v0.31.14
 	k8s.io/apimachinery v0.31.14
 	k8s.io/apiserver v0.31.14
 	k8s.io/cri-api v0.31.14
 	k8s.io/klog/v2 v2.130.1
+	k8s.io/kubelet v0.31.4
 	k8s.io/kubernetes v1.31.14
 	k8s.io/utils v0.0.0-20240711033017-18e509b52bc8
 )
@@ -101,7 +103,6 @@ require (
 	golang.org/x/tools v0.21.1-0.20240508182429-e35e4ccd0d2d // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20240528184218-531527333157 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20240701130421-f6361c86f094 // indirect
-	google.golang.org/grpc v1.65.0 // indirect
 	google.golang.org/protobuf v1.34.2 // indirect
 	gopkg.in/evanphx/json-patch.v4 v4.12.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
@@ -120,7 +121,6 @@ require (
 	k8s.io/kms v0.31.14 // indirect
 	k8s.io/kube-openapi v0.0.0-20240228011516-70dd3763d340 // indirect
 	k8s.io/kube-scheduler v0.0.0 // indirect
-	k8s.io/kubelet v0.31.4 // indirect
 	k8s.io/mount-utils v0.0.0 // indirect
 	sigs.k8s.io/apiserver-network-proxy/konnectivity-client v0.30.3 // indirect
 	sigs.k8s.io/json v0.0.0-20221116044647-bc3834ca7abd // indirect
