@@ -18,6 +18,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -89,12 +90,19 @@ type benchRun struct {
 	anonKiB, fileKiB int64
 	requests         int64            // API server's count minus the harness's
 	byVerb           map[string]int64 // API server's count (harness included), by verb and resource
-	stdout           string
+	stdout, stderr   string
 }
 
 // measure runs bin with args and measures its wall time, its peak RSS and the API requests
 // made meanwhile (after every debug pod of ns is gone).
 func measure(t *testing.T, ns string, bin string, args ...string) benchRun {
+	t.Helper()
+	return measureExit(t, ns, []int{0}, bin, args...)
+}
+
+// measureExit is measure for a program whose exit status may be any of okExit (doctor and admit
+// exit 1 when the kubelet would not start).
+func measureExit(t *testing.T, ns string, okExit []int, bin string, args ...string) benchRun {
 	t.Helper()
 	before, verbsBefore := requestCount(t)
 	harnessBefore := harnessRequests.Load()
@@ -134,6 +142,11 @@ func measure(t *testing.T, ns string, bin string, args ...string) benchRun {
 	close(stop)
 	peak := <-hwm
 	r.rssKiB, r.anonKiB, r.fileKiB = peak[0], peak[1], peak[2]
+	var exitErr *exec.ExitError
+	if errors.As(err, &exitErr) && slices.Contains(okExit, exitErr.ExitCode()) {
+		err = nil
+	}
+	r.stderr = stderr.String()
 	if err != nil {
 		t.Fatalf("%s %s: %v\nstderr:\n%s", filepath.Base(bin), strings.Join(args, " "), err, tailLines(stderr.String(), 20))
 	}
@@ -236,13 +249,9 @@ func TestBenchScale(t *testing.T) {
 	})
 	t.Logf("%d nodes created and Ready in %s", n, time.Since(start).Round(time.Millisecond))
 
-	floor := filepath.Join(t.TempDir(), "floor")
+	var floor string
 	if withFloor {
-		build := exec.Command("go", "build", "-o", floor, "./test/e2e/floor")
-		build.Dir = cp.repoRoot
-		if out, err := build.CombinedOutput(); err != nil {
-			t.Fatalf("build the floor: %v\n%s", err, out)
-		}
+		floor = buildFloor(t)
 	}
 	plugin := PluginBin(t)
 	ns := NewNamespace(t, nil)
