@@ -76,7 +76,7 @@ func (r *Replay) Nodes(ctx context.Context) iter.Seq2[*nodestate.NodeResult, boo
 				r.err = err
 				return
 			}
-			exit, read := NoteNode(r.Notes, r.o.ErrOut, n)
+			exit, read := NoteNode(r.Notes, n)
 			r.Worst = max(r.Worst, exit)
 			if !yield(n, read) {
 				return

@@ -2,6 +2,7 @@ package render
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -68,5 +69,84 @@ func TestOptionsListCollectsCalls(t *testing.T) {
 		if whole.String() != streamed.String() {
 			t.Errorf("%s: streamed\n%s\nwant\n%s", format, streamed.String(), whole.String())
 		}
+	}
+}
+
+// A fleet printed node by node as results come (FleetWriter) reads as the fleet printed whole:
+// the same bytes in json, yaml and doctor's blocks; in tables, one header and every row.
+func TestFleetWriterMatchesWholeFleet(t *testing.T) {
+	var doctor []DoctorResult
+	if err := json.Unmarshal([]byte(`[
+		{"node": "node-a", "kubeletStart": {"starts": true, "phase": "ok", "kubelet": "v1.37.1", "cpu": {"policy": "static", "phase": "ok"}, "memory": {"policy": "None", "phase": "ok"}}, "findings": []},
+		{"node": "node-b", "error": "the debug pod did not start"},
+		{"node": "node-c", "kubeletStart": {"phase": "not-predicted"}, "findings": [{"severity": "warning", "check": "stale-pod", "file": "cpu_manager_state", "entry": "pod/app", "message": "a pod that is gone", "fix": "nothing: the kubelet drops it"}]}
+	]`), &doctor); err != nil {
+		t.Fatal(err)
+	}
+	admit := []AdmitResult{
+		{Node: "node-a", Error: "no kubelet config: give --kubelet-config"},
+		{Node: "node-b", Error: "no kubelet config: give --kubelet-config"},
+	}
+	for _, format := range []Format{Table, Wide, JSON, YAML} {
+		o := Options{Format: format, ShowNode: true}
+		check := func(name string, whole, streamed string) {
+			t.Helper()
+			if format == JSON || format == YAML || format == Table && name == "doctor" {
+				if whole != streamed {
+					t.Errorf("%s -o %q: streamed\n%s\nwant\n%s", name, format, streamed, whole)
+				}
+				return
+			}
+			// Tables stream on fixed widths: the same header once and the same cells.
+			if strings.Join(strings.Fields(whole), " ") != strings.Join(strings.Fields(streamed), " ") {
+				t.Errorf("%s -o %q: streamed\n%s\nwant\n%s", name, format, streamed, whole)
+			}
+		}
+		var whole, streamed bytes.Buffer
+		if err := DoctorFindings(&whole, o, doctor); err != nil {
+			t.Fatal(err)
+		}
+		fw := NewFleetWriter(&streamed, o, DoctorListKind, DoctorFindings)
+		fw.NodeWidth = 6
+		for _, r := range doctor {
+			if err := fw.Add(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := fw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		check("doctor", whole.String(), streamed.String())
+
+		whole.Reset()
+		streamed.Reset()
+		if format == Wide {
+			continue // admit prints no wide table
+		}
+		if err := Admit(&whole, o, admit); err != nil {
+			t.Fatal(err)
+		}
+		af := NewFleetWriter(&streamed, o, AdmitListKind, Admit)
+		af.NodeWidth = 6
+		for _, r := range admit {
+			if err := af.Add(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := af.Close(); err != nil {
+			t.Fatal(err)
+		}
+		check("admit", whole.String(), streamed.String())
+	}
+	// Nothing added: an empty list of the kind, as printing no result whole.
+	var whole, streamed bytes.Buffer
+	if _, err := printStructured(&whole, Options{Format: JSON}, AdmitListKind, []AdmitResult(nil)); err != nil {
+		t.Fatal(err)
+	}
+	if err := NewFleetWriter(&streamed, Options{Format: JSON, ShowNode: true}, AdmitListKind, Admit).Close(); err != nil {
+		t.Fatal(err)
+	}
+	if whole.String() != streamed.String() {
+		t.Errorf("empty: %q, want %q", streamed.String(), whole.String())
 	}
 }

@@ -87,13 +87,31 @@ func (o *Options) Validate() error {
 	return o.ReadOptions.Validate()
 }
 
-// Run reads each node, diagnoses it and prints.
+// Run reads each node, diagnoses it and prints. Live nodes print as each is diagnosed (in the
+// order they complete), so a fleet's answers are not held until the end.
 func (o *Options) Run(ctx context.Context) error {
 	var results []render.DoctorResult
+	var fleet *render.FleetWriter[render.DoctorResult]
+	if !o.Source.Offline() {
+		// One block per finding, wrapped to the terminal; -o wide: one row per finding.
+		fleet = render.NewFleetWriter(o.Out, o.RenderOptions(), render.DoctorListKind, render.DoctorFindings)
+	}
+	var perr error
+	add := func(r render.DoctorResult) {
+		switch {
+		case fleet == nil:
+			results = append(results, r)
+		case perr == nil:
+			if fleet.NodeWidth == 0 {
+				fleet.NodeWidth = cmdutil.NodeColumnWidth(o.Live.Resolved)
+			}
+			perr = fleet.Add(r)
+		}
+	}
 	run := o.StartReplay()
 	for n, read := range run.Nodes(ctx) {
 		if !read {
-			results = append(results, render.DoctorResult{Node: n.Node, Error: n.Err.Error()})
+			add(render.DoctorResult{Node: n.Node, Error: n.Err.Error()})
 			continue
 		}
 		switch j := n.Judged; {
@@ -112,14 +130,20 @@ func (o *Options) Run(ctx context.Context) error {
 		for _, sk := range res.Skipped {
 			run.Notes.Addf(n.Node, "%s: skipped %s", n.Where, sk)
 		}
-		results = append(results, render.DoctorResult{Node: n.Node, DoctorPrediction: res})
+		add(render.DoctorResult{Node: n.Node, DoctorPrediction: res})
 	}
 	err := run.Done()
 	if err != nil && !cmdutil.Interrupted(err) {
 		return err
 	}
-	// One block per finding, wrapped to the terminal; -o wide: one row per finding.
-	if perr := render.DoctorFindings(o.Out, o.RenderOptions(), results); perr != nil {
+	if fleet != nil {
+		if cerr := fleet.Close(); perr == nil {
+			perr = cerr
+		}
+	} else {
+		perr = render.DoctorFindings(o.Out, o.RenderOptions(), results)
+	}
+	if perr != nil {
 		return perr
 	}
 	if err != nil {
