@@ -3,6 +3,7 @@ package render
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"strings"
 	"testing"
 
@@ -102,41 +103,10 @@ func TestFleetWriterMatchesWholeFleet(t *testing.T) {
 				t.Errorf("%s -o %q: streamed\n%s\nwant\n%s", name, format, streamed, whole)
 			}
 		}
-		var whole, streamed bytes.Buffer
-		if err := DoctorFindings(&whole, o, doctor); err != nil {
-			t.Fatal(err)
+		check("doctor", printWhole(t, o, DoctorFindings, doctor), printFleet(t, o, DoctorListKind, DoctorFindings, doctor))
+		if format != Wide { // admit prints no wide table
+			check("admit", printWhole(t, o, Admit, admit), printFleet(t, o, AdmitListKind, Admit, admit))
 		}
-		fw := NewFleetWriter(&streamed, o, DoctorListKind, DoctorFindings)
-		fw.NodeWidth = 6
-		for _, r := range doctor {
-			if err := fw.Add(r); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := fw.Close(); err != nil {
-			t.Fatal(err)
-		}
-		check("doctor", whole.String(), streamed.String())
-
-		whole.Reset()
-		streamed.Reset()
-		if format == Wide {
-			continue // admit prints no wide table
-		}
-		if err := Admit(&whole, o, admit); err != nil {
-			t.Fatal(err)
-		}
-		af := NewFleetWriter(&streamed, o, AdmitListKind, Admit)
-		af.NodeWidth = 6
-		for _, r := range admit {
-			if err := af.Add(r); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := af.Close(); err != nil {
-			t.Fatal(err)
-		}
-		check("admit", whole.String(), streamed.String())
 	}
 	// Nothing added: an empty list of the kind, as printing no result whole.
 	var whole, streamed bytes.Buffer
@@ -149,4 +119,29 @@ func TestFleetWriterMatchesWholeFleet(t *testing.T) {
 	if whole.String() != streamed.String() {
 		t.Errorf("empty: %q, want %q", streamed.String(), whole.String())
 	}
+}
+
+func printWhole[T any](t *testing.T, o Options, print func(io.Writer, Options, []T) error, items []T) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := print(&b, o, items); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+func printFleet[T any](t *testing.T, o Options, kind string, print func(io.Writer, Options, []T) error, items []T) string {
+	t.Helper()
+	var b bytes.Buffer
+	fw := NewFleetWriter(&b, o, kind, print)
+	fw.NodeWidth = 6
+	for _, it := range items {
+		if err := fw.Add(it); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := fw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
 }

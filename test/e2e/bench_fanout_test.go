@@ -11,10 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmdutil"
-	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 )
 
 // TestBenchFanout is `make bench-fanout`: every fan-out verb beside the floor program
@@ -99,23 +97,7 @@ spec:
 		`{"ID": "gpu-0", "health": "Healthy", "topology": {"nodes": [{"ID": 0}]}}, `+
 		`{"ID": "gpu-1", "health": "Healthy", "topology": {"nodes": [{"ID": 0}]}}]}}`)
 
-	n := sizes[len(sizes)-1]
-	names := make([]string, n)
-	for i := range names {
-		names[i] = fmt.Sprintf("fanout-%05d", i)
-	}
-	start := time.Now()
-	CreateNodes(t, names, func(name string) NodeOptions {
-		i, _ := strconv.Atoi(strings.TrimPrefix(name, "fanout-"))
-		labels := map[string]string{}
-		for _, s := range sizes {
-			if i < s {
-				labels[sizeLabel(s)] = "true"
-			}
-		}
-		return NodeOptions{KubeletVersion: decode.HomeKubelet, KubeletDir: dir, Labels: labels}
-	})
-	t.Logf("%d nodes created and Ready in %s", n, time.Since(start).Round(time.Millisecond))
+	createSizedNodes(t, "fanout", sizes, dir)
 	floor := buildFloor(t)
 	plugin := PluginBin(t)
 	ns := NewNamespace(t, nil)

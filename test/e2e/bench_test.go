@@ -229,25 +229,8 @@ func TestBenchScale(t *testing.T) {
 	withFloor := os.Getenv("NODESTATE_BENCH_FLOOR") != "0"
 	extra := strings.Fields(os.Getenv("NODESTATE_BENCH_ARGS"))
 
-	// Nodes bench-00000.. each labelled with every size it belongs to, so one cluster serves all.
-	n := sizes[len(sizes)-1]
 	dir := KubeletDir(t, repoDirFiles(t, "examples/kubelet-root"))
-	names := make([]string, n)
-	for i := range names {
-		names[i] = fmt.Sprintf("bench-%05d", i)
-	}
-	start := time.Now()
-	CreateNodes(t, names, func(name string) NodeOptions {
-		i, _ := strconv.Atoi(strings.TrimPrefix(name, "bench-"))
-		labels := map[string]string{}
-		for _, s := range sizes {
-			if i < s {
-				labels[sizeLabel(s)] = "true"
-			}
-		}
-		return NodeOptions{KubeletVersion: decode.HomeKubelet, KubeletDir: dir, Labels: labels}
-	})
-	t.Logf("%d nodes created and Ready in %s", n, time.Since(start).Round(time.Millisecond))
+	names := createSizedNodes(t, "bench", sizes, dir)
 
 	var floor string
 	if withFloor {
@@ -260,7 +243,7 @@ func TestBenchScale(t *testing.T) {
 	var perNode time.Duration
 	var baselineReq float64
 	if baselineNodes > 0 {
-		perNode, baselineReq = kubectlLoop(t, ns, names[:min(baselineNodes, n)])
+		perNode, baselineReq = kubectlLoop(t, ns, names[:min(baselineNodes, len(names))])
 	}
 
 	for _, size := range sizes {
@@ -333,6 +316,30 @@ func benchSize(t *testing.T, ns, plugin, floor string, size, concurrency int, sh
 		fmt.Println("BENCH " + line)
 		t.Log(line)
 	}
+}
+
+// createSizedNodes creates nodes PREFIX-00000.. as many as the largest size, all reading dir,
+// each labelled with every size it belongs to (sizeLabel), so one cluster serves all sizes.
+func createSizedNodes(t *testing.T, prefix string, sizes []int, dir string) []string {
+	t.Helper()
+	n := slices.Max(sizes)
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("%s-%05d", prefix, i)
+	}
+	start := time.Now()
+	CreateNodes(t, names, func(name string) NodeOptions {
+		i, _ := strconv.Atoi(strings.TrimPrefix(name, prefix+"-"))
+		labels := map[string]string{}
+		for _, s := range sizes {
+			if i < s {
+				labels[sizeLabel(s)] = "true"
+			}
+		}
+		return NodeOptions{KubeletVersion: decode.HomeKubelet, KubeletDir: dir, Labels: labels}
+	})
+	t.Logf("%d nodes created and Ready in %s", n, time.Since(start).Round(time.Millisecond))
+	return names
 }
 
 func sizeLabel(size int) string { return fmt.Sprintf("nodestate-bench/n%d", size) }

@@ -258,24 +258,11 @@ func (o *Options) Run(ctx context.Context) error {
 	// are not held until the end; one node named prints its object (the JSON contract), as
 	// kubectl get NAME prints an object and a selector a list.
 	one := !o.Live.AllNodes && len(o.Nodes) == 1
-	var fleet *render.FleetWriter[render.AdmitResult]
-	if !o.Source.Offline() && !one {
-		fleet = render.NewFleetWriter(o.Out, ro, render.AdmitListKind, render.Admit)
-	}
-	var results []render.AdmitResult
+	results := cmdutil.NewResults(&o.Live, o.Out, ro, render.AdmitListKind, render.Admit, !o.Source.Offline() && !one)
 	var sum admitSummary
-	var perr error
 	add := func(r render.AdmitResult) {
 		sum.add(r)
-		switch {
-		case fleet == nil:
-			results = append(results, r)
-		case perr == nil:
-			if fleet.NodeWidth == 0 {
-				fleet.NodeWidth = cmdutil.NodeColumnWidth(o.Live.Resolved)
-			}
-			perr = fleet.Add(r)
-		}
+		results.Add(r)
 	}
 	for n, read := range run.Nodes(ctx) {
 		if !read {
@@ -307,17 +294,12 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil && !cmdutil.Interrupted(err) {
 		return err
 	}
-	if fleet != nil {
-		if cerr := fleet.Close(); perr == nil {
-			perr = cerr
-		}
-	} else {
+	if perr := results.Close(func(held []render.AdmitResult) error {
 		if one && (ro.Format == render.JSON || ro.Format == render.YAML) {
 			ro.ShowNode = false
 		}
-		perr = render.Admit(o.Out, ro, results)
-	}
-	if perr != nil {
+		return render.Admit(o.Out, ro, held)
+	}); perr != nil {
 		return perr
 	}
 	if sum.nodes > 1 && ro.Format == render.Table {

@@ -90,28 +90,13 @@ func (o *Options) Validate() error {
 // Run reads each node, diagnoses it and prints. Live nodes print as each is diagnosed (in the
 // order they complete), so a fleet's answers are not held until the end.
 func (o *Options) Run(ctx context.Context) error {
-	var results []render.DoctorResult
-	var fleet *render.FleetWriter[render.DoctorResult]
-	if !o.Source.Offline() {
-		// One block per finding, wrapped to the terminal; -o wide: one row per finding.
-		fleet = render.NewFleetWriter(o.Out, o.RenderOptions(), render.DoctorListKind, render.DoctorFindings)
-	}
-	var perr error
-	add := func(r render.DoctorResult) {
-		switch {
-		case fleet == nil:
-			results = append(results, r)
-		case perr == nil:
-			if fleet.NodeWidth == 0 {
-				fleet.NodeWidth = cmdutil.NodeColumnWidth(o.Live.Resolved)
-			}
-			perr = fleet.Add(r)
-		}
-	}
+	// One block per finding, wrapped to the terminal; -o wide: one row per finding.
+	ro := o.RenderOptions()
+	results := cmdutil.NewResults(&o.Live, o.Out, ro, render.DoctorListKind, render.DoctorFindings, !o.Source.Offline())
 	run := o.StartReplay()
 	for n, read := range run.Nodes(ctx) {
 		if !read {
-			add(render.DoctorResult{Node: n.Node, Error: n.Err.Error()})
+			results.Add(render.DoctorResult{Node: n.Node, Error: n.Err.Error()})
 			continue
 		}
 		switch j := n.Judged; {
@@ -130,20 +115,15 @@ func (o *Options) Run(ctx context.Context) error {
 		for _, sk := range res.Skipped {
 			run.Notes.Addf(n.Node, "%s: skipped %s", n.Where, sk)
 		}
-		add(render.DoctorResult{Node: n.Node, DoctorPrediction: res})
+		results.Add(render.DoctorResult{Node: n.Node, DoctorPrediction: res})
 	}
 	err := run.Done()
 	if err != nil && !cmdutil.Interrupted(err) {
 		return err
 	}
-	if fleet != nil {
-		if cerr := fleet.Close(); perr == nil {
-			perr = cerr
-		}
-	} else {
-		perr = render.DoctorFindings(o.Out, o.RenderOptions(), results)
-	}
-	if perr != nil {
+	if perr := results.Close(func(held []render.DoctorResult) error {
+		return render.DoctorFindings(o.Out, ro, held)
+	}); perr != nil {
 		return perr
 	}
 	if err != nil {
