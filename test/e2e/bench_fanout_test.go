@@ -31,10 +31,13 @@ import (
 // device-plugin resource, the device manager replayed). Each reads the machine from the node's
 // sysfs in the same exec as the files (kwok: this host's). Per state, size and verb it prints
 //
-//	BENCH fanout state=S nodes=N verb=V time=Xs ratio=X/floor vs_verify=X/verify requests_per_node=R rss=MiB
+//	BENCH fanout state=S nodes=N verb=V time=Xs ratio=X/floor vs_verify=X/verify requests_per_node=R rss=MiB cpu=Cs
 //
 // time is the mean of the verb's runs, rss the highest peak RSS (VmHWM) of its runs,
-// requests_per_node the API server's count (as bench-scale's, the environment's share taken out).
+// requests_per_node the API server's count (as bench-scale's, the environment's share taken
+// out), cpu the mean of the program's own CPU time (user+system; what the plugin spends, which
+// a loaded shared machine disturbs less than the wall time; the execs' shell runs on the
+// control plane's host under kwok and is not in it).
 // Environment:
 //
 //	NODESTATE_BENCH_FANOUT_SIZES   node counts, e.g. "1000 10000" (unset: skip)
@@ -234,10 +237,11 @@ func printFanout(t *testing.T, state string, size int, verbs []string, runs map[
 		rs := runs[verb]
 		x := meanWall(rs)
 		var rss int64
-		var req float64
+		var req, cpu float64
 		for _, r := range rs {
 			rss = max(rss, r.rssKiB)
 			req += float64(r.requests) - env
+			cpu += r.cpu.Seconds() / float64(len(rs))
 		}
 		line := fmt.Sprintf("fanout state=%s nodes=%d verb=%s time=%.1fs", state, size, verb, x)
 		if floorTime > 0 {
@@ -246,7 +250,7 @@ func printFanout(t *testing.T, state string, size int, verbs []string, runs map[
 		if verifyTime > 0 {
 			line += fmt.Sprintf(" vs_verify=%.3f", x/verifyTime)
 		}
-		line += fmt.Sprintf(" requests_per_node=%.2f rss=%.0fMiB", req/float64(len(rs))/float64(size), float64(rss)/1024)
+		line += fmt.Sprintf(" requests_per_node=%.2f rss=%.0fMiB cpu=%.1fs", req/float64(len(rs))/float64(size), float64(rss)/1024, cpu)
 		fmt.Println("BENCH " + line)
 		t.Log(line)
 	}

@@ -88,9 +88,12 @@ type benchRun struct {
 	// of its binary (RssFile, shared and clean; all of a large binary on a kernel that maps
 	// file pages in 2 MiB folios).
 	anonKiB, fileKiB int64
-	requests         int64            // API server's count minus the harness's
-	byVerb           map[string]int64 // API server's count (harness included), by verb and resource
-	stdout, stderr   string
+	// cpu is the program's own CPU time (user and system): what it costs the machine, which
+	// the shared machine's load does not change as much as the wall time.
+	cpu            time.Duration
+	requests       int64            // API server's count minus the harness's
+	byVerb         map[string]int64 // API server's count (harness included), by verb and resource
+	stdout, stderr string
 }
 
 // measure runs bin with args and measures its wall time, its peak RSS and the API requests
@@ -139,6 +142,9 @@ func measureExit(t *testing.T, ns string, okExit []int, bin string, args ...stri
 	}()
 	err := cmd.Wait()
 	r := benchRun{wall: time.Since(start), stdout: stdout.String()}
+	if st := cmd.ProcessState; st != nil {
+		r.cpu = st.UserTime() + st.SystemTime()
+	}
 	close(stop)
 	peak := <-hwm
 	r.rssKiB, r.anonKiB, r.fileKiB = peak[0], peak[1], peak[2]
