@@ -7,7 +7,7 @@ COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -s -w -X $(PKG)/pkg/version.version=$(VERSION) -X $(PKG)/pkg/version.commit=$(COMMIT) -X $(PKG)/pkg/version.date=$(DATE)
 
-.PHONY: help build test lint mutate mutations demo fuzz bench bench-nodecheck bench-scale bench-admit bench-podindex e2e e2e-faults e2e-scale e2e-node krew-test release-check ci
+.PHONY: help build test lint mutate mutations demo fuzz bench bench-nodecheck bench-scale bench-fanout bench-admit bench-podindex e2e e2e-faults e2e-scale e2e-node krew-test release-check ci
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -42,6 +42,9 @@ bench-nodecheck: ## each node-local check (node-check, the NPD plugin) on a node
 
 bench-scale: ## the plugin's verify --all-nodes beside a minimal client-go floor on NODES (1,000) kwok nodes, and at 100 and 300
 	hack/bench-scale.sh
+
+bench-fanout: ## every fan-out verb (verify, doctor, admit, admit --devices) beside the floor, interleaved in one run, on NODES (1,000; a list for several sizes) kwok nodes in two node states: time ratio, requests per node, peak RSS (not in CI)
+	NODESTATE_BENCH_FANOUT_SIZES="$${NODES:-1000}" hack/e2e.sh -run '^TestBenchFanout$$' -timeout 300m -v 2>&1 | grep -E '^(BENCH|---|FAIL|ok|    bench)'
 
 bench-admit: ## admit --all-nodes beside verify --all-nodes, interleaved in one run, on NODES (1,000) kwok nodes: time ratio and requests per node
 	NODESTATE_BENCH_ADMIT_NODES=$${NODES:-1000} hack/e2e.sh -run '^TestBenchAdmit$$' -v 2>&1 | grep -E '^(BENCH|---|FAIL|ok)'

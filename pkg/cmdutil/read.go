@@ -110,15 +110,23 @@ func Interrupted(err error) bool { return err == errInterrupted }
 // skipped node (Windows) is a note and no failure; a node never started because of Ctrl-C goes
 // unsaid (the interruption is reported once).
 func ReportNodeError(w io.Writer, n *nodestate.NodeResult) int {
+	line, exit := nodeErrorLine(n)
+	if line != "" {
+		fmt.Fprintln(w, line)
+	}
+	return exit
+}
+
+// nodeErrorLine is what ReportNodeError says of a node not read ("" for nothing), and the exit
+// code it means.
+func nodeErrorLine(n *nodestate.NodeResult) (string, int) {
 	switch {
 	case n.Skipped():
-		fmt.Fprintf(w, "note: %v\n", n.Err)
-		return ExitOK
+		return fmt.Sprintf("note: %v", n.Err), ExitOK
 	case n.Canceled():
-		return ExitUnreadable
+		return "", ExitUnreadable
 	}
-	fmt.Fprintf(w, "error: %v\n", n.Err)
-	return ExitUnreadable
+	return fmt.Sprintf("error: %v", n.Err), ExitUnreadable
 }
 
 // progress prints "read 37/100 nodes (2 failed)" on stderr, only when stderr is a terminal.
@@ -175,15 +183,20 @@ func completeNodes(ctx context.Context, flags *genericclioptions.ConfigFlags, pr
 	return out
 }
 
-// NoteNode is what every fan-out command says of a node first: its warnings, as notes (said
-// once across nodes), then its error, if it could not be read. It returns the exit status the
-// error calls for and whether the node was read.
-func NoteNode(notes *Notes, errOut io.Writer, n *nodestate.NodeResult) (exit int, read bool) {
+// NoteNode is what every fan-out command says of a node first: its warnings, then its error if
+// it could not be read, as notes: said once across the nodes that share them, with their count
+// and first names (-v=1: each as it comes). It returns the exit status the error calls for and
+// whether the node was read.
+func NoteNode(notes *Notes, n *nodestate.NodeResult) (exit int, read bool) {
 	for _, w := range n.Warnings() {
 		notes.Addf(n.Node, "warning: node %s: %s", n.Node, w)
 	}
 	if n.Err != nil {
-		return ReportNodeError(errOut, n), false
+		line, exit := nodeErrorLine(n)
+		if line != "" {
+			notes.Addf(n.Node, "%s", line)
+		}
+		return exit, false
 	}
 	return ExitOK, true
 }

@@ -3,6 +3,7 @@ package cmdutil
 import (
 	"context"
 	"fmt"
+	"io"
 	"iter"
 
 	"github.com/spf13/cobra"
@@ -10,6 +11,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/render"
 )
 
 // ReplayOptions are what the commands that replay the kubelet (doctor, admit) share: the read,
@@ -76,7 +78,7 @@ func (r *Replay) Nodes(ctx context.Context) iter.Seq2[*nodestate.NodeResult, boo
 				r.err = err
 				return
 			}
-			exit, read := NoteNode(r.Notes, r.o.ErrOut, n)
+			exit, read := NoteNode(r.Notes, n)
 			r.Worst = max(r.Worst, exit)
 			if !yield(n, read) {
 				return
@@ -89,5 +91,50 @@ func (r *Replay) Nodes(ctx context.Context) iter.Seq2[*nodestate.NodeResult, boo
 // what was read, then return it), or a failure to return at once.
 func (r *Replay) Done() error {
 	r.Notes.Flush()
+	return r.err
+}
+
+// Results are a fan-out command's answers, one per node: printed as each comes in when
+// streaming (live nodes: render.FleetWriter, so a fleet's answers are not held until the end),
+// else held for Close (copies read offline, or one node named, whose object is printed).
+type Results[T any] struct {
+	fleet *render.FleetWriter[T]
+	live  *LiveOptions
+	held  []T
+	err   error
+}
+
+// NewResults returns the results of a command reading live through live, printing with print
+// in ro's format, kind naming the json/yaml List; stream prints each as it comes.
+func NewResults[T any](live *LiveOptions, w io.Writer, ro render.Options, kind string, print func(io.Writer, render.Options, []T) error, stream bool) *Results[T] {
+	r := &Results[T]{live: live}
+	if stream {
+		r.fleet = render.NewFleetWriter(w, ro, kind, print)
+	}
+	return r
+}
+
+// Add prints a node's answer, or holds it. A failure to print stops the printing; Close
+// returns it.
+func (r *Results[T]) Add(item T) {
+	switch {
+	case r.fleet == nil:
+		r.held = append(r.held, item)
+	case r.err == nil:
+		if r.fleet.NodeWidth == 0 {
+			r.fleet.NodeWidth = NodeColumnWidth(r.live.Resolved)
+		}
+		r.err = r.fleet.Add(item)
+	}
+}
+
+// Close ends a streamed output, or prints the answers held with printHeld.
+func (r *Results[T]) Close(printHeld func([]T) error) error {
+	if r.fleet == nil {
+		return printHeld(r.held)
+	}
+	if err := r.fleet.Close(); r.err == nil {
+		r.err = err
+	}
 	return r.err
 }

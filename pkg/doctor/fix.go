@@ -62,9 +62,10 @@ var unsetField = map[string]json.RawMessage{
 // refuses, the file to delete after draining (either one lets it start).
 func proposeFix(in replay.StartInput, p replay.Prediction) *Fix {
 	fix := &Fix{}
-	for _, c := range configCandidates(in, p) {
-		if try, change := c.try(in); startsWith(try) {
-			fix.Config, fix.Verified = change, true
+	cands := newTrials(in, p)
+	for i := range cands.list {
+		if t := cands.get(i); t.err == nil && t.q.Starts {
+			fix.Config, fix.Verified = t.change, true
 			break
 		}
 	}
@@ -101,7 +102,7 @@ func proposeFix(in replay.StartInput, p replay.Prediction) *Fix {
 	// Only when no file is to blame yet: a config that keeps what was asked for may need the
 	// state written under the old one gone.
 	if fix.Delete == "" {
-		if alt := configAndDelete(in, p, fix.Config); alt != nil {
+		if alt := configAndDelete(in, cands, fix.Config); alt != nil {
 			fix.Alternatives = append(fix.Alternatives, *alt)
 			words = append(words, alt.Text)
 			fix.Verified = true
@@ -116,14 +117,14 @@ func proposeFix(in replay.StartInput, p replay.Prediction) *Fix {
 
 // configAndDelete looks for a config change that keeps what the new config asks for but
 // needs the state written under the old one gone: the change, then the file to delete.
-func configAndDelete(in replay.StartInput, p replay.Prediction, chosen json.RawMessage) *Fix {
-	for _, c := range configCandidates(in, p) {
-		try, b := c.try(in)
+func configAndDelete(in replay.StartInput, cands *trials, chosen json.RawMessage) *Fix {
+	for i := range cands.list {
+		t := cands.get(i)
+		try, b, q := t.in, t.change, t.q
 		if string(b) == string(chosen) {
 			continue
 		}
-		q, err := replay.PredictStart(try)
-		if err != nil || q.Starts {
+		if t.err != nil || q.Starts {
 			continue
 		}
 		var rep *decode.Report
@@ -149,6 +150,40 @@ func configAndDelete(in replay.StartInput, p replay.Prediction, chosen json.RawM
 		return f
 	}
 	return nil
+}
+
+// trials are the config candidates of a failed start, each applied and its start replayed
+// once, when first asked for: proposeFix and configAndDelete go through the same candidates,
+// and a replayed start is most of what doctor costs a node that would not start.
+type trials struct {
+	in   replay.StartInput
+	list []candidate
+	done []*trial
+}
+
+// trial is a candidate applied (the input and the change in the config's words) and what the
+// replayed start made of it.
+type trial struct {
+	in     replay.StartInput
+	change json.RawMessage
+	q      replay.Prediction
+	err    error
+}
+
+func newTrials(in replay.StartInput, p replay.Prediction) *trials {
+	list := configCandidates(in, p)
+	return &trials{in: in, list: list, done: make([]*trial, len(list))}
+}
+
+// get is candidate i tried.
+func (ts *trials) get(i int) *trial {
+	if ts.done[i] == nil {
+		t := &trial{}
+		t.in, t.change = ts.list[i].try(ts.in)
+		t.q, t.err = replay.PredictStart(t.in)
+		ts.done[i] = t
+	}
+	return ts.done[i]
 }
 
 func startsWith(in replay.StartInput) bool {

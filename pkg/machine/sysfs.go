@@ -40,13 +40,17 @@ const (
 	maxNodeID     = 1 << 10 // MAX_NUMNODES is 1024
 )
 
-// SysfsScript prints the dump on its standard output with one grep per kind of line (-s: a
-// glob that matched nothing is no error worth a line), in a subshell so the caller's working
-// directory is kept. Paths are absolute: sysfs is the host's in any container.
-const SysfsScript = `echo "` + SysfsHeader + `"; (cd /sys/devices/system && ` +
-	`grep -Hs . cpu/online cpu/offline cpu/cpu[0-9]*/topology/core_id cpu/cpu[0-9]*/topology/physical_package_id ` +
+// SysfsScript prints the dump on its standard output with one grep (-s: a glob that matched
+// nothing is no error worth a line): the sysfs values are one line without a colon each (any
+// non-empty line is kept), the meminfo files give their MemTotal line only. One process and no
+// subshell: the script runs once per node of a fan-out, and on kwok, where every node's exec
+// runs on the control plane's host, each process forked costs the whole fleet's time. It
+// returns to the caller's working directory. Paths are absolute: sysfs is the host's in any
+// container.
+const SysfsScript = `echo "` + SysfsHeader + `"; nodestate_pwd=$PWD; if cd /sys/devices/system 2>/dev/null; then ` +
+	`grep -Hs -e MemTotal -e '^[^:][^:]*$' cpu/online cpu/offline cpu/cpu[0-9]*/topology/core_id cpu/cpu[0-9]*/topology/physical_package_id ` +
 	`cpu/cpu[0-9]*/cache/index3/id node/node[0-9]*/cpulist node/node[0-9]*/distance node/node[0-9]*/hugepages/hugepages-*kB/nr_hugepages ` +
-	`/sys/kernel/mm/hugepages/hugepages-*kB/nr_hugepages; grep -Hs MemTotal node/node[0-9]*/meminfo /proc/meminfo); ` +
+	`/sys/kernel/mm/hugepages/hugepages-*kB/nr_hugepages node/node[0-9]*/meminfo /proc/meminfo; cd "$nodestate_pwd" || exit 1; fi; ` +
 	`echo "` + SysfsEnd + `"`
 
 // FromSysfs builds the machine from a sysfs dump, as cadvisor's MachineInfo would: the online

@@ -23,7 +23,8 @@ import (
 
 // BenchmarkAllNodes reads 100 live nodes (fake API server, exec answering with the
 // examples/admit-node checkpoints) as verify does, then with admit's replay of one pod in each
-// node's worker: the ratio is what admit --all-nodes adds to verify --all-nodes in process.
+// node's worker, and with doctor's: the ratios are what admit and doctor --all-nodes add to
+// verify --all-nodes in process.
 func BenchmarkAllNodes(b *testing.B) {
 	dir := filepath.Join(repo, "examples/admit-node")
 	dc, _, err := LoadDoctorConfig(filepath.Join(dir, "machine.json"), filepath.Join(dir, "kubelet-config.yaml"), "")
@@ -62,6 +63,7 @@ func BenchmarkAllNodes(b *testing.B) {
 	}{
 		{"verify", Engines{}},
 		{"admit", Engines{Admit: &AdmitConfig{Machine: dc.Machine, KubeletConfig: dc.KubeletConfig, Pods: []*corev1.Pod{db}}}},
+		{"doctor", Engines{Doctor: &DoctorConfig{Machine: dc.Machine, KubeletConfig: dc.KubeletConfig}}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {

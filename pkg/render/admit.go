@@ -22,13 +22,16 @@ type AdmitResult struct {
 	Error string `json:"error,omitempty"`
 }
 
+// AdmitListKind is the kind of admit's json/yaml list.
+const AdmitListKind = "AdmitResultList"
+
 // Admit prints one row per container of an admitted pod and one per refused pod, then, for
 // each refusal, why; json and yaml print the result itself for one node, a list for several.
 func Admit(w io.Writer, o Options, results []AdmitResult) error {
 	if len(results) == 1 && !o.ShowNode && (o.Format == JSON || o.Format == YAML) {
 		return printOne(w, o.Format, results[0])
 	}
-	if done, err := printStructured(w, o, "AdmitResultList", results); done {
+	if done, err := printStructured(w, o, AdmitListKind, results); done {
 		return err
 	}
 	t := newTable(w, o, "POD", "ADMITTED", "CONTAINER", "CPUS", "MEMORY-NUMA", "REASON", "MESSAGE").fixedWidths(24, 8, 16, 16, 11, 22, 70)

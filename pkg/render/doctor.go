@@ -20,6 +20,9 @@ type DoctorResult struct {
 	Error string `json:"error,omitempty"`
 }
 
+// DoctorListKind is the kind of doctor's json/yaml list.
+const DoctorListKind = "DoctorResultList"
+
 // Doctor prints a table (the default format's blocks are DoctorFindings'), one row for the
 // start prediction and one per finding; json and yaml print the result itself for one node
 // (offline), a list for several.
@@ -27,7 +30,7 @@ func Doctor(w io.Writer, o Options, results []DoctorResult) error {
 	if len(results) == 1 && !o.ShowNode && (o.Format == JSON || o.Format == YAML) {
 		return printOne(w, o.Format, results[0])
 	}
-	if done, err := printStructured(w, o, "DoctorResultList", results); done {
+	if done, err := printStructured(w, o, DoctorListKind, results); done {
 		return err
 	}
 	headers := []string{"SEVERITY", "CHECK", "FILE", "ENTRY", "MESSAGE", "FIX"}

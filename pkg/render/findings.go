@@ -42,7 +42,7 @@ func DoctorFindings(w io.Writer, o Options, results []DoctorResult) error {
 	for i, r := range results {
 		indent := ""
 		if o.ShowNode {
-			if i > 0 {
+			if i > 0 || o.Continued {
 				b.WriteString("\n")
 			}
 			fmt.Fprintf(&b, "Node: %s\n", r.Node)
@@ -77,23 +77,26 @@ func writeFinding(b *strings.Builder, width int, indent string, row findingRow) 
 }
 
 // wrap writes text's words in lines of at most width columns, the first line starting with
-// first and the others with rest; a word longer than a line gets a line of its own.
+// first and the others with rest; a word longer than a line gets a line of its own. It writes
+// into b as it goes: a finding's text is wrapped on every node of a fleet.
 func wrap(b *strings.Builder, width int, first, rest, text string) {
-	line, n := first, utf8.RuneCountInString(first)
-	empty := true
-	for _, word := range strings.Fields(text) {
+	b.WriteString(first)
+	n, empty := utf8.RuneCountInString(first), true
+	restN := utf8.RuneCountInString(rest)
+	for word := range strings.FieldsSeq(text) {
 		wn := utf8.RuneCountInString(word)
 		if !empty && n+1+wn > width {
-			b.WriteString(line + "\n")
-			line, n, empty = rest, utf8.RuneCountInString(rest), true
+			b.WriteString("\n")
+			b.WriteString(rest)
+			n, empty = restN, true
 		}
 		if !empty {
-			line += " "
+			b.WriteByte(' ')
 			n++
 		}
-		line += word
+		b.WriteString(word)
 		n += wn
 		empty = false
 	}
-	b.WriteString(line + "\n")
+	b.WriteString("\n")
 }

@@ -2,6 +2,8 @@ package render
 
 import (
 	"bytes"
+	"encoding/json"
+	"io"
 	"strings"
 	"testing"
 
@@ -69,4 +71,77 @@ func TestOptionsListCollectsCalls(t *testing.T) {
 			t.Errorf("%s: streamed\n%s\nwant\n%s", format, streamed.String(), whole.String())
 		}
 	}
+}
+
+// A fleet printed node by node as results come (FleetWriter) reads as the fleet printed whole:
+// the same bytes in json, yaml and doctor's blocks; in tables, one header and every row.
+func TestFleetWriterMatchesWholeFleet(t *testing.T) {
+	var doctor []DoctorResult
+	if err := json.Unmarshal([]byte(`[
+		{"node": "node-a", "kubeletStart": {"starts": true, "phase": "ok", "kubelet": "v1.37.1", "cpu": {"policy": "static", "phase": "ok"}, "memory": {"policy": "None", "phase": "ok"}}, "findings": []},
+		{"node": "node-b", "error": "the debug pod did not start"},
+		{"node": "node-c", "kubeletStart": {"phase": "not-predicted"}, "findings": [{"severity": "warning", "check": "stale-pod", "file": "cpu_manager_state", "entry": "pod/app", "message": "a pod that is gone", "fix": "nothing: the kubelet drops it"}]}
+	]`), &doctor); err != nil {
+		t.Fatal(err)
+	}
+	admit := []AdmitResult{
+		{Node: "node-a", Error: "no kubelet config: give --kubelet-config"},
+		{Node: "node-b", Error: "no kubelet config: give --kubelet-config"},
+	}
+	for _, format := range []Format{Table, Wide, JSON, YAML} {
+		o := Options{Format: format, ShowNode: true}
+		check := func(name string, whole, streamed string) {
+			t.Helper()
+			if format == JSON || format == YAML || format == Table && name == "doctor" {
+				if whole != streamed {
+					t.Errorf("%s -o %q: streamed\n%s\nwant\n%s", name, format, streamed, whole)
+				}
+				return
+			}
+			// Tables stream on fixed widths: the same header once and the same cells.
+			if strings.Join(strings.Fields(whole), " ") != strings.Join(strings.Fields(streamed), " ") {
+				t.Errorf("%s -o %q: streamed\n%s\nwant\n%s", name, format, streamed, whole)
+			}
+		}
+		check("doctor", printWhole(t, o, DoctorFindings, doctor), printFleet(t, o, DoctorListKind, DoctorFindings, doctor))
+		if format != Wide { // admit prints no wide table
+			check("admit", printWhole(t, o, Admit, admit), printFleet(t, o, AdmitListKind, Admit, admit))
+		}
+	}
+	// Nothing added: an empty list of the kind, as printing no result whole.
+	var whole, streamed bytes.Buffer
+	if _, err := printStructured(&whole, Options{Format: JSON}, AdmitListKind, []AdmitResult(nil)); err != nil {
+		t.Fatal(err)
+	}
+	if err := NewFleetWriter(&streamed, Options{Format: JSON, ShowNode: true}, AdmitListKind, Admit).Close(); err != nil {
+		t.Fatal(err)
+	}
+	if whole.String() != streamed.String() {
+		t.Errorf("empty: %q, want %q", streamed.String(), whole.String())
+	}
+}
+
+func printWhole[T any](t *testing.T, o Options, print func(io.Writer, Options, []T) error, items []T) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := print(&b, o, items); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+func printFleet[T any](t *testing.T, o Options, kind string, print func(io.Writer, Options, []T) error, items []T) string {
+	t.Helper()
+	var b bytes.Buffer
+	fw := NewFleetWriter(&b, o, kind, print)
+	fw.NodeWidth = 6
+	for _, it := range items {
+		if err := fw.Add(it); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := fw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
 }

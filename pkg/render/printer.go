@@ -47,6 +47,9 @@ type Options struct {
 	// for NODE) so the blocks line up; set NoHeader after the first block.
 	Stream    bool
 	NodeWidth int
+	// Continued marks a later block of a streamed output (see FleetWriter): the blocks of
+	// doctor's default format are set apart by a blank line.
+	Continued bool
 	// List, when set, receives json/yaml items instead of a whole list being printed per call:
 	// a command streaming many nodes prints each node's items into it (see ListWriter).
 	List *ListWriter[any]
@@ -200,6 +203,47 @@ func (l *ListWriter[T]) Close() error {
 	}
 	_, err := io.WriteString(l.w, tail)
 	return err
+}
+
+// FleetWriter prints a fleet's results as each node's comes in, so that nothing is held until
+// the end and memory stays flat with the number of nodes: json and yaml items go into one List
+// written as it grows (ListWriter: the same bytes as the whole list printed at once, so the
+// output stays one valid document), table rows in blocks on fixed column widths
+// (Options.Stream), the header once. print is the command's printer of a slice of results.
+type FleetWriter[T any] struct {
+	// NodeWidth is the NODE column's width, set before the first Add (the longest node name).
+	NodeWidth int
+	w         io.Writer
+	o         Options
+	print     func(io.Writer, Options, []T) error
+	n         int
+}
+
+// NewFleetWriter returns a FleetWriter printing with print in o's format; kind names the
+// json/yaml List.
+func NewFleetWriter[T any](w io.Writer, o Options, kind string, print func(io.Writer, Options, []T) error) *FleetWriter[T] {
+	o.Stream = true
+	o.List = NewListWriter[any](w, o, kind)
+	return &FleetWriter[T]{w: w, o: o, print: print}
+}
+
+// Add prints one node's result.
+func (f *FleetWriter[T]) Add(item T) error {
+	o := f.o
+	o.NodeWidth = f.NodeWidth
+	if f.n > 0 {
+		o.NoHeader, o.Continued = true, true
+	}
+	f.n++
+	return f.print(f.w, o, []T{item})
+}
+
+// Close ends the json/yaml List (an empty one when nothing was added).
+func (f *FleetWriter[T]) Close() error {
+	if f.o.List == nil {
+		return nil
+	}
+	return f.o.List.Close()
 }
 
 // table is a kubectl-looking table: no borders, left aligned, three spaces between columns.

@@ -18,6 +18,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -87,14 +88,24 @@ type benchRun struct {
 	// of its binary (RssFile, shared and clean; all of a large binary on a kernel that maps
 	// file pages in 2 MiB folios).
 	anonKiB, fileKiB int64
-	requests         int64            // API server's count minus the harness's
-	byVerb           map[string]int64 // API server's count (harness included), by verb and resource
-	stdout           string
+	// cpu is the program's own CPU time (user and system): what it costs the machine, which
+	// the shared machine's load does not change as much as the wall time.
+	cpu            time.Duration
+	requests       int64            // API server's count minus the harness's
+	byVerb         map[string]int64 // API server's count (harness included), by verb and resource
+	stdout, stderr string
 }
 
 // measure runs bin with args and measures its wall time, its peak RSS and the API requests
 // made meanwhile (after every debug pod of ns is gone).
 func measure(t *testing.T, ns string, bin string, args ...string) benchRun {
+	t.Helper()
+	return measureExit(t, ns, []int{0}, bin, args...)
+}
+
+// measureExit is measure for a program whose exit status may be any of okExit (doctor and admit
+// exit 1 when the kubelet would not start).
+func measureExit(t *testing.T, ns string, okExit []int, bin string, args ...string) benchRun {
 	t.Helper()
 	before, verbsBefore := requestCount(t)
 	harnessBefore := harnessRequests.Load()
@@ -131,9 +142,17 @@ func measure(t *testing.T, ns string, bin string, args ...string) benchRun {
 	}()
 	err := cmd.Wait()
 	r := benchRun{wall: time.Since(start), stdout: stdout.String()}
+	if st := cmd.ProcessState; st != nil {
+		r.cpu = st.UserTime() + st.SystemTime()
+	}
 	close(stop)
 	peak := <-hwm
 	r.rssKiB, r.anonKiB, r.fileKiB = peak[0], peak[1], peak[2]
+	var exitErr *exec.ExitError
+	if errors.As(err, &exitErr) && slices.Contains(okExit, exitErr.ExitCode()) {
+		err = nil
+	}
+	r.stderr = stderr.String()
 	if err != nil {
 		t.Fatalf("%s %s: %v\nstderr:\n%s", filepath.Base(bin), strings.Join(args, " "), err, tailLines(stderr.String(), 20))
 	}
@@ -216,33 +235,12 @@ func TestBenchScale(t *testing.T) {
 	withFloor := os.Getenv("NODESTATE_BENCH_FLOOR") != "0"
 	extra := strings.Fields(os.Getenv("NODESTATE_BENCH_ARGS"))
 
-	// Nodes bench-00000.. each labelled with every size it belongs to, so one cluster serves all.
-	n := sizes[len(sizes)-1]
 	dir := KubeletDir(t, repoDirFiles(t, "examples/kubelet-root"))
-	names := make([]string, n)
-	for i := range names {
-		names[i] = fmt.Sprintf("bench-%05d", i)
-	}
-	start := time.Now()
-	CreateNodes(t, names, func(name string) NodeOptions {
-		i, _ := strconv.Atoi(strings.TrimPrefix(name, "bench-"))
-		labels := map[string]string{}
-		for _, s := range sizes {
-			if i < s {
-				labels[sizeLabel(s)] = "true"
-			}
-		}
-		return NodeOptions{KubeletVersion: decode.HomeKubelet, KubeletDir: dir, Labels: labels}
-	})
-	t.Logf("%d nodes created and Ready in %s", n, time.Since(start).Round(time.Millisecond))
+	names := createSizedNodes(t, "bench", sizes, dir)
 
-	floor := filepath.Join(t.TempDir(), "floor")
+	var floor string
 	if withFloor {
-		build := exec.Command("go", "build", "-o", floor, "./test/e2e/floor")
-		build.Dir = cp.repoRoot
-		if out, err := build.CombinedOutput(); err != nil {
-			t.Fatalf("build the floor: %v\n%s", err, out)
-		}
+		floor = buildFloor(t)
 	}
 	plugin := PluginBin(t)
 	ns := NewNamespace(t, nil)
@@ -251,7 +249,7 @@ func TestBenchScale(t *testing.T) {
 	var perNode time.Duration
 	var baselineReq float64
 	if baselineNodes > 0 {
-		perNode, baselineReq = kubectlLoop(t, ns, names[:min(baselineNodes, n)])
+		perNode, baselineReq = kubectlLoop(t, ns, names[:min(baselineNodes, len(names))])
 	}
 
 	for _, size := range sizes {
@@ -324,6 +322,30 @@ func benchSize(t *testing.T, ns, plugin, floor string, size, concurrency int, sh
 		fmt.Println("BENCH " + line)
 		t.Log(line)
 	}
+}
+
+// createSizedNodes creates nodes PREFIX-00000.. as many as the largest size, all reading dir,
+// each labelled with every size it belongs to (sizeLabel), so one cluster serves all sizes.
+func createSizedNodes(t *testing.T, prefix string, sizes []int, dir string) []string {
+	t.Helper()
+	n := slices.Max(sizes)
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("%s-%05d", prefix, i)
+	}
+	start := time.Now()
+	CreateNodes(t, names, func(name string) NodeOptions {
+		i, _ := strconv.Atoi(strings.TrimPrefix(name, prefix+"-"))
+		labels := map[string]string{}
+		for _, s := range sizes {
+			if i < s {
+				labels[sizeLabel(s)] = "true"
+			}
+		}
+		return NodeOptions{KubeletVersion: decode.HomeKubelet, KubeletDir: dir, Labels: labels}
+	})
+	t.Logf("%d nodes created and Ready in %s", n, time.Since(start).Round(time.Millisecond))
+	return names
 }
 
 func sizeLabel(size int) string { return fmt.Sprintf("nodestate-bench/n%d", size) }

@@ -123,4 +123,22 @@ func TestLiveAdmit(t *testing.T) {
 	if a := one.Admissions[0]; a.Pod != "late" || a.Admitted || a.Message != refused || !strings.Contains(r.Stderr, "pod "+ns+"/late on node adm-full") {
 		t.Errorf("pod/late: %+v\n%s", a, r)
 	}
+
+	// Nodes without a kubelet config (no configz on kwok, no config.yaml): the error they share
+	// is said once, with their count and first names; -v=1 says it of each.
+	noconf := map[string]string{"nodestate-e2e/noconf": "true"}
+	for _, n := range []string{"adm-noconf-a", "adm-noconf-b", "adm-noconf-c", "adm-noconf-d"} {
+		CreateNode(t, n, decode.HomeKubelet, noconf, KubeletDir(t, nil))
+	}
+	args := []string{"admit", "--all-nodes", "-l", sel + ",nodestate-e2e/noconf=true", "-n", ns, "-f", manifest}
+	const shared = "no kubelet config: give --kubelet-config"
+	r = nodestate(t, nil, args...)
+	once := "error: 4 nodes (adm-noconf-a, adm-noconf-b, adm-noconf-c, ...): " + shared
+	if r.ExitCode != 2 || strings.Count(r.Stderr, shared) != 1 || !strings.Contains(r.Stderr, once) || strings.Count(r.Stdout, shared) != 4 {
+		t.Errorf("admit without kubelet config: want stderr to say once %q\n%s", once, r)
+	}
+	r = nodestate(t, nil, append(args, "-v=1")...)
+	if r.ExitCode != 2 || strings.Count(r.Stderr, shared) != 4 {
+		t.Errorf("admit without kubelet config, -v=1: want the error once per node\n%s", r)
+	}
 }

@@ -253,10 +253,20 @@ func (o *Options) Run(ctx context.Context) error {
 	if p := o.podRef; p != nil {
 		fmt.Fprintf(o.ErrOut, "pod %s/%s on node %s: phase %s, reason %q, message %q\n", p.Namespace, p.Name, orNone(p.Spec.NodeName), p.Status.Phase, p.Status.Reason, p.Status.Message)
 	}
-	var results []render.AdmitResult
+	ro := o.RenderOptions()
+	// Live nodes print as each is replayed (in the order they complete), so a fleet's answers
+	// are not held until the end; one node named prints its object (the JSON contract), as
+	// kubectl get NAME prints an object and a selector a list.
+	one := !o.Live.AllNodes && len(o.Nodes) == 1
+	results := cmdutil.NewResults(&o.Live, o.Out, ro, render.AdmitListKind, render.Admit, !o.Source.Offline() && !one)
+	var sum admitSummary
+	add := func(r render.AdmitResult) {
+		sum.add(r)
+		results.Add(r)
+	}
 	for n, read := range run.Nodes(ctx) {
 		if !read {
-			results = append(results, render.AdmitResult{Node: n.Node, Error: n.Err.Error()})
+			add(render.AdmitResult{Node: n.Node, Error: n.Err.Error()})
 			continue
 		}
 		a := n.Admit
@@ -264,9 +274,10 @@ func (o *Options) Run(ctx context.Context) error {
 			run.Notes.Addf(n.Node, "%s: %s", n.Where, note)
 		}
 		if a.Err != nil {
-			fmt.Fprintf(o.ErrOut, "error: %s: %v\n", n.Where, a.Err)
+			// Said once for the nodes that share it (no kubelet config on 1,000 nodes).
+			run.Notes.Addf(n.Node, "error: %s: %v", n.Where, a.Err)
 			run.Worst = max(run.Worst, cmdutil.ExitUnreadable)
-			results = append(results, render.AdmitResult{Node: n.Node, Error: a.Err.Error()})
+			add(render.AdmitResult{Node: n.Node, Error: a.Err.Error()})
 			continue
 		}
 		if !a.KubeletStart.Starts {
@@ -277,24 +288,22 @@ func (o *Options) Run(ctx context.Context) error {
 				run.Worst = max(run.Worst, cmdutil.ExitNotValid)
 			}
 		}
-		results = append(results, render.AdmitResult{Node: n.Node, AdmitPrediction: a.Result, LargestCPURequest: a.Largest})
+		add(render.AdmitResult{Node: n.Node, AdmitPrediction: a.Result, LargestCPURequest: a.Largest})
 	}
 	err := run.Done()
 	if err != nil && !cmdutil.Interrupted(err) {
 		return err
 	}
-	sort.SliceStable(results, func(i, j int) bool { return results[i].Node < results[j].Node })
-	ro := o.RenderOptions()
-	if len(results) == 1 && !o.Live.AllNodes && (ro.Format == render.JSON || ro.Format == render.YAML) {
-		// One node named: its object, with "admissions" at the top (the JSON contract), as
-		// kubectl get NAME prints an object and a selector a list.
-		ro.ShowNode = false
-	}
-	if perr := render.Admit(o.Out, ro, results); perr != nil {
+	if perr := results.Close(func(held []render.AdmitResult) error {
+		if one && (ro.Format == render.JSON || ro.Format == render.YAML) {
+			ro.ShowNode = false
+		}
+		return render.Admit(o.Out, ro, held)
+	}); perr != nil {
 		return perr
 	}
-	if len(results) > 1 && ro.Format == render.Table {
-		fmt.Fprintln(o.Out, summary(results))
+	if sum.nodes > 1 && ro.Format == render.Table {
+		fmt.Fprintln(o.Out, sum)
 	}
 	if err != nil {
 		return err
@@ -302,25 +311,32 @@ func (o *Options) Run(ctx context.Context) error {
 	return cmdutil.Exit(run.Worst)
 }
 
-// summary says which nodes admit every pod.
-func summary(results []render.AdmitResult) string {
-	var yes []string
-	for _, r := range results {
-		if r.Error != "" || !r.KubeletStart.Starts {
-			continue
-		}
-		all := true
-		for _, a := range r.Admissions {
-			all = all && a.Admitted
-		}
-		if all {
-			yes = append(yes, r.Node)
+// admitSummary counts the nodes that admit every pod, as they come.
+type admitSummary struct {
+	nodes int
+	yes   []string
+}
+
+func (s *admitSummary) add(r render.AdmitResult) {
+	s.nodes++
+	if r.Error != "" || !r.KubeletStart.Starts {
+		return
+	}
+	for _, a := range r.Admissions {
+		if !a.Admitted {
+			return
 		}
 	}
-	if len(yes) == 0 {
-		return fmt.Sprintf("no node of %d admits the pods", len(results))
+	s.yes = append(s.yes, r.Node)
+}
+
+// String says which nodes admit every pod.
+func (s admitSummary) String() string {
+	if len(s.yes) == 0 {
+		return fmt.Sprintf("no node of %d admits the pods", s.nodes)
 	}
-	return fmt.Sprintf("%d of %d nodes admit the pods: %s", len(yes), len(results), strings.Join(yes, ", "))
+	sort.Strings(s.yes)
+	return fmt.Sprintf("%d of %d nodes admit the pods: %s", len(s.yes), s.nodes, strings.Join(s.yes, ", "))
 }
 
 func orNone(s string) string {

@@ -87,13 +87,16 @@ func (o *Options) Validate() error {
 	return o.ReadOptions.Validate()
 }
 
-// Run reads each node, diagnoses it and prints.
+// Run reads each node, diagnoses it and prints. Live nodes print as each is diagnosed (in the
+// order they complete), so a fleet's answers are not held until the end.
 func (o *Options) Run(ctx context.Context) error {
-	var results []render.DoctorResult
+	// One block per finding, wrapped to the terminal; -o wide: one row per finding.
+	ro := o.RenderOptions()
+	results := cmdutil.NewResults(&o.Live, o.Out, ro, render.DoctorListKind, render.DoctorFindings, !o.Source.Offline())
 	run := o.StartReplay()
 	for n, read := range run.Nodes(ctx) {
 		if !read {
-			results = append(results, render.DoctorResult{Node: n.Node, Error: n.Err.Error()})
+			results.Add(render.DoctorResult{Node: n.Node, Error: n.Err.Error()})
 			continue
 		}
 		switch j := n.Judged; {
@@ -112,14 +115,15 @@ func (o *Options) Run(ctx context.Context) error {
 		for _, sk := range res.Skipped {
 			run.Notes.Addf(n.Node, "%s: skipped %s", n.Where, sk)
 		}
-		results = append(results, render.DoctorResult{Node: n.Node, DoctorPrediction: res})
+		results.Add(render.DoctorResult{Node: n.Node, DoctorPrediction: res})
 	}
 	err := run.Done()
 	if err != nil && !cmdutil.Interrupted(err) {
 		return err
 	}
-	// One block per finding, wrapped to the terminal; -o wide: one row per finding.
-	if perr := render.DoctorFindings(o.Out, o.RenderOptions(), results); perr != nil {
+	if perr := results.Close(func(held []render.DoctorResult) error {
+		return render.DoctorFindings(o.Out, ro, held)
+	}); perr != nil {
 		return perr
 	}
 	if err != nil {

@@ -1,0 +1,257 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmdutil"
+)
+
+// TestBenchFanout is `make bench-fanout`: every fan-out verb beside the floor program
+// (test/e2e/floor), in one run, interleaved (floor, verify, doctor, admit, admit-gpu, then the
+// same in reverse order), on the same kwok nodes, in two node states:
+//
+//   - nostart: examples/kubelet-root's files, whose CPU and memory manager states this host's
+//     machine and the config K refuse: the kubelet would not start, doctor searches fixes,
+//     admit says the kubelet would not start;
+//   - starts: the same files with a CPU manager state of this host's CPUs (static, K's policy)
+//     and no memory manager state: the kubelet starts and admits the pod.
+//
+// The verbs are those a user runs on a fleet: verify --all-nodes; doctor --all-nodes
+// --kubelet-config K; admit --all-nodes -f pod.yaml --kubelet-config K (a pod of 1 exclusive
+// CPU); admit --all-nodes -f gpu-pod.yaml --devices FILE --kubelet-config K (the same pod with a
+// device-plugin resource, the device manager replayed). Each reads the machine from the node's
+// sysfs in the same exec as the files (kwok: this host's). Per state, size and verb it prints
+//
+//	BENCH fanout state=S nodes=N verb=V time=Xs ratio=X/floor vs_verify=X/verify requests_per_node=R rss=MiB cpu=Cs
+//
+// time is the mean of the verb's runs, rss the highest peak RSS (VmHWM) of its runs,
+// requests_per_node the API server's count (as bench-scale's, the environment's share taken
+// out), cpu the mean of the program's own CPU time (user+system; what the plugin spends, which
+// a loaded shared machine disturbs less than the wall time; the execs' shell runs on the
+// control plane's host under kwok and is not in it).
+// Environment:
+//
+//	NODESTATE_BENCH_FANOUT_SIZES   node counts, e.g. "1000 10000" (unset: skip)
+//	NODESTATE_BENCH_FANOUT_STATES  "nostart starts" (default both)
+//	NODESTATE_BENCH_FANOUT_ROUNDS  1: one run of each verb, 2 (default): both orders
+//	NODESTATE_BENCH_FANOUT_VERBS   a subset of "floor verify doctor admit admit-gpu"
+//	NODESTATE_BENCH_FANOUT_CONCURRENCY  --concurrency of all (default: the plugin's)
+//	NODESTATE_BENCH_FANOUT_PROFILE      cpu, heap, allocs...: each plugin run writes that profile
+//	                                    (--profile) to DIR/STATE-NODES-VERB.pprof, DIR being
+//	                                    NODESTATE_BENCH_FANOUT_PROFILE_DIR (default: a temp dir)
+func TestBenchFanout(t *testing.T) {
+	if os.Getenv("NODESTATE_BENCH_FANOUT_SIZES") == "" {
+		t.Skip("set NODESTATE_BENCH_FANOUT_SIZES (make bench-fanout)")
+	}
+	raw, err := os.ReadFile("/sys/devices/system/cpu/online")
+	if err != nil {
+		t.Skipf("no sysfs: %v", err)
+	}
+	hostCPUs := strings.TrimSpace(string(raw))
+	sizes := envInts(t, "NODESTATE_BENCH_FANOUT_SIZES", "")
+	slices.Sort(sizes)
+	rounds := envInts(t, "NODESTATE_BENCH_FANOUT_ROUNDS", "2")[0]
+	states := strings.Fields(os.Getenv("NODESTATE_BENCH_FANOUT_STATES"))
+	if len(states) == 0 {
+		states = []string{"nostart", "starts"}
+	}
+	verbs := strings.Fields(os.Getenv("NODESTATE_BENCH_FANOUT_VERBS"))
+	if len(verbs) == 0 {
+		verbs = []string{"floor", "verify", "doctor", "admit", "admit-gpu"}
+	}
+
+	// One kubelet dir for every node, rewritten between the states.
+	rootFiles := repoDirFiles(t, "examples/kubelet-root")
+	dir := KubeletDir(t, rootFiles)
+	inputs := t.TempDir()
+	write := func(path, content string) string {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	config := write(filepath.Join(inputs, "kubelet-config.yaml"), "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncpuManagerPolicy: static\nreservedSystemCPUs: \"0\"\n")
+	const podTemplate = `apiVersion: v1
+kind: Pod
+metadata:
+  name: %s
+  namespace: default
+spec:
+  containers:
+  - name: app
+    image: registry.example/app:1
+    resources:
+      requests: {cpu: "1", memory: 100Mi%[2]s}
+      limits: {cpu: "1", memory: 100Mi%[2]s}
+`
+	pod := write(filepath.Join(inputs, "pod.yaml"), fmt.Sprintf(podTemplate, "bench-pinned", ""))
+	gpuPod := write(filepath.Join(inputs, "gpu-pod.yaml"), fmt.Sprintf(podTemplate, "bench-gpu", `, example.com/gpu: "1"`))
+	devices := write(filepath.Join(inputs, "devices.json"), `{"resources": {"example.com/gpu": [`+
+		`{"ID": "gpu-0", "health": "Healthy", "topology": {"nodes": [{"ID": 0}]}}, `+
+		`{"ID": "gpu-1", "health": "Healthy", "topology": {"nodes": [{"ID": 0}]}}]}}`)
+
+	createSizedNodes(t, "fanout", sizes, dir)
+	floor := buildFloor(t)
+	plugin := PluginBin(t)
+	ns := NewNamespace(t, nil)
+	concurrency := strconv.Itoa(envInts(t, "NODESTATE_BENCH_FANOUT_CONCURRENCY", strconv.Itoa(cmdutil.DefaultConcurrency))[0])
+
+	profile, profileDir := os.Getenv("NODESTATE_BENCH_FANOUT_PROFILE"), os.Getenv("NODESTATE_BENCH_FANOUT_PROFILE_DIR")
+	if profile != "" && profileDir == "" {
+		profileDir = t.TempDir()
+	}
+
+	for _, state := range states {
+		files := len(rootFiles)
+		switch state {
+		case "nostart":
+			write(filepath.Join(dir, "cpu_manager_state"), rootFiles["cpu_manager_state"])
+			write(filepath.Join(dir, "memory_manager_state"), rootFiles["memory_manager_state"])
+		case "starts":
+			write(filepath.Join(dir, "cpu_manager_state"), cpuStateV4(t, hostCPUs, nil))
+			if err := os.Remove(filepath.Join(dir, "memory_manager_state")); err != nil && !os.IsNotExist(err) {
+				t.Fatal(err)
+			}
+			files--
+		default:
+			t.Fatalf("NODESTATE_BENCH_FANOUT_STATES: %q is not nostart or starts", state)
+		}
+		for _, size := range sizes {
+			sel := TestSelector(t) + "," + sizeLabel(size) + "=true"
+			live := []string{"--all-nodes", "-l", sel, "-n", ns, "--concurrency", concurrency}
+			args := map[string][]string{
+				"floor":     {"-kubeconfig", Kubeconfig(), "-n", ns, "-l", sel, "-concurrency", concurrency},
+				"verify":    append([]string{"verify"}, live...),
+				"doctor":    append([]string{"doctor", "--kubelet-config", config}, live...),
+				"admit":     append([]string{"admit", "-f", pod, "--kubelet-config", config}, live...),
+				"admit-gpu": append([]string{"admit", "-f", gpuPod, "--devices", devices, "--kubelet-config", config}, live...),
+			}
+			order := slices.Clone(verbs)
+			runs := map[string][]benchRun{}
+			for round := range rounds {
+				for _, verb := range order {
+					bin, ok := plugin, []int{0, 1} // doctor and admit exit 1 when the kubelet would not start
+					a := args[verb]
+					if verb == "floor" {
+						bin, ok = floor, []int{0}
+					} else if profile != "" {
+						a = append(slices.Clone(a), "--profile", profile, "--profile-output", filepath.Join(profileDir, fmt.Sprintf("%s-%d-%s.pprof", state, size, verb)))
+					}
+					r := measureExit(t, ns, ok, bin, a...)
+					checkFanout(t, verb, state, r, size, files)
+					runs[verb] = append(runs[verb], r)
+				}
+				if round%2 == 0 {
+					slices.Reverse(order)
+				}
+			}
+			printFanout(t, state, size, verbs, runs)
+		}
+	}
+}
+
+// buildFloor builds test/e2e/floor.
+func buildFloor(t *testing.T) string {
+	t.Helper()
+	floor := filepath.Join(t.TempDir(), "floor")
+	build := exec.Command("go", "build", "-o", floor, "./test/e2e/floor")
+	build.Dir = cp.repoRoot
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the floor: %v\n%s", err, out)
+	}
+	return floor
+}
+
+// checkFanout checks that a verb read every node and said what the state calls for, and that
+// stderr says a problem all nodes share once, not once per node.
+func checkFanout(t *testing.T, verb, state string, r benchRun, nodes, files int) {
+	t.Helper()
+	if lines := strings.Count(r.stderr, "\n"); lines > 20 {
+		t.Errorf("%s: %d lines on stderr for %d nodes, e.g.:\n%s", verb, lines, nodes, tailLines(r.stderr, 5))
+	}
+	switch verb {
+	case "floor":
+		if !strings.Contains(r.stdout, fmt.Sprintf("nodes=%d ", nodes)) || !strings.Contains(r.stdout, " failed=0") {
+			t.Fatalf("floor: %s", r.stdout)
+		}
+	case "verify":
+		if got := strings.Count(r.stdout, " valid "); got != nodes*files {
+			t.Fatalf("verify: %d valid rows, want %d", got, nodes*files)
+		}
+	case "doctor":
+		want := "ok       kubelet-start"
+		if state == "nostart" {
+			want = "error    kubelet-start"
+		}
+		if got := strings.Count(r.stdout, want); got != nodes {
+			t.Fatalf("doctor: %d nodes say %q, want %d:\n%.2000s", got, want, nodes, r.stdout)
+		}
+	case "admit", "admit-gpu":
+		want := fmt.Sprintf("%d of %d nodes admit the pods", nodes, nodes)
+		if state == "nostart" {
+			want = fmt.Sprintf("no node of %d admits the pods", nodes)
+		}
+		if verb == "admit-gpu" {
+			// kwok's nodes advertise no example.com/gpu: the node-resource predicate refuses
+			// the pod after the device manager placed it; what is measured is the replay.
+			want = fmt.Sprintf("of %d", nodes)
+		}
+		if !strings.Contains(r.stdout, want) {
+			t.Fatalf("%s: no %q in:\n%s", verb, want, tailLines(r.stdout, 5))
+		}
+	}
+}
+
+// printFanout prints a BENCH line per verb: time, ratio to the floor and to verify, requests
+// per node (the environment's share, measured on the floor, taken out) and peak RSS.
+func printFanout(t *testing.T, state string, size int, verbs []string, runs map[string][]benchRun) {
+	t.Helper()
+	var env float64
+	if floors := runs["floor"]; len(floors) > 0 {
+		for _, r := range floors {
+			var own int64
+			if _, err := fmt.Sscanf(r.stdout[strings.Index(r.stdout, "requests="):], "requests=%d", &own); err != nil {
+				t.Fatalf("floor output %q: %v", r.stdout, err)
+			}
+			env += float64(r.requests-own) / float64(len(floors))
+		}
+	}
+	floorTime, verifyTime := 0.0, 0.0
+	if rs := runs["floor"]; len(rs) > 0 {
+		floorTime = meanWall(rs)
+	}
+	if rs := runs["verify"]; len(rs) > 0 {
+		verifyTime = meanWall(rs)
+	}
+	for _, verb := range verbs {
+		rs := runs[verb]
+		x := meanWall(rs)
+		var rss int64
+		var req, cpu float64
+		for _, r := range rs {
+			rss = max(rss, r.rssKiB)
+			req += float64(r.requests) - env
+			cpu += r.cpu.Seconds() / float64(len(rs))
+		}
+		line := fmt.Sprintf("fanout state=%s nodes=%d verb=%s time=%.1fs", state, size, verb, x)
+		if floorTime > 0 {
+			line += fmt.Sprintf(" ratio=%.3f", x/floorTime)
+		}
+		if verifyTime > 0 {
+			line += fmt.Sprintf(" vs_verify=%.3f", x/verifyTime)
+		}
+		line += fmt.Sprintf(" requests_per_node=%.2f rss=%.0fMiB cpu=%.1fs", req/float64(len(rs))/float64(size), float64(rss)/1024, cpu)
+		fmt.Println("BENCH " + line)
+		t.Log(line)
+	}
+}
