@@ -71,6 +71,13 @@ type (
 	AdmittedContainer = admit.Container
 )
 
+// How the kubelet came to a container's devices (AdmittedContainer.DevicesPick).
+const (
+	DevicePickForced     = admit.PickForced
+	DevicePickEquivalent = admit.PickEquivalent
+	DevicePickArbitrary  = admit.PickArbitrary
+)
+
 // The phases of the kubelet's start a prediction names.
 const (
 	PhaseCPUStart     = replay.PhaseCPUStart
