@@ -69,6 +69,9 @@ type (
 	AdmitPrediction   = admit.Result
 	Admission         = admit.Admission
 	AdmittedContainer = admit.Container
+	AdmitContext      = admit.Context
+	AdmitDevices      = admit.DeviceContext
+	StaleDeviceHolder = admit.StaleHolder
 )
 
 // How the kubelet came to a container's devices (AdmittedContainer.DevicesPick).
