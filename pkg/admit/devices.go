@@ -44,6 +44,9 @@ func staleHolders(in Input) []StaleHolder {
 	return out
 }
 
+// maxStaleTries bounds the replays nameStaleHolders makes one holder at a time.
+const maxStaleTries = 16
+
 // nameStaleHolders names, for each pod the resource managers refused, the gone pods whose
 // devices are the cause: each holder alone when dropping it admits the pod, else all of them
 // together when that does. The proof is the same admissions replayed without their entries, as
@@ -76,7 +79,13 @@ func nameStaleHolders(in Input, res *Result) error {
 		try.Devices, try.KnownPods = &dev, nil
 		return Predict(try)
 	}
-	for _, h := range stale {
+	// Each holder alone, up to maxStaleTries of them (a checkpoint may hold many gone pods;
+	// beyond that only all of them together are tried).
+	alone := stale
+	if len(alone) > maxStaleTries {
+		alone = nil
+	}
+	for _, h := range alone {
 		r, err := without([]StaleHolder{h})
 		if err != nil {
 			return err
