@@ -141,6 +141,9 @@ type Container struct {
 	Devices map[string][]string `json:"devices,omitempty"`
 	// DeviceNUMANodes is, per resource, each device's NUMA nodes (empty: no topology).
 	DeviceNUMANodes map[string]map[string][]int `json:"deviceNUMANodes,omitempty"`
+	// DevicesApart are the resources none of whose devices (with topology) sits on a NUMA node
+	// of the container's exclusive CPUs: admitted, but not aligned (the topology policy allowed it).
+	DevicesApart []string `json:"devicesApart,omitempty"`
 	// DevicesPick says, per resource, whose pick the IDs are: the only one possible, or the
 	// kubelet's default pick (no plugin's GetPreferredAllocation) among equivalent devices or
 	// among devices that differ. Admission of this pod never depends on it.
@@ -244,8 +247,28 @@ func containers(pod *v1.Pod, pa replay.PodAdmission, topo *replay.CPUTopology) [
 			cpuNodes = topo.CPUDetails.KeepOnly(c.CPUs).NUMANodes().List()
 		}
 		out = append(out, Container{Name: c.Name, CPUs: c.CPUs.String(), Exclusive: c.Exclusive, MemoryNUMANodes: nodes, CPUNUMANodes: cpuNodes,
-			MemoryBlocks: c.MemoryBlocks, Devices: c.Devices, DeviceNUMANodes: c.DeviceNUMANodes, DevicesPick: devicesPick(c),
+			MemoryBlocks: c.MemoryBlocks, Devices: c.Devices, DeviceNUMANodes: c.DeviceNUMANodes, DevicesApart: devicesApart(c, cpuNodes), DevicesPick: devicesPick(c),
 			Init: kind[c.Name][0], Sidecar: kind[c.Name][1]})
+	}
+	return out
+}
+
+// devicesApart: the resources whose devices with topology share no NUMA node with the
+// container's exclusive CPUs.
+func devicesApart(c replay.ContainerAdmission, cpuNodes []int) []string {
+	if !c.Exclusive || len(cpuNodes) == 0 {
+		return nil
+	}
+	var out []string
+	for _, r := range slices.Sorted(maps.Keys(c.DeviceNUMANodes)) {
+		placed, near := false, false
+		for _, nodes := range c.DeviceNUMANodes[r] {
+			placed = placed || len(nodes) > 0
+			near = near || slices.ContainsFunc(nodes, func(n int) bool { return slices.Contains(cpuNodes, n) })
+		}
+		if placed && !near {
+			out = append(out, r)
+		}
 	}
 	return out
 }

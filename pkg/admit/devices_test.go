@@ -36,8 +36,9 @@ func deviceCases(t *testing.T, f func(name string, in Input, want expectedCase))
 	}
 }
 
-// Each admitted container's devices sit on the NUMA nodes their plugin advertised, and its
-// pick is said as the kubelet made it: forced where every pick of the real kubelet was, among
+// Each admitted container's devices sit on the NUMA nodes their plugin advertised, are said
+// apart from its exclusive CPUs exactly when they share no NUMA node with them (the classic
+// mismatch admitted under best-effort), and its pick is said as the kubelet made it: forced where every pick of the real kubelet was, among
 // equivalent devices only where each device taken has a class of interchangeable ones, and
 // never among devices that differ (the sets hold no such case: their README).
 func TestDeviceNUMAAndPickOnVectors(t *testing.T) {
@@ -57,6 +58,11 @@ func TestDeviceNUMAAndPickOnVectors(t *testing.T) {
 		}
 		for _, a := range got.Admissions {
 			for _, c := range a.Containers {
+				for r := range c.DeviceNUMANodes {
+					if kind := apartKind(c, r); kind != "" {
+						counts[kind]++
+					}
+				}
 				for r, ids := range c.Devices {
 					for _, id := range ids {
 						wantNodes := []int{}
@@ -94,8 +100,12 @@ func TestDeviceNUMAAndPickOnVectors(t *testing.T) {
 			}
 		}
 	})
-	t.Logf("devices on their NUMA nodes: %d; picks forced %d, equivalent %d", counts["device"], counts["forced"], counts["equivalent"])
-	if counts["device"] == 0 || counts["forced"] == 0 || counts["equivalent"] == 0 {
+	if counts["wrong"] > 0 {
+		t.Errorf("%d containers' devicesApart disagree with their devices' and CPUs' NUMA nodes", counts["wrong"])
+	}
+	t.Logf("devices on their NUMA nodes: %d; picks forced %d, equivalent %d; exclusive CPUs beside their devices %d, apart %d",
+		counts["device"], counts["forced"], counts["equivalent"], counts["together"], counts["apart"])
+	if counts["device"] == 0 || counts["forced"] == 0 || counts["equivalent"] == 0 || counts["together"] == 0 || counts["apart"] == 0 {
 		t.Errorf("the device sets exercise too little: %v", counts)
 	}
 }
@@ -279,6 +289,9 @@ func TestDevicePickKinds(t *testing.T) {
 			t.Fatalf("%s %s: %v %+v", tc.policy, tc.devices, err, res)
 		}
 		c := res.Admissions[0].Containers[0]
+		if len(c.DevicesApart) > 0 {
+			t.Errorf("%s: devices apart %v with CPUs not pinned", tc.policy, c.DevicesApart)
+		}
 		if got := c.DevicesPick["example.com/gpu"]; got != tc.want {
 			t.Errorf("%s %s: pick %q, want %q", tc.policy, tc.devices, got, tc.want)
 		}
@@ -286,4 +299,30 @@ func TestDevicePickKinds(t *testing.T) {
 			t.Errorf("%s: devices %v, NUMA %v", tc.policy, c.Devices, c.DeviceNUMANodes)
 		}
 	}
+}
+
+// apartKind checks DevicesApart for one resource of an admitted container: "apart" or
+// "together" when the container has exclusive CPUs and the devices have topology, "" else;
+// "wrong" when DevicesApart says otherwise.
+func apartKind(c Container, r string) string {
+	said := slices.Contains(c.DevicesApart, r)
+	share, placed := false, false
+	for _, nodes := range c.DeviceNUMANodes[r] {
+		placed = placed || len(nodes) > 0
+		for _, n := range nodes {
+			share = share || slices.Contains(c.CPUNUMANodes, n)
+		}
+	}
+	switch {
+	case !c.Exclusive || !placed:
+		if said {
+			return "wrong"
+		}
+		return ""
+	case said == share:
+		return "wrong"
+	case share:
+		return "together"
+	}
+	return "apart"
 }

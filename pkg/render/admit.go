@@ -109,6 +109,13 @@ func Admit(w io.Writer, o Options, results []AdmitResult) error {
 					cpus += " (shared)"
 				}
 				row(r.Node, []string{name, "yes", containerLabel(c), cpus}, numaText(c.CPUNUMANodes), numaText(c.MemoryNUMANodes), devicesText(c, picks), "", "")
+				where := name
+				if r.Node != "" {
+					where += " on " + r.Node
+				}
+				for _, res := range c.DevicesApart {
+					why = append(why, fmt.Sprintf("%s: container %s: its CPUs are on NUMA %s, its %s devices on none of them: admitted, not aligned (the topology policy allows it)", where, c.Name, numaText(c.CPUNUMANodes), res))
+				}
 			}
 			for _, u := range a.Unreplayed {
 				why = append(why, name+": "+u)
