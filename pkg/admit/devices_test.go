@@ -7,9 +7,11 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/replay"
 )
@@ -325,4 +327,44 @@ func apartKind(c Container, r string) string {
 		return "together"
 	}
 	return "apart"
+}
+
+// A refused pod's partial allocation stays in allocatedDevices until the next allocation frees
+// it: the devices the next pod finds are counted after that, as the kubelet's message counts
+// them ("Available").
+func TestDevicesFoundAfterPartialAllocation(t *testing.T) {
+	in := node8(t, `{"cpuManagerPolicy":"none","topologyManagerPolicy":"none"}`)
+	plugins, err := replay.ParseDevicePlugins([]byte(`{"resources":{"example.com/gpu":[{"ID":"g0","health":"Healthy"},{"ID":"g1","health":"Healthy"},{"ID":"g2","health":"Healthy"},{"ID":"g3","health":"Healthy"}]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Devices = &replay.DeviceInput{Plugins: plugins}
+	gpus := func(c *v1.Container, n int64) {
+		c.Resources.Limits["example.com/gpu"] = *resource.NewQuantity(n, resource.DecimalSI)
+		c.Resources.Requests["example.com/gpu"] = *resource.NewQuantity(n, resource.DecimalSI)
+	}
+	// first: container a takes 2 GPUs, b asks 3 of the 2 left: refused, a's 2 stay allocated.
+	first := guaranteed("first", "1", "1Gi", "example.com/gpu")
+	first.Spec.Containers = append(first.Spec.Containers, *first.Spec.Containers[0].DeepCopy())
+	first.Spec.Containers[1].Name = "b"
+	gpus(&first.Spec.Containers[0], 2)
+	gpus(&first.Spec.Containers[1], 3)
+	second := guaranteed("second", "1", "1Gi", "example.com/gpu")
+	gpus(&second.Spec.Containers[0], 5)
+	in.Pods = []*v1.Pod{first, second}
+	res, err := Predict(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range map[int]string{0: "Requested: 3, Available: 2", 1: "Requested: 5, Available: 4"} {
+		if a := res.Admissions[i]; a.Admitted || !strings.Contains(a.Message, want) {
+			t.Fatalf("pod %s: admitted %v, %q; want %q", a.Pod, a.Admitted, a.Message, want)
+		}
+	}
+	// The first pod found 4 free; the second finds them all again.
+	for i, want := range []int{4, 4} {
+		if got := res.Admissions[i].Before.Devices["example.com/gpu"].Free; got != want {
+			t.Errorf("pod %s: %d free GPUs said, want %d", res.Admissions[i].Pod, got, want)
+		}
+	}
 }
