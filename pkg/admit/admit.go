@@ -47,6 +47,8 @@ type Input struct {
 	// KnownPods are the UIDs of every pod the API server has on the node (nil: not known,
 	// offline). A device checkpoint's holder not among them is a pod that no longer exists.
 	KnownPods map[string]bool
+	// PodNames names pod UIDs ("namespace/name"), for the holders of devices (nil: none known).
+	PodNames map[string]string
 }
 
 // NodeResources is what the kubelet's predicate handler reads: the node's allocatable and the
@@ -212,10 +214,12 @@ func predict(in Input, keepStates bool) (Result, []replay.State, error) {
 			// Nothing to explain but the pod it waits behind (the message names it).
 		case a.Hangs:
 			a.Before = describe(node, pod, pa)
+			nameHolders(a.Before, in.PodNames, in.KnownPods)
 			a.Why = why(&a)
 		case !a.Admitted:
 			a.StatusMessage = node.RejectedStatusMessage(a.Message)
 			a.Before = describe(node, pod, pa)
+			nameHolders(a.Before, in.PodNames, in.KnownPods)
 			a.Why = why(&a)
 		}
 		if keepStates {

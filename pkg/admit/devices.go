@@ -206,3 +206,23 @@ func withDevices(pod *v1.Pod, name v1.ResourceName, n int) *v1.Pod {
 func podContainersOf(pod *v1.Pod) []v1.Container {
 	return append(append([]v1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...)
 }
+
+// nameHolders names the pods holding the devices a refused pod found ("<pod UID>/<ctr>" becomes
+// "<namespace>/<pod>/<ctr>"), and marks those the API server no longer has.
+func nameHolders(c *Context, names map[string]string, known map[string]bool) {
+	for _, dc := range c.Devices {
+		for _, holders := range dc.Held {
+			for j, h := range holders {
+				uid, ctr, ok := strings.Cut(h, "/")
+				if !ok {
+					continue
+				}
+				if name, found := names[uid]; found {
+					holders[j] = name + "/" + ctr
+				} else if known != nil {
+					holders[j] = h + " (pod gone)"
+				}
+			}
+		}
+	}
+}

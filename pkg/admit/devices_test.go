@@ -368,3 +368,23 @@ func TestDevicesFoundAfterPartialAllocation(t *testing.T) {
 		}
 	}
 }
+
+// The holders of the devices a refused pod found are named from the node's pods; those the API
+// server no longer has are marked, and nothing is marked when the node's pods are not known.
+func TestNameHolders(t *testing.T) {
+	ctx := func() *Context {
+		return &Context{Devices: map[string]DeviceContext{"nvidia.com/gpu": {Held: map[string][]string{
+			"gpu-0": {"uid-trainer/app"}, "gpu-1": {"uid-gone/app"}, "gpu-2": {"(no pod)"}}}}}
+	}
+	c := ctx()
+	nameHolders(c, map[string]string{"uid-trainer": "default/trainer"}, map[string]bool{"uid-trainer": true})
+	want := map[string][]string{"gpu-0": {"default/trainer/app"}, "gpu-1": {"uid-gone/app (pod gone)"}, "gpu-2": {"(no pod)"}}
+	if got := c.Devices["nvidia.com/gpu"].Held; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("held %v, want %v", got, want)
+	}
+	c = ctx()
+	nameHolders(c, nil, nil)
+	if got := c.Devices["nvidia.com/gpu"].Held["gpu-1"]; fmt.Sprint(got) != "[uid-gone/app]" {
+		t.Errorf("unknown pods: held %v", got)
+	}
+}

@@ -4,13 +4,11 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/admit"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
-	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/machine"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/replay"
 )
@@ -102,10 +100,13 @@ func (r *Runner) admit(n *NodeResult) *AdmitResult {
 			in.KnownPods[uid] = true
 		}
 	}
-	res, err := admit.Predict(in)
 	if n.Snapshot.Pods != nil {
-		nameDeviceHolders(&res, n.Snapshot.Pods.Pod, in.KnownPods)
+		in.PodNames = map[string]string{}
+		for uid, ref := range n.Snapshot.Pods.Pods {
+			in.PodNames[uid] = ref.String()
+		}
 	}
+	res, err := admit.Predict(in)
 	out.Result, out.Err = res, err
 	if err != nil || !r.cfg.Admit.Largest {
 		return out
@@ -164,30 +165,4 @@ func (r *Runner) nodeDevices(n *NodeResult, mi managerInputs) *nodeDevices {
 		}
 	}
 	return joinNodeDevices(in)
-}
-
-// nameDeviceHolders names the pods holding the devices a refused pod found ("<pod UID>/<ctr>"
-// becomes "<namespace>/<pod>/<ctr>"), and marks those the API server no longer has.
-func nameDeviceHolders(res *admit.Result, pod func(uid string) (fetch.PodRef, bool), known map[string]bool) {
-	for i := range res.Admissions {
-		before := res.Admissions[i].Before
-		if before == nil {
-			continue
-		}
-		for _, dc := range before.Devices {
-			for _, holders := range dc.Held {
-				for j, h := range holders {
-					uid, ctr, ok := strings.Cut(h, "/")
-					if !ok {
-						continue
-					}
-					if ref, found := pod(uid); found {
-						holders[j] = ref.String() + "/" + ctr
-					} else if known != nil {
-						holders[j] = h + " (pod gone)"
-					}
-				}
-			}
-		}
-	}
 }

@@ -111,24 +111,3 @@ func TestAdmitEngineLive(t *testing.T) {
 		t.Errorf("predicate not run: %q", res.Admit.Notes)
 	}
 }
-
-// The holders of the devices a refused pod found are named from the node's pods; those the API
-// server no longer has are marked, and nothing is marked when the node's pods are not known.
-func TestNameDeviceHolders(t *testing.T) {
-	index := fetch.NewPodIndex([]corev1.Pod{*guaranteedPod("trainer", "a", "1", "1Gi")})
-	result := func() *AdmitPrediction {
-		return &AdmitPrediction{Admissions: []Admission{{Before: &AdmitContext{Devices: map[string]AdmitDevices{
-			"nvidia.com/gpu": {Held: map[string][]string{"gpu-0": {"uid-trainer/app"}, "gpu-1": {"uid-gone/app"}, "gpu-2": {"(no pod)"}}}}}}}}
-	}
-	res := result()
-	nameDeviceHolders(res, index.Pod, map[string]bool{"uid-trainer": true})
-	want := map[string][]string{"gpu-0": {"default/trainer/app"}, "gpu-1": {"uid-gone/app (pod gone)"}, "gpu-2": {"(no pod)"}}
-	if got := res.Admissions[0].Before.Devices["nvidia.com/gpu"].Held; !reflect.DeepEqual(got, want) {
-		t.Errorf("held %v, want %v", got, want)
-	}
-	res = result()
-	nameDeviceHolders(res, index.Pod, nil)
-	if got := res.Admissions[0].Before.Devices["nvidia.com/gpu"].Held["gpu-1"]; !reflect.DeepEqual(got, []string{"uid-gone/app"}) {
-		t.Errorf("unknown pods: held %v", got)
-	}
-}
