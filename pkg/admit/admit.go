@@ -12,11 +12,13 @@ package admit
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/utils/cpuset"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/machine"
@@ -42,6 +44,11 @@ type Input struct {
 	// DeviceTopology says, per resource, where its devices' NUMA nodes came from, or why they
 	// are not known (Result.DeviceTopology).
 	DeviceTopology map[string]string
+	// KnownPods are the UIDs of every pod the API server has on the node (nil: not known,
+	// offline). A device checkpoint's holder not among them is a pod that no longer exists.
+	KnownPods map[string]bool
+	// PodNames names pod UIDs ("namespace/name"), for the holders of devices (nil: none known).
+	PodNames map[string]string
 }
 
 // NodeResources is what the kubelet's predicate handler reads: the node's allocatable and the
@@ -114,6 +121,9 @@ type Admission struct {
 	Unreplayed []string `json:"unreplayed,omitempty"`
 	// Before is the node as the pod found it, and what it asked: the numbers behind a refusal.
 	Before *Context `json:"before,omitempty"`
+	// StaleDeviceHolders are the pods, gone from the API server, whose devices in the device
+	// checkpoint caused the refusal: replayed without them, the pod is admitted.
+	StaleDeviceHolders []StaleHolder `json:"staleDeviceHolders,omitempty"`
 	// Why names the policy or option that refused the pod, with those numbers, for people.
 	Why []string `json:"why,omitempty"`
 }
@@ -127,11 +137,18 @@ type Container struct {
 	// MemoryNUMANodes is cpuset.mems; empty when the memory manager pins nothing.
 	MemoryNUMANodes []int                `json:"memoryNUMANodes"`
 	MemoryBlocks    []decode.MemoryBlock `json:"memoryBlocks,omitempty"`
+	// CPUNUMANodes are the NUMA nodes of CPUs (empty when none is pinned).
+	CPUNUMANodes []int `json:"cpuNUMANodes,omitempty"`
 	// Devices is the device IDs the device manager gives it, per resource (sorted).
 	Devices map[string][]string `json:"devices,omitempty"`
-	// DevicesPick says, per resource, whose pick the IDs are: the kubelet's own (no plugin
-	// preference is known offline), and whether it was one of several equivalent picks (the
-	// kubelet takes any of devices it cannot tell apart, at random). Admission never depends on it.
+	// DeviceNUMANodes is, per resource, each device's NUMA nodes (empty: no topology).
+	DeviceNUMANodes map[string]map[string][]int `json:"deviceNUMANodes,omitempty"`
+	// DevicesApart are the resources none of whose devices (with topology) sits on a NUMA node
+	// of the container's exclusive CPUs: admitted, but not aligned (the topology policy allowed it).
+	DevicesApart []string `json:"devicesApart,omitempty"`
+	// DevicesPick says, per resource, whose pick the IDs are: the only one possible, or the
+	// kubelet's default pick (no plugin's GetPreferredAllocation) among equivalent devices or
+	// among devices that differ. Admission of this pod never depends on it.
 	DevicesPick map[string]string `json:"devicesPick,omitempty"`
 	// Init and Sidecar mark init containers (a sidecar is a restartable one).
 	Init    bool `json:"init,omitempty"`
@@ -186,7 +203,7 @@ func predict(in Input, keepStates bool) (Result, []replay.State, error) {
 			}
 		}
 		if a.Admitted {
-			a.Containers = containers(pod, pa)
+			a.Containers = containers(pod, pa, node.CPUTopology())
 			if !pa.PodCPUs.IsEmpty() {
 				a.PodCPUs = pa.PodCPUs.String()
 			}
@@ -196,11 +213,13 @@ func predict(in Input, keepStates bool) (Result, []replay.State, error) {
 		case a.NotReached:
 			// Nothing to explain but the pod it waits behind (the message names it).
 		case a.Hangs:
-			a.Before = describe(node, pod, pa.FreeCPUs, pa.FreeMemory)
+			a.Before = describe(node, pod, pa)
+			nameHolders(a.Before, in.PodNames, in.KnownPods)
 			a.Why = why(&a)
 		case !a.Admitted:
 			a.StatusMessage = node.RejectedStatusMessage(a.Message)
-			a.Before = describe(node, pod, pa.FreeCPUs, pa.FreeMemory)
+			a.Before = describe(node, pod, pa)
+			nameHolders(a.Before, in.PodNames, in.KnownPods)
 			a.Why = why(&a)
 		}
 		if keepStates {
@@ -208,10 +227,15 @@ func predict(in Input, keepStates bool) (Result, []replay.State, error) {
 		}
 		res.Admissions = append(res.Admissions, a)
 	}
+	if !keepStates {
+		if err := nameStaleHolders(in, &res); err != nil {
+			return res, nil, err
+		}
+	}
 	return res, states, nil
 }
 
-func containers(pod *v1.Pod, pa replay.PodAdmission) []Container {
+func containers(pod *v1.Pod, pa replay.PodAdmission, topo *replay.CPUTopology) []Container {
 	kind := map[string][2]bool{}
 	for _, c := range pod.Spec.InitContainers {
 		kind[c.Name] = [2]bool{true, c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways}
@@ -222,16 +246,42 @@ func containers(pod *v1.Pod, pa replay.PodAdmission) []Container {
 		if nodes == nil {
 			nodes = []int{}
 		}
-		out = append(out, Container{Name: c.Name, CPUs: c.CPUs.String(), Exclusive: c.Exclusive, MemoryNUMANodes: nodes,
-			MemoryBlocks: c.MemoryBlocks, Devices: c.Devices, DevicesPick: devicesPick(c), Init: kind[c.Name][0], Sidecar: kind[c.Name][1]})
+		var cpuNodes []int
+		if !c.CPUs.IsEmpty() {
+			cpuNodes = topo.CPUDetails.KeepOnly(c.CPUs).NUMANodes().List()
+		}
+		out = append(out, Container{Name: c.Name, CPUs: c.CPUs.String(), Exclusive: c.Exclusive, MemoryNUMANodes: nodes, CPUNUMANodes: cpuNodes,
+			MemoryBlocks: c.MemoryBlocks, Devices: c.Devices, DeviceNUMANodes: c.DeviceNUMANodes, DevicesApart: devicesApart(c, cpuNodes), DevicesPick: devicesPick(c),
+			Init: kind[c.Name][0], Sidecar: kind[c.Name][1]})
+	}
+	return out
+}
+
+// devicesApart: the resources whose devices with topology share no NUMA node with the
+// container's exclusive CPUs.
+func devicesApart(c replay.ContainerAdmission, cpuNodes []int) []string {
+	if !c.Exclusive || len(cpuNodes) == 0 {
+		return nil
+	}
+	var out []string
+	for _, r := range slices.Sorted(maps.Keys(c.DeviceNUMANodes)) {
+		placed, near := false, false
+		for _, nodes := range c.DeviceNUMANodes[r] {
+			placed = placed || len(nodes) > 0
+			near = near || slices.ContainsFunc(nodes, func(n int) bool { return slices.Contains(cpuNodes, n) })
+		}
+		if placed && !near {
+			out = append(out, r)
+		}
 	}
 	return out
 }
 
 // Whose pick a container's device IDs are.
 const (
-	PickForced     = "the kubelet's pick, the only one it could make"
-	PickEquivalent = "the kubelet's pick, one of several equivalent picks (it takes any of the devices it cannot tell apart); a plugin answering GetPreferredAllocation may choose others"
+	PickForced     = "the only devices the kubelet could give: no other pick, by it or by a plugin's GetPreferredAllocation"
+	PickEquivalent = "the kubelet's default pick, one of several equivalent ones (same health, NUMA nodes and holders; it takes any of them at random): a plugin answering GetPreferredAllocation may choose other IDs; admission does not depend on which"
+	PickArbitrary  = "the kubelet's default pick among devices that differ (NUMA nodes or holders), taken at random: another run, or a plugin answering GetPreferredAllocation, may choose others; this pod's admission does not depend on which, later pods' may"
 )
 
 func devicesPick(c replay.ContainerAdmission) map[string]string {
@@ -240,11 +290,13 @@ func devicesPick(c replay.ContainerAdmission) map[string]string {
 	}
 	out := map[string]string{}
 	for r := range c.Devices {
-		out[r] = PickForced
-	}
-	for _, r := range c.DevicesPicked {
-		if _, ok := out[r]; ok {
+		switch c.DevicePicks[r] {
+		case replay.DevicePickEquivalent:
 			out[r] = PickEquivalent
+		case replay.DevicePickArbitrary:
+			out[r] = PickArbitrary
+		default:
+			out[r] = PickForced
 		}
 	}
 	return out
@@ -292,6 +344,19 @@ type Context struct {
 	FreeCores      int               `json:"freeCores"`
 	FreeMemory     map[int]NodeFree  `json:"freeMemoryByNUMA,omitempty"`
 	Asked          map[string]string `json:"asked,omitempty"`
+	// Devices are, per resource, the devices as the pod found them (device manager replayed).
+	Devices map[string]DeviceContext `json:"devices,omitempty"`
+}
+
+// DeviceContext is one resource's devices as a pod found them.
+type DeviceContext struct {
+	// FreeByNUMA is NUMA node ("none": devices without topology) -> the free healthy devices.
+	FreeByNUMA map[string][]string `json:"freeByNUMA"`
+	Free       int                 `json:"free"`
+	// Held is device -> its holders ("<pod UID>/<container>"; "(no pod)": allocatedDevices keeps
+	// it from an allocation that failed after taking it).
+	Held      map[string][]string `json:"held,omitempty"`
+	Unhealthy []string            `json:"unhealthy,omitempty"`
 }
 
 // NodeFree is one NUMA node's free memory by type, in bytes.
@@ -307,7 +372,8 @@ type Policy struct {
 	TopologyOptions []string `json:"topologyOptions,omitempty"`
 }
 
-func describe(n *replay.Node, pod *v1.Pod, free cpuset.CPUSet, freeMemory map[int]map[string]uint64) *Context {
+func describe(n *replay.Node, pod *v1.Pod, pa replay.PodAdmission) *Context {
+	free, freeMemory := pa.FreeCPUs, pa.FreeMemory
 	c := &Context{FreeCPUsByNUMA: map[int]string{}, FreeCPUsBySock: map[int]string{}, Asked: map[string]string{}}
 	cfg := n.Config()
 	c.Policy = Policy{CPU: cfg.CPUPolicy(), Memory: cfg.MemoryPolicy(), Topology: cfg.TopologyPolicy(), TopologyScope: cfg.TopologyScope()}
@@ -336,14 +402,62 @@ func describe(n *replay.Node, pod *v1.Pod, free cpuset.CPUSet, freeMemory map[in
 	for id, types := range freeMemory {
 		c.FreeMemory[id] = types
 	}
-	for _, ctr := range append(append([]v1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
+	for _, ctr := range podContainersOf(pod) {
 		var parts []string
 		for _, r := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
 			if q, ok := ctr.Resources.Requests[r]; ok {
 				parts = append(parts, string(r)+"="+q.String())
 			}
 		}
+		for _, r := range slices.Sorted(maps.Keys(ctr.Resources.Limits)) {
+			if _, ok := pa.Devices[string(r)]; ok {
+				q := ctr.Resources.Limits[r]
+				parts = append(parts, string(r)+"="+q.String())
+			}
+		}
 		c.Asked[ctr.Name] = strings.Join(parts, ",")
 	}
+	if pa.Devices != nil {
+		// The resources the pod asks for, as the device manager knows them.
+		c.Devices = map[string]DeviceContext{}
+		for _, ctr := range podContainersOf(pod) {
+			for name := range ctr.Resources.Limits {
+				if devs, ok := pa.Devices[string(name)]; ok {
+					c.Devices[string(name)] = deviceContext(devs)
+				}
+			}
+		}
+	}
 	return c
+}
+
+// NoTopology is the NUMA key of devices without topology.
+const NoTopology = "none"
+
+func deviceContext(devs []replay.DeviceStatus) DeviceContext {
+	dc := DeviceContext{FreeByNUMA: map[string][]string{}}
+	for _, d := range devs {
+		switch {
+		case !d.Healthy:
+			dc.Unhealthy = append(dc.Unhealthy, d.ID)
+		case d.Free:
+			dc.Free++
+			if len(d.NUMANodes) == 0 {
+				dc.FreeByNUMA[NoTopology] = append(dc.FreeByNUMA[NoTopology], d.ID)
+			}
+			for _, id := range d.NUMANodes {
+				key := strconv.Itoa(id)
+				dc.FreeByNUMA[key] = append(dc.FreeByNUMA[key], d.ID)
+			}
+		default:
+			if dc.Held == nil {
+				dc.Held = map[string][]string{}
+			}
+			dc.Held[d.ID] = d.Holders
+			if len(d.Holders) == 0 {
+				dc.Held[d.ID] = []string{"(no pod)"}
+			}
+		}
+	}
+	return dc
 }

@@ -29,11 +29,17 @@ func why(a *Admission) []string {
 	case a.Reason == ReasonSMTAlignment:
 		out = append(out, "cpuManagerPolicyOptions full-pcpus-only: exclusive CPUs are handed out in whole cores only, and only from cores outside the reserved ones", asked, free)
 	case a.Reason == ReasonTopologyAffinity:
-		out = append(out, fmt.Sprintf("topologyManagerPolicy %s (scope %s%s): the CPU and memory managers' NUMA hints merge to no affinity this policy admits",
-			p.Topology, p.TopologyScope, optText(p.TopologyOptions)), asked, free)
+		providers := "the CPU and memory managers'"
+		if c.Devices != nil {
+			providers = "the device, CPU and memory managers'"
+		}
+		out = append(out, fmt.Sprintf("topologyManagerPolicy %s (scope %s%s): %s NUMA hints merge to no affinity this policy admits",
+			p.Topology, p.TopologyScope, optText(p.TopologyOptions), providers), asked, free)
 		if len(c.FreeMemory) > 0 {
 			out = append(out, "free memory by NUMA node: "+memoryText(c.FreeMemory))
 		}
+	case c.Devices != nil && strings.Contains(a.Message, "Allocate failed due to") && !strings.Contains(a.Message, "[memorymanager]") && !strings.Contains(a.Message, "cpus"):
+		out = append(out, "the device manager: it could not give the devices asked (its own check, before any CPU is chosen)", asked)
 	case strings.Contains(a.Message, "not enough cpus available"):
 		out = append(out, fmt.Sprintf("cpuManagerPolicy %s%s: more exclusive CPUs asked than the shared pool holds outside the reserved CPUs (or than the chosen NUMA nodes hold)", p.CPU, optText(p.CPUOptions)), asked, free)
 	case strings.Contains(a.Message, "[memorymanager]"):
@@ -41,8 +47,37 @@ func why(a *Admission) []string {
 	case a.Handler == HandlerNodeResources:
 		out = append(out, "the node-resource predicate: the pod's requests do not fit in the node's allocatable beside the pods it runs", asked)
 	}
+	out = append(out, devicesText(c.Devices)...)
 	if len(a.Unreplayed) > 0 {
 		out = append(out, "not replayed: "+strings.Join(a.Unreplayed, "; "))
+	}
+	return out
+}
+
+// devicesText says, per resource, which devices were free on which NUMA node, held, unhealthy.
+func devicesText(devices map[string]DeviceContext) []string {
+	var out []string
+	for _, r := range slices.Sorted(maps.Keys(devices)) {
+		d := devices[r]
+		var nodes []string
+		for _, n := range slices.Sorted(maps.Keys(d.FreeByNUMA)) {
+			nodes = append(nodes, fmt.Sprintf("NUMA %s: %s [%d]", n, strings.Join(d.FreeByNUMA[n], ","), len(d.FreeByNUMA[n])))
+		}
+		line := fmt.Sprintf("free %s devices: %d", r, d.Free)
+		if len(nodes) > 0 {
+			line += "; " + strings.Join(nodes, ", ")
+		}
+		if len(d.Held) > 0 {
+			var held []string
+			for _, id := range slices.Sorted(maps.Keys(d.Held)) {
+				held = append(held, id+" by "+strings.Join(d.Held[id], ","))
+			}
+			line += "; held: " + strings.Join(held, ", ")
+		}
+		if len(d.Unhealthy) > 0 {
+			line += "; unhealthy: " + strings.Join(d.Unhealthy, ",")
+		}
+		out = append(out, line)
 	}
 	return out
 }

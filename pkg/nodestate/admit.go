@@ -2,6 +2,8 @@ package nodestate
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -24,7 +26,9 @@ type AdmitConfig struct {
 	// known, the device manager is not replayed.
 	Devices map[string][]replay.Device
 	// Largest also asks, for each refused pod, the most exclusive CPUs a pod like it is
-	// admitted with on the node as it is (AdmitResult.Largest).
+	// admitted with on the node as it is (AdmitResult.Largest), and the most devices of each
+	// device-plugin resource it asks for that the node admits with the rest of it
+	// (AdmitResult.LargestDevices).
 	Largest bool
 }
 
@@ -37,6 +41,9 @@ type AdmitResult struct {
 	Err error
 	// Largest is, by refused pod name, AdmitConfig.Largest's answer.
 	Largest map[string]int
+	// LargestDevices is, by refused pod name and resource, the most devices that fit (only the
+	// resources where fewer devices admit the pod).
+	LargestDevices map[string]map[string]int
 }
 
 // admit judges the node's files for the target kubelet and replays the admission of the pods.
@@ -85,6 +92,20 @@ func (r *Runner) admit(n *NodeResult) *AdmitResult {
 	} else {
 		note("node-resource predicate not replayed: the node's allocatable and running pods are known on live nodes only")
 	}
+	// The pods the API server has on the node, to tell a device checkpoint's gone holders; an
+	// index that failed holds no pod (not even the debug pod), and then nothing is known.
+	if n.Node != "" && n.Snapshot.Pods != nil && len(n.Snapshot.Pods.Pods) > 0 {
+		in.KnownPods = map[string]bool{}
+		for uid := range n.Snapshot.Pods.Pods {
+			in.KnownPods[uid] = true
+		}
+	}
+	if n.Snapshot.Pods != nil {
+		in.PodNames = map[string]string{}
+		for uid, ref := range n.Snapshot.Pods.Pods {
+			in.PodNames[uid] = ref.String()
+		}
+	}
 	res, err := admit.Predict(in)
 	out.Result, out.Err = res, err
 	if err != nil || !r.cfg.Admit.Largest {
@@ -105,6 +126,26 @@ func (r *Runner) admit(n *NodeResult) *AdmitResult {
 			out.Largest = map[string]int{}
 		}
 		out.Largest[a.Pod] = n
+		if a.Before == nil {
+			continue
+		}
+		for _, resource := range slices.Sorted(maps.Keys(admit.DeviceRequests(in.Pods[i], a.Before.Devices))) {
+			n, ok, err := admit.LargestDeviceRequest(in, i, resource)
+			if err != nil {
+				note("largest %s request of %s: %v", resource, a.Pod, err)
+				continue
+			}
+			if !ok {
+				continue
+			}
+			if out.LargestDevices == nil {
+				out.LargestDevices = map[string]map[string]int{}
+			}
+			if out.LargestDevices[a.Pod] == nil {
+				out.LargestDevices[a.Pod] = map[string]int{}
+			}
+			out.LargestDevices[a.Pod][resource] = n
+		}
 	}
 	return out
 }

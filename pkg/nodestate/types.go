@@ -69,6 +69,16 @@ type (
 	AdmitPrediction   = admit.Result
 	Admission         = admit.Admission
 	AdmittedContainer = admit.Container
+	AdmitContext      = admit.Context
+	AdmitDevices      = admit.DeviceContext
+	StaleDeviceHolder = admit.StaleHolder
+)
+
+// How the kubelet came to a container's devices (AdmittedContainer.DevicesPick).
+const (
+	DevicePickForced     = admit.PickForced
+	DevicePickEquivalent = admit.PickEquivalent
+	DevicePickArbitrary  = admit.PickArbitrary
 )
 
 // The phases of the kubelet's start a prediction names.

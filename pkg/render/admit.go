@@ -3,6 +3,8 @@ package render
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/internal/text"
@@ -18,6 +20,10 @@ type AdmitResult struct {
 	// LargestCPURequest is, for a refused pod, the most exclusive CPUs a pod like it is admitted
 	// with on this node now (admit pod/NAME).
 	LargestCPURequest map[string]int `json:"largestCPURequest,omitempty"`
+	// LargestDeviceRequest is, for a refused pod and each device-plugin resource it asks for,
+	// the most devices this node admits now with the rest of the pod (its CPUs, memory); absent
+	// when even none admits it.
+	LargestDeviceRequest map[string]map[string]int `json:"largestDeviceRequest,omitempty"`
 	// Error is why the node could not be read or predicted (then nothing else is known).
 	Error string `json:"error,omitempty"`
 }
@@ -27,6 +33,8 @@ const AdmitListKind = "AdmitResultList"
 
 // Admit prints one row per container of an admitted pod and one per refused pod, then, for
 // each refusal, why; json and yaml print the result itself for one node, a list for several.
+// A DEVICES column (each resource's device IDs and their NUMA nodes) is shown when a container
+// holds devices, and always with -o wide, which also adds each container's CPUs' NUMA nodes.
 func Admit(w io.Writer, o Options, results []AdmitResult) error {
 	if len(results) == 1 && !o.ShowNode && (o.Format == JSON || o.Format == YAML) {
 		return printOne(w, o.Format, results[0])
@@ -34,15 +42,39 @@ func Admit(w io.Writer, o Options, results []AdmitResult) error {
 	if done, err := printStructured(w, o, AdmitListKind, results); done {
 		return err
 	}
-	t := newTable(w, o, "POD", "ADMITTED", "CONTAINER", "CPUS", "MEMORY-NUMA", "REASON", "MESSAGE").fixedWidths(24, 8, 16, 16, 11, 22, 70)
+	wide := o.Format == Wide
+	devices := wide || slices.ContainsFunc(results, holdsDevices)
+	headers := []string{"POD", "ADMITTED", "CONTAINER", "CPUS"}
+	if wide {
+		headers = append(headers, "CPU-NUMA")
+	}
+	headers = append(headers, "MEMORY-NUMA")
+	if devices {
+		headers = append(headers, "DEVICES")
+	}
+	t := newTable(w, o, append(headers, "REASON", "MESSAGE")...)
+	// row puts the optional columns in place: cells are POD ADMITTED CONTAINER CPUS, then
+	// MEMORY-NUMA, REASON, MESSAGE.
+	row := func(node string, first []string, cpuNUMA, memNUMA, devs string, last ...string) {
+		cells := slices.Clone(first)
+		if wide {
+			cells = append(cells, cpuNUMA)
+		}
+		cells = append(cells, memNUMA)
+		if devices {
+			cells = append(cells, devs)
+		}
+		t.add(node, append(cells, last...)...)
+	}
 	var why []string
+	picks := map[string]bool{}
 	for _, r := range results {
 		switch s := r.KubeletStart; {
 		case r.Error != "":
-			t.add(r.Node, "", "error", "", "", "", "", text.OneLine(r.Error))
+			row(r.Node, []string{"", "error", "", ""}, "", "", "", "", text.OneLine(r.Error))
 			continue
 		case !s.Starts:
-			t.add(r.Node, "", "no", "", "", "", "KubeletStart", text.OneLine(fmt.Sprintf("kubelet %s would not start (%s): %s", r.Kubelet, s.Phase, s.Error)))
+			row(r.Node, []string{"", "no", "", ""}, "", "", "", "KubeletStart", text.OneLine(fmt.Sprintf("kubelet %s would not start (%s): %s", r.Kubelet, s.Phase, s.Error)))
 			continue
 		}
 		for _, a := range r.Admissions {
@@ -55,7 +87,7 @@ func Admit(w io.Writer, o Options, results []AdmitResult) error {
 				case a.NotReached:
 					admitted = "waits"
 				}
-				t.add(r.Node, name, admitted, "", "", "", reason, text.OneLine(a.Message))
+				row(r.Node, []string{name, admitted, "", ""}, "", "", "", reason, text.OneLine(a.Message))
 				where := name
 				if r.Node != "" {
 					where += " on " + r.Node
@@ -65,6 +97,9 @@ func Admit(w io.Writer, o Options, results []AdmitResult) error {
 				}
 				if n, ok := r.LargestCPURequest[a.Pod]; ok {
 					why = append(why, fmt.Sprintf("%s: the largest exclusive CPU request this node admits now under these options: %d", where, n))
+				}
+				for _, res := range slices.Sorted(maps.Keys(r.LargestDeviceRequest[a.Pod])) {
+					why = append(why, fmt.Sprintf("%s: what would fit: %d %s with the pod's CPUs and memory, the most this node admits now", where, r.LargestDeviceRequest[a.Pod][res], res))
 				}
 				continue
 			}
@@ -76,7 +111,14 @@ func Admit(w io.Writer, o Options, results []AdmitResult) error {
 				case !c.Exclusive:
 					cpus += " (shared)"
 				}
-				t.add(r.Node, name, "yes", containerLabel(c), cpus, numaText(c.MemoryNUMANodes), "", "")
+				row(r.Node, []string{name, "yes", containerLabel(c), cpus}, numaText(c.CPUNUMANodes), numaText(c.MemoryNUMANodes), devicesText(c, picks), "", "")
+				where := name
+				if r.Node != "" {
+					where += " on " + r.Node
+				}
+				for _, res := range c.DevicesApart {
+					why = append(why, fmt.Sprintf("%s: container %s: its CPUs are on NUMA %s, its %s devices on none of them: admitted, not aligned (the topology policy allows it)", where, c.Name, numaText(c.CPUNUMANodes), res))
+				}
 			}
 			for _, u := range a.Unreplayed {
 				why = append(why, name+": "+u)
@@ -84,10 +126,81 @@ func Admit(w io.Writer, o Options, results []AdmitResult) error {
 		}
 	}
 	t.render()
+	for _, mark := range []struct{ pick, mark string }{{nodestate.DevicePickEquivalent, "*"}, {nodestate.DevicePickArbitrary, "~"}} {
+		if picks[mark.pick] {
+			fmt.Fprintf(w, "%s devices: %s\n", mark.mark, mark.pick)
+		}
+	}
 	for _, line := range why {
 		fmt.Fprintln(w, line)
 	}
 	return nil
+}
+
+func holdsDevices(r AdmitResult) bool {
+	for _, a := range r.Admissions {
+		for _, c := range a.Containers {
+			if len(c.Devices) > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// devicesText is each resource's devices grouped by NUMA node ("nvidia.com/gpu gpu-0,gpu-1
+// NUMA 0"), marked when the kubelet picked them among others (picks records which marks show).
+func devicesText(c nodestate.AdmittedContainer, picks map[string]bool) string {
+	var parts []string
+	for _, r := range slices.Sorted(maps.Keys(c.Devices)) {
+		byNUMA := map[string][]string{}
+		for _, id := range c.Devices[r] {
+			key := "no NUMA"
+			if nodes := c.DeviceNUMANodes[r][id]; len(nodes) > 0 {
+				key = "NUMA " + numaText(nodes)
+			}
+			byNUMA[key] = append(byNUMA[key], id)
+		}
+		var groups []string
+		for _, key := range slices.Sorted(maps.Keys(byNUMA)) {
+			groups = append(groups, strings.Join(byNUMA[key], ",")+" "+key)
+		}
+		mark := ""
+		switch pick := c.DevicesPick[r]; pick {
+		case nodestate.DevicePickEquivalent:
+			mark = "*"
+			picks[pick] = true
+		case nodestate.DevicePickArbitrary:
+			mark = "~"
+			picks[pick] = true
+		}
+		parts = append(parts, r+" "+strings.Join(groups, ", ")+mark)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// AdmitWhere says where the node puts the pods it admits: the NUMA nodes of their CPUs,
+// memory and devices ("" when nothing is pinned).
+func AdmitWhere(r AdmitResult) string {
+	nodes := map[int]bool{}
+	for _, a := range r.Admissions {
+		for _, c := range a.Containers {
+			for _, n := range append(slices.Clone(c.CPUNUMANodes), c.MemoryNUMANodes...) {
+				nodes[n] = true
+			}
+			for _, devs := range c.DeviceNUMANodes {
+				for _, ns := range devs {
+					for _, n := range ns {
+						nodes[n] = true
+					}
+				}
+			}
+		}
+	}
+	if len(nodes) == 0 {
+		return ""
+	}
+	return "NUMA " + numaText(slices.Sorted(maps.Keys(nodes)))
 }
 
 func admittedPod(a nodestate.Admission) string {

@@ -2,7 +2,6 @@ package replay
 
 import (
 	"maps"
-	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/utils/cpuset"
@@ -22,9 +21,11 @@ type ContainerAdmission struct {
 	MemoryBlocks    []decode.MemoryBlock
 	// Devices is the device manager's GetDevices: resource -> sorted device IDs (nil: none).
 	Devices map[string][]string
-	// DevicesPicked are the resources whose devices are one of several equivalent picks (the
-	// kubelet takes any of them, at random).
-	DevicesPicked []string
+	// DeviceNUMANodes is, per resource, each device with its NUMA nodes (empty: no topology).
+	DeviceNUMANodes map[string]map[string][]int
+	// DevicePicks are, per resource, how the kubelet came to the devices when it had a choice
+	// (a resource not listed was a forced pick).
+	DevicePicks map[string]DevicePick
 }
 
 // PodAdmission is the resource admit handler's answer for one pod.
@@ -38,6 +39,8 @@ type PodAdmission struct {
 	// refused pods left (the numbers behind a refusal).
 	FreeCPUs   cpuset.CPUSet
 	FreeMemory map[int]map[string]uint64
+	// Devices are the devices as the pod found them (DeviceManager.Survey), when replayed.
+	Devices map[string][]DeviceStatus
 }
 
 // markCheckpointOwnersActive: the pods owning checkpoint entries run (with those containers).
@@ -99,6 +102,9 @@ func (n *Node) Admit(pod *v1.Pod) PodAdmission {
 	uid := string(pod.UID)
 	n.ready(pod)
 	res := PodAdmission{FreeCPUs: n.freeCPUs(), FreeMemory: n.freeMemory()}
+	if n.Devices != nil {
+		res.Devices = n.Devices.Survey()
+	}
 	res.AdmitResult = n.Topology.Admit(pod, n.env.podGates.levelManagers && isPodLevelResourcesSet(pod))
 	if res.Hangs {
 		n.stuckOn = pod.Name
@@ -118,7 +124,8 @@ func (n *Node) Admit(pod *v1.Pod) PodAdmission {
 		}
 		if n.Devices != nil {
 			ca.Devices = n.Devices.Devices(uid, c.Name)
-			ca.DevicesPicked = slices.Clone(n.Devices.ArbitraryPicks(uid, c.Name))
+			ca.DeviceNUMANodes = n.Devices.DeviceNUMANodes(uid, c.Name)
+			ca.DevicePicks = n.Devices.Picks(uid, c.Name)
 		}
 		res.Containers = append(res.Containers, ca)
 	}

@@ -8,7 +8,7 @@ package replay
 // Where the kubelet takes "any k" devices of a Go set (devicesToAllocate), the replay takes them
 // in ID order: the kubelet's pick is random among devices its decisions cannot tell apart (same
 // health, topology and holders), so the replay's pick is one of several equivalent ones
-// (DeviceManager.Equivalent says which).
+// (DeviceManager.Picks says which, and whether the devices it chose among differ).
 
 import (
 	"fmt"
@@ -70,6 +70,9 @@ type DeviceInput struct {
 	// leaves them alone (not a device plugin resource to it, their checkpoint entries aside) and
 	// admit says, for each pod asking for one, that it is not judged.
 	NotJudged map[string]string
+	// Without are pod UIDs whose checkpoint entries are left out, as if those pods had left and
+	// the kubelet had freed their devices (what a stale holder costs: pkg/admit).
+	Without map[string]bool
 }
 
 // DeviceManager is devicemanager.ManagerImpl, as far as admission goes.
@@ -91,17 +94,37 @@ type DeviceManager struct {
 	devicesToReuse map[string]map[string]sets.Set[string]
 	// active is the kubelet's active pods (UpdateAllocatedDevices keeps only theirs).
 	active func() map[string]map[string]bool
-	// arbitrary is pod UID -> container -> the resources whose devices the kubelet took as any
-	// k of more candidates (a Go set's order): the IDs are one of several equivalent picks.
-	arbitrary map[string]map[string][]string
+	// picks is pod UID -> container -> resource -> the kubelet's choice when it took any k of
+	// more candidates (a Go set's order); a resource not listed was a forced pick.
+	picks map[string]map[string]map[string]DevicePick
+	// topologyCounts: the topology manager gives hints (policy other than none), so a device's
+	// NUMA nodes tell it apart from another.
+	topologyCounts bool
+	// without are pod UIDs whose checkpoint entries the restore skips (DeviceInput.Without).
+	without map[string]bool
 	// notJudged: DeviceInput.NotJudged's resources.
 	notJudged map[string]bool
 }
 
+// DevicePick is how the kubelet came to a container's devices of one resource.
+type DevicePick int
+
+const (
+	// DevicePickForced: it took every candidate it had; no other pick was possible.
+	DevicePickForced DevicePick = iota
+	// DevicePickEquivalent: it took some of several candidates that agree on health, NUMA nodes
+	// (when the topology manager gives hints) and holders; any of them is the same to it.
+	DevicePickEquivalent
+	// DevicePickArbitrary: it took some of several candidates that differ (NUMA nodes or
+	// holders) at random; another run may give devices another pod would then miss.
+	DevicePickArbitrary
+)
+
 // newDeviceManager is NewManagerImpl: the machine's NUMA nodes and the topology manager as the
 // affinity store.
 func newDeviceManager(e *env, tm *TopologyManager, active func() map[string]map[string]bool) *DeviceManager {
-	m := &DeviceManager{release: e.release, numaNodes: e.machine.NodeIDs(), affinity: tm, active: active, notJudged: map[string]bool{}}
+	m := &DeviceManager{release: e.release, numaNodes: e.machine.NodeIDs(), affinity: tm, active: active, notJudged: map[string]bool{},
+		topologyCounts: e.cfg.TopologyPolicy() != "none"}
 	m.reset()
 	return m
 }
@@ -110,7 +133,7 @@ func newDeviceManager(e *env, tm *TopologyManager, active func() map[string]map[
 func (m *DeviceManager) reset() {
 	m.allDevices, m.healthy, m.unhealthy = map[string]map[string]Device{}, map[string]sets.Set[string]{}, map[string]sets.Set[string]{}
 	m.allocated, m.podDevices, m.endpoints = map[string]sets.Set[string]{}, podDevices{}, map[string]bool{}
-	m.devicesToReuse, m.arbitrary = map[string]map[string]sets.Set[string]{}, map[string]map[string][]string{}
+	m.devicesToReuse, m.picks = map[string]map[string]sets.Set[string]{}, map[string]map[string]map[string]DevicePick{}
 }
 
 // start is Start (readCheckpoint: a checkpoint it cannot read is logged and ignored), then each
@@ -120,6 +143,7 @@ func (m *DeviceManager) start(in *DeviceInput) {
 	for resource := range in.NotJudged {
 		m.notJudged[resource] = true
 	}
+	m.without = in.Without
 	if rep := in.Checkpoint; rep != nil && rep.Verdict == decode.Valid && rep.Decoded.Devices != nil {
 		m.restore(rep)
 	}
@@ -142,7 +166,7 @@ func (m *DeviceManager) restore(rep *decode.Report) {
 	}
 	st := rep.Decoded.Devices
 	for i, e := range st.PodDeviceEntries {
-		if dropped[i] || m.notJudged[e.ResourceName] {
+		if dropped[i] || m.notJudged[e.ResourceName] || m.without[e.PodUID] {
 			continue
 		}
 		perNUMA := map[int64][]string{}
@@ -330,7 +354,7 @@ func (m *DeviceManager) devicesToAllocate(podUID, ctr, resource string, required
 		}
 		candidates := sets.List(devices.Difference(allocated))
 		if len(candidates) > needed {
-			m.markArbitrary(podUID, ctr, resource)
+			m.markPick(podUID, ctr, resource, m.pickAmong(resource, candidates))
 		}
 		for _, d := range candidates {
 			m.allocated[resource].Insert(d)
@@ -369,19 +393,61 @@ func (m *DeviceManager) devicesToAllocate(podUID, ctr, resource string, required
 	return nil, fmt.Errorf("unexpectedly allocated less resources than required. Requested: %d, Got: %d", required, required-needed)
 }
 
-func (m *DeviceManager) markArbitrary(pod, ctr, resource string) {
-	if m.arbitrary[pod] == nil {
-		m.arbitrary[pod] = map[string][]string{}
+func (m *DeviceManager) markPick(pod, ctr, resource string, pick DevicePick) {
+	if m.picks[pod] == nil {
+		m.picks[pod] = map[string]map[string]DevicePick{}
 	}
-	if !slices.Contains(m.arbitrary[pod][ctr], resource) {
-		m.arbitrary[pod][ctr] = append(m.arbitrary[pod][ctr], resource)
-		slices.Sort(m.arbitrary[pod][ctr])
+	if m.picks[pod][ctr] == nil {
+		m.picks[pod][ctr] = map[string]DevicePick{}
 	}
+	m.picks[pod][ctr][resource] = max(m.picks[pod][ctr][resource], pick)
 }
 
-// ArbitraryPicks are the container's resources whose devices were one of several equivalent
-// picks: the kubelet took any k of more candidates it could not tell apart.
-func (m *DeviceManager) ArbitraryPicks(podUID, ctr string) []string { return m.arbitrary[podUID][ctr] }
+// pickAmong says whether the candidates the kubelet takes some of are all alike to it: same
+// health, NUMA nodes (when the topology manager gives hints) and holders.
+func (m *DeviceManager) pickAmong(resource string, candidates []string) DevicePick {
+	holders := m.holders(resource, nil)
+	signature := func(id string) string {
+		sig := fmt.Sprint(m.healthy[resource].Has(id), holders[id])
+		if m.topologyCounts {
+			sig += fmt.Sprint(m.allDevices[resource][id].numaIDs())
+		}
+		return sig
+	}
+	first := signature(candidates[0])
+	for _, id := range candidates[1:] {
+		if signature(id) != first {
+			return DevicePickArbitrary
+		}
+	}
+	return DevicePickEquivalent
+}
+
+// holders is device ID -> the containers holding it ("<pod UID>/<container>", sorted), of the
+// pods in active (every pod when nil).
+func (m *DeviceManager) holders(resource string, active map[string]map[string]bool) map[string][]string {
+	out := map[string][]string{}
+	for pod, ctrs := range m.podDevices {
+		if _, ok := active[pod]; active != nil && !ok {
+			continue
+		}
+		for ctr, res := range ctrs {
+			for id := range devicesOf(res[resource]) {
+				out[id] = append(out[id], pod+"/"+ctr)
+			}
+		}
+	}
+	for _, h := range out {
+		slices.Sort(h)
+	}
+	return out
+}
+
+// Picks are, per resource, how the kubelet came to the container's devices when it had a choice
+// (a resource not listed was a forced pick).
+func (m *DeviceManager) Picks(podUID, ctr string) map[string]DevicePick {
+	return maps.Clone(m.picks[podUID][ctr])
+}
 
 // filterByAffinity splits the available devices: on a NUMA node of the container's affinity,
 // on another node, without topology. A device on several nodes goes with its first node in
@@ -418,6 +484,103 @@ func (m *DeviceManager) Devices(podUID, ctr string) map[string][]string {
 			out = map[string][]string{}
 		}
 		out[resource] = sets.List(devicesOf(perNUMA))
+	}
+	return out
+}
+
+// DeviceNUMANodes is, per resource, each of the container's devices with the NUMA nodes it
+// sits on, as the checkpoint records them (an empty list: the device has no topology).
+func (m *DeviceManager) DeviceNUMANodes(podUID, ctr string) map[string]map[string][]int {
+	var out map[string]map[string][]int
+	for resource, perNUMA := range m.podDevices[podUID][ctr] {
+		for node, ids := range perNUMA {
+			if out == nil {
+				out = map[string]map[string][]int{}
+			}
+			if out[resource] == nil {
+				out[resource] = map[string][]int{}
+			}
+			for _, id := range ids {
+				if out[resource][id] == nil {
+					out[resource][id] = []int{}
+				}
+				if node != nodeWithoutTopology {
+					out[resource][id] = append(out[resource][id], int(node))
+					slices.Sort(out[resource][id])
+				}
+			}
+		}
+	}
+	return out
+}
+
+// DeviceStatus is one device as the next allocation finds it.
+type DeviceStatus struct {
+	ID string
+	// NUMANodes are the device's (nil: no topology).
+	NUMANodes []int
+	Healthy   bool
+	// Free: healthy and not allocated, so the next allocation may take it.
+	Free bool
+	// Holders are the active pods' containers holding it ("<pod UID>/<container>"); a device
+	// allocated with no holder is kept by allocatedDevices from an allocation that failed after
+	// taking it, until a pod leaves.
+	Holders []string
+}
+
+// Survey is every device of every resource the manager knows, as the next allocation finds it
+// (after UpdateAllocatedDevices, without changing the manager), sorted by ID.
+func (m *DeviceManager) Survey() map[string][]DeviceStatus {
+	active := m.active()
+	allocated := m.allocated
+	for pod := range m.podDevices {
+		if _, ok := active[pod]; !ok {
+			live := podDevices{}
+			for p, ctrs := range m.podDevices {
+				if _, ok := active[p]; ok {
+					live[p] = ctrs
+				}
+			}
+			allocated = live.devices()
+			break
+		}
+	}
+	out := map[string][]DeviceStatus{}
+	for resource, devs := range m.allDevices {
+		holders := m.holders(resource, active)
+		for _, id := range slices.Sorted(maps.Keys(devs)) {
+			st := DeviceStatus{ID: id, NUMANodes: devs[id].numaIDs(), Healthy: m.healthy[resource].Has(id)}
+			st.Free = st.Healthy && !allocated[resource].Has(id)
+			st.Holders = holders[id]
+			out[resource] = append(out[resource], st)
+		}
+	}
+	return out
+}
+
+// CheckpointHolders are the pod UIDs the device checkpoint gives devices, with, per resource,
+// the devices each holds (the entries the restore keeps).
+func CheckpointHolders(rep *decode.Report) map[string]map[string][]string {
+	out := map[string]map[string][]string{}
+	if rep == nil || rep.Verdict != decode.Valid || rep.Decoded.Devices == nil {
+		return out
+	}
+	dropped := map[int]bool{}
+	for _, d := range rep.Dropped {
+		dropped[d.Index] = true
+	}
+	for i, e := range rep.Decoded.Devices.PodDeviceEntries {
+		if dropped[i] {
+			continue
+		}
+		ids := e.DeviceIDs
+		for _, perNode := range e.DevicesPerNUMA {
+			ids = append(slices.Clone(ids), perNode...)
+		}
+		if out[e.PodUID] == nil {
+			out[e.PodUID] = map[string][]string{}
+		}
+		out[e.PodUID][e.ResourceName] = slices.Compact(slices.Sorted(slices.Values(append(out[e.PodUID][e.ResourceName], ids...))))
 	}
 	return out
 }

@@ -35,6 +35,9 @@ var example = cmdutil.Examples(`
 	# Which nodes of the pool admit it, and where
 	kubectl nodestate admit --all-nodes -l pool=cpu-pinned -f pod.yaml
 
+	# A GPU pod: its device IDs and their NUMA nodes per node, with the devices' topology
+	kubectl nodestate admit --all-nodes -l pool=gpu -f gpu-pod.yaml --devices devices.json -o wide
+
 	# Why was this pod rejected (TopologyAffinityError, SMTAlignmentError, ...), and what fits?
 	kubectl nodestate admit pod/db-0 -n databases
 
@@ -79,9 +82,19 @@ func NewCmdAdmit(flags *genericclioptions.ConfigFlags, streams genericiooptions.
 
 			With --devices (the devices each device plugin advertises, with their NUMA nodes) the
 			device manager is replayed too, first of the hint providers as in the kubelet, on the
-			node's device checkpoint: each container's device IDs, and whether they were the
-			kubelet's only pick or one of several equivalent ones. Without it, and for DRA, the
+			node's device checkpoint: each container's device IDs and the NUMA nodes they sit on
+			(a DEVICES column), and whether they were the only possible pick or the kubelet's
+			default one among several (marked * when equivalent, ~ when they differ; a plugin's
+			GetPreferredAllocation may choose others, admission does not depend on it). A refused
+			pod is told the free devices per NUMA node, and pod/NAME what would fit: the most
+			devices the node admits with the pod's CPUs. On a live node, a device held in the
+			checkpoint by a pod the API server no longer has is named when it is the cause
+			(replayed without it, the pod is admitted). Without --devices, and for DRA, the
 			result names the hint providers not replayed, and pods asking for devices say so.
+
+			-o wide adds each container's CPUs' NUMA nodes and the DEVICES column; with
+			--all-nodes the last line names the nodes that admit every pod, with the NUMA nodes
+			they put them on.
 
 			Exit status: 0 when every pod is admitted, 1 when one is not (or the kubelet would
 			not start), 2 when a node could not be read, 3 on a usage error.`),
@@ -236,9 +249,6 @@ func (o *Options) Validate() error {
 	if o.Source.FromFile != "" {
 		return errors.New("admit reads a node's checkpoints together: use --from-dir, not --from-file")
 	}
-	if o.Source.Format == render.Wide {
-		return errors.New("admit prints no wide table: use -o json or yaml for every detail")
-	}
 	return nil
 }
 
@@ -288,7 +298,7 @@ func (o *Options) Run(ctx context.Context) error {
 				run.Worst = max(run.Worst, cmdutil.ExitNotValid)
 			}
 		}
-		add(render.AdmitResult{Node: n.Node, AdmitPrediction: a.Result, LargestCPURequest: a.Largest})
+		add(render.AdmitResult{Node: n.Node, AdmitPrediction: a.Result, LargestCPURequest: a.Largest, LargestDeviceRequest: a.LargestDevices})
 	}
 	err := run.Done()
 	if err != nil && !cmdutil.Interrupted(err) {
@@ -311,7 +321,7 @@ func (o *Options) Run(ctx context.Context) error {
 	return cmdutil.Exit(run.Worst)
 }
 
-// admitSummary counts the nodes that admit every pod, as they come.
+// admitSummary counts the nodes that admit every pod, and where, as they come.
 type admitSummary struct {
 	nodes int
 	yes   []string
@@ -326,6 +336,10 @@ func (s *admitSummary) add(r render.AdmitResult) {
 		if !a.Admitted {
 			return
 		}
+	}
+	if where := render.AdmitWhere(r); where != "" {
+		s.yes = append(s.yes, r.Node+" ("+where+")")
+		return
 	}
 	s.yes = append(s.yes, r.Node)
 }

@@ -201,6 +201,18 @@ func TestAdmitDevices(t *testing.T) {
 	if len(byName["init"]) != 1 || !slices.Equal(byName["init"], byName["sc"]) || len(byName["app"]) != 1 || byName["app"][0] == byName["sc"][0] {
 		t.Errorf("devices %v", byName)
 	}
+	// The classic mismatch: GPUs free on NUMA node 1 only, exclusive CPUs on node 0 only. Refused
+	// under single-numa-node, with what was free where; admitted apart under best-effort.
+	out, _, code = run("s1n2c4t2__mismatch-layout__cpu-static__tm-single-numa-node-container__mem-None")
+	if code != 1 || !strings.Contains(out, "the device, CPU and memory managers' NUMA hints merge to no affinity") ||
+		!strings.Contains(out, "by NUMA node: 0: 1-3,8-11 [7], 1: none [0]") || !strings.Contains(out, "free nvidia.com/gpu devices: 2; NUMA 1: gpu-0,gpu-1 [2]") {
+		t.Errorf("mismatch, single-numa-node: exit %d\n%s", code, out)
+	}
+	out, _, code = run("s1n2c4t2__mismatch-layout__cpu-static__tm-best-effort-container__mem-None", "-o", "wide")
+	if code != 0 || !strings.Contains(out, "CPU-NUMA") || !strings.Contains(out, "nvidia.com/gpu gpu-0 NUMA 1*") ||
+		!strings.Contains(out, "its CPUs are on NUMA 0, its nvidia.com/gpu devices on none of them") {
+		t.Errorf("mismatch, best-effort: exit %d\n%s", code, out)
+	}
 	out, _, code = run("s2n2c4t2__plugin-gone__cpu-static__tm-best-effort-pod__mem-None")
 	if code != 1 || !strings.Contains(out, "no healthy devices present; cannot allocate unhealthy devices nvidia.com/gpu") {
 		t.Errorf("exit %d, want 1 and the device manager's refusal:\n%s", code, out)

@@ -1,0 +1,101 @@
+package render
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
+)
+
+// gpuResults: one node admits the pod on two equivalent GPUs of NUMA node 1 and an arbitrary
+// NIC without topology, one refuses it and says what would fit.
+func gpuResults() []AdmitResult {
+	ok := AdmitResult{Node: "gpu-a"}
+	ok.KubeletStart.Starts = true
+	ok.Admissions = []nodestate.Admission{{Pod: "train", Namespace: "ml", Admitted: true, Containers: []nodestate.AdmittedContainer{{
+		Name: "app", CPUs: "8-11", Exclusive: true, CPUNUMANodes: []int{1}, MemoryNUMANodes: []int{1},
+		Devices:         map[string][]string{"nvidia.com/gpu": {"gpu-2", "gpu-3"}, "example.com/nic": {"nic-0"}},
+		DeviceNUMANodes: map[string]map[string][]int{"nvidia.com/gpu": {"gpu-2": {1}, "gpu-3": {1}}, "example.com/nic": {"nic-0": {}}},
+		DevicesPick:     map[string]string{"nvidia.com/gpu": nodestate.DevicePickEquivalent, "example.com/nic": nodestate.DevicePickArbitrary},
+	}}}}
+	no := AdmitResult{Node: "gpu-b", LargestDeviceRequest: map[string]map[string]int{"train": {"nvidia.com/gpu": 1}}}
+	no.KubeletStart.Starts = true
+	no.Admissions = []nodestate.Admission{{Pod: "train", Namespace: "ml", Reason: "TopologyAffinityError", Message: "Resources cannot be allocated with Topology locality"}}
+	return []AdmitResult{ok, no}
+}
+
+func TestAdmitDevicesColumn(t *testing.T) {
+	var out bytes.Buffer
+	if err := Admit(&out, Options{Format: Table, ShowNode: true}, gpuResults()); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(out.String(), "\n")
+	for _, want := range []string{"NODE", "DEVICES", "REASON"} {
+		if !strings.Contains(lines[0], want) || strings.Contains(lines[0], "CPU-NUMA") {
+			t.Errorf("header %q: want %s and no CPU-NUMA", lines[0], want)
+		}
+	}
+	for _, want := range []string{
+		"example.com/nic nic-0 no NUMA~; nvidia.com/gpu gpu-2,gpu-3 NUMA 1*",
+		"* devices: " + nodestate.DevicePickEquivalent,
+		"~ devices: " + nodestate.DevicePickArbitrary,
+		"ml/train on gpu-b: what would fit: 1 nvidia.com/gpu with the pod's CPUs and memory",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
+	}
+	out.Reset()
+	if err := Admit(&out, Options{Format: Wide, ShowNode: true}, gpuResults()); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "CPU-NUMA") || !strings.Contains(out.String(), "8-11   1 ") {
+		t.Errorf("wide:\n%s", out.String())
+	}
+	if got := AdmitWhere(gpuResults()[0]); got != "NUMA 1" {
+		t.Errorf("where %q", got)
+	}
+	// Without devices no DEVICES column, unless wide.
+	plain := gpuResults()[1:]
+	out.Reset()
+	if err := Admit(&out, Options{Format: Table}, plain); err != nil || strings.Contains(out.String(), "DEVICES") {
+		t.Errorf("no devices: %v\n%s", err, out.String())
+	}
+	out.Reset()
+	if err := Admit(&out, Options{Format: Wide}, plain); err != nil || !strings.Contains(out.String(), "DEVICES") {
+		t.Errorf("wide, no devices: %v\n%s", err, out.String())
+	}
+}
+
+// The JSON contract: each admitted container's "devices" per resource, their NUMA nodes, and the
+// pick; a refused pod's largest device request.
+func TestAdmitDevicesJSON(t *testing.T) {
+	var out bytes.Buffer
+	if err := Admit(&out, Options{Format: JSON}, gpuResults()[:1]); err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Admissions []struct {
+			Containers []struct {
+				Devices         map[string][]string         `json:"devices"`
+				DeviceNUMANodes map[string]map[string][]int `json:"deviceNUMANodes"`
+				DevicesPick     map[string]string           `json:"devicesPick"`
+				CPUNUMANodes    []int                       `json:"cpuNUMANodes"`
+			} `json:"containers"`
+		} `json:"admissions"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil || len(got.Admissions) != 1 {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	c := got.Admissions[0].Containers[0]
+	if strings.Join(c.Devices["nvidia.com/gpu"], ",") != "gpu-2,gpu-3" || c.DeviceNUMANodes["nvidia.com/gpu"]["gpu-3"][0] != 1 ||
+		c.DevicesPick["nvidia.com/gpu"] != nodestate.DevicePickEquivalent || len(c.CPUNUMANodes) != 1 {
+		t.Errorf("container %+v", c)
+	}
+	out.Reset()
+	if err := Admit(&out, Options{Format: JSON}, gpuResults()[1:]); err != nil || !strings.Contains(out.String(), `"largestDeviceRequest"`) {
+		t.Errorf("%v\n%s", err, out.String())
+	}
+}
