@@ -106,7 +106,8 @@ func TestNodeProblemDetector(t *testing.T) {
 	// Healthy first: each planted condition False, as a run of the plugin left it (NPD writes
 	// every default False at its start, before the first run: wait for a run to have happened).
 	time.Sleep(npdInterval + timeout)
-	for _, c := range []string{"CgroupStateDrift", "KubeletCheckpointsCorrupt", "KubeletWouldNotRestart"} {
+	planted := []string{"CgroupStateDrift", "KubeletCheckpointsCorrupt", "KubeletWouldNotRestart"}
+	for _, c := range planted {
 		if got := waitCondition(t, c, corev1.ConditionFalse, bound); got.Reason != defaults[c] {
 			t.Fatalf("%s False with reason %q, want %q (%s)", c, got.Reason, defaults[c], got.Message)
 		}
@@ -165,9 +166,9 @@ func TestNodeProblemDetector(t *testing.T) {
 	for _, f := range faults {
 		t.Run(f.condition, func(t *testing.T) {
 			mend := f.plant(t)
-			planted := time.Now()
+			plantedAt := time.Now()
 			got := waitCondition(t, f.condition, corev1.ConditionTrue, bound)
-			appeared := time.Since(planted)
+			appeared := time.Since(plantedAt)
 			t.Logf("%s: %s True after %s: %s: %s", f.name, f.condition, appeared.Round(10*time.Millisecond), got.Reason, got.Message)
 			logConditions(t, "planted")
 			if got.Reason != reasons[f.condition] {
@@ -189,6 +190,11 @@ func TestNodeProblemDetector(t *testing.T) {
 				t.Errorf("mended: reason %q, want the default %q", got.Reason, defaults[f.condition])
 			}
 			t.Logf("mended: %s False after %s", f.condition, cleared.Round(10*time.Millisecond))
+			// A fault can turn other conditions True too (a torn checkpoint: the kubelet would not
+			// restart either): every one is False before the next fault.
+			for _, c := range planted {
+				waitCondition(t, c, corev1.ConditionFalse, bound)
+			}
 			figures = append(figures, fmt.Sprintf("%-26s True after %5.2fs, False after %5.2fs (%s)", f.condition, appeared.Seconds(), cleared.Seconds(), f.name))
 		})
 	}
