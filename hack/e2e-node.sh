@@ -95,7 +95,9 @@ npd_images() {
   local dir=$tmp/npd created
   mkdir -p "$dir"
   created=$(git log -1 --format=%cI HEAD 2>/dev/null || echo 1970-01-01T00:00:00Z)
-  CGO_ENABLED=0 go build -o "$dir/static/kubectl-nodestate" ./cmd/kubectl-nodestate
+  # goreleaser's flags for the release binaries: release-check's linux/amd64 build (later in CI)
+  # then finds these packages compiled.
+  CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$dir/static/kubectl-nodestate" ./cmd/kubectl-nodestate
   (cd hack/tools/ociimage && GOWORK=off GOFLAGS=-mod=readonly CGO_ENABLED=0 go build -o "$dir/ociimage" .)
   local plat npd_version
   plat=linux/$(go env GOARCH)
