@@ -55,7 +55,7 @@ apt_packages() {
 }
 timed apt apt_packages
 
-tools() { bin=$(NODESTATE_TOOLS="etcd kubectl kube-apiserver kubelet" hack/tools/build.sh | tail -n 1); }
+tools() { bin=$(NODESTATE_TOOLS="etcd kubectl kube-apiserver kubelet node-problem-detector" hack/tools/build.sh | tail -n 1); }
 timed tools tools
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/nodestate-e2e-node.XXXXXX")
@@ -88,11 +88,35 @@ binaries() {
 }
 timed binaries binaries
 
+# The Node Problem Detector test's images (TestNodeProblemDetector): the plugin's as the release
+# builds it (the static binary alone, hack/tools/ociimage) and NPD's, built from its module at the
+# pin (hack/tools/npd) the same way; NODESTATE_E2E_NPD/images lists them as REF TAR.
+npd_images() {
+  local dir=$tmp/npd created
+  mkdir -p "$dir"
+  created=$(git log -1 --format=%cI HEAD 2>/dev/null || echo 1970-01-01T00:00:00Z)
+  # goreleaser's flags for the release binaries: release-check's linux/amd64 build (later in CI)
+  # then finds these packages compiled.
+  CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$dir/static/kubectl-nodestate" ./cmd/kubectl-nodestate
+  (cd hack/tools/ociimage && GOWORK=off GOFLAGS=-mod=readonly CGO_ENABLED=0 go build -o "$dir/ociimage" .)
+  local plat npd_version
+  plat=linux/$(go env GOARCH)
+  npd_version=$(basename "$(readlink "$bin/node-problem-detector")")
+  npd_version=${npd_version#node-problem-detector-}
+  local plugin_ref=localhost/kubectl-nodestate/kubectl-nodestate:e2e
+  local npd_ref=localhost/kubectl-nodestate/node-problem-detector:$npd_version
+  "$dir/ociimage" -name "$plugin_ref" -created "$created" -out "$dir/plugin.tar" "$plat=$dir/static/kubectl-nodestate" >/dev/null
+  "$dir/ociimage" -name "$npd_ref" -created "$created" -binary node-problem-detector \
+    -source https://github.com/kubernetes/node-problem-detector -out "$dir/npd.tar" "$plat=$bin/node-problem-detector" >/dev/null
+  printf '%s %s\n' "$plugin_ref" "$dir/plugin.tar" "$npd_ref" "$dir/npd.tar" >"$dir/images"
+}
+timed npd-images npd_images
+
 timed up hack/e2e-node/up.sh "$bin" "$tmp/pause/pause" "$tmp/plugin/kubectl-nodestate"
 
 run_tests() {
   (cd test/e2e-node && NODESTATE_E2E_NODE_ENV="$S/env" NODESTATE_PLUGIN="$tmp/plugin/kubectl-nodestate" NODESTATE_CRI_STOP="$tmp/cri-stop" \
-    NODESTATE_E2E_DEVICE_PLUGIN="$tmp/device-plugin" NODESTATE_E2E_DRA_DRIVER="$tmp/dra-driver" \
+    NODESTATE_E2E_DEVICE_PLUGIN="$tmp/device-plugin" NODESTATE_E2E_DRA_DRIVER="$tmp/dra-driver" NODESTATE_E2E_NPD="$tmp/npd" \
     NODESTATE_REPO="$root" "${NSENTER[@]}" "$tmp/e2e-node.test" -test.v -test.count=1 -test.timeout=20m "$@")
 }
 timed tests run_tests "$@"

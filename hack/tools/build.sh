@@ -34,6 +34,8 @@ GORELEASER_VERSION=$(sed -n 's#^\tgithub.com/goreleaser/goreleaser/v2 \(v[^ ]*\)
 # Opt-in the same way (NODESTATE_TOOLS=staticcheck): .ci/run's lint step.
 STATICCHECK_VERSION=$(sed -n 's#^\thonnef.co/go/tools \(v[^ ]*\).*#\1#p' "$(dirname "${BASH_SOURCE[0]}")/staticcheck/go.mod")
 # Opt-in the same way (NODESTATE_TOOLS=gremlins): only `make mutate` needs it.
+# Opt-in the same way (NODESTATE_TOOLS=node-problem-detector): only `make e2e-node` needs it.
+NPD_VERSION=$(sed -n 's#^\tk8s.io/node-problem-detector \(v[^ ]*\).*#\1#p' "$(dirname "${BASH_SOURCE[0]}")/npd/go.mod")
 GREMLINS_VERSION=$(sed -n 's#^\tgithub.com/go-gremlins/gremlins \(v[^ ]*\).*#\1#p' "$(dirname "${BASH_SOURCE[0]}")/gremlins/go.mod")
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -128,6 +130,14 @@ fi
 if [[ " ${NODESTATE_TOOLS:-} " == *" gremlins "* ]]; then
   build "gremlins-$GREMLINS_VERSION" gremlins github.com/go-gremlins/gremlins/cmd/gremlins "-s -w"
   ln -sf "gremlins-$GREMLINS_VERSION" "$bin/gremlins"
+fi
+# The custom plugin monitor and the Kubernetes exporter only (what deploy/npd runs): the system
+# log and stats monitors and the Stackdriver exporter are left out (journald needs cgo anyway).
+if [[ " ${NODESTATE_TOOLS:-} " == *" node-problem-detector "* ]]; then
+  GOFLAGS="$GOFLAGS -tags=disable_system_log_monitor,disable_system_stats_monitor,disable_stackdriver_exporter" \
+    build "node-problem-detector-$NPD_VERSION" npd k8s.io/node-problem-detector/cmd/nodeproblemdetector \
+    "-s -w -X k8s.io/node-problem-detector/pkg/version.version=$NPD_VERSION"
+  ln -sf "node-problem-detector-$NPD_VERSION" "$bin/node-problem-detector"
 fi
 # kubectl finds the krew plugin as kubectl-krew on PATH.
 if [[ -x "$bin/krew" && ! -e "$bin/kubectl-krew" ]]; then

@@ -7,7 +7,8 @@
 //	ociimage -name ghcr.io/kubectl-nodestate/kubectl-nodestate:v1.2.3 -created 2026-11-27T00:00:00Z \
 //	    -out dist/image.tar linux/amd64=dist/unix_linux_amd64_v1/kubectl-nodestate linux/arm64=...
 //
-// It prints the image index's digest.
+// It prints the image index's digest. -binary and -source name another static binary's image the
+// same way (make e2e-node's Node Problem Detector image: -binary node-problem-detector).
 package main
 
 import (
@@ -31,13 +32,18 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
-// binaryPath is where the image holds the binary, and its entrypoint.
-const binaryPath = "kubectl-nodestate"
+// binaryPath is where the image holds the binary, and its entrypoint; source is where it is built from.
+var (
+	binaryPath = "kubectl-nodestate"
+	source     = "https://github.com/kubectl-nodestate/kubectl-nodestate"
+)
 
 func main() {
 	name := flag.String("name", "", "the image reference the loaded image is named by (io.containerd.image.name)")
 	created := flag.String("created", "", "the image's creation time and every file's (RFC 3339; the commit's)")
 	out := flag.String("out", "", "the tar to write")
+	flag.StringVar(&binaryPath, "binary", binaryPath, "the binary's name in the image's root, and its entrypoint")
+	flag.StringVar(&source, "source", source, "the image's org.opencontainers.image.source label")
 	flag.Parse()
 	if err := run(*name, *created, *out, flag.Args()); err != nil {
 		fmt.Fprintln(os.Stderr, "ociimage:", err)
@@ -131,7 +137,7 @@ func image(bin, osName, arch string, when time.Time) (v1.Image, error) {
 	cfg.OS, cfg.Architecture = osName, arch
 	cfg.Created = v1.Time{Time: when}
 	cfg.Config.Entrypoint = []string{"/" + binaryPath}
-	cfg.Config.Labels = map[string]string{"org.opencontainers.image.source": "https://github.com/kubectl-nodestate/kubectl-nodestate"}
+	cfg.Config.Labels = map[string]string{"org.opencontainers.image.source": source}
 	return mutate.ConfigFile(img, cfg)
 }
 
