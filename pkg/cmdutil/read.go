@@ -77,6 +77,14 @@ func (o *ReadOptions) Read(ctx context.Context, errOut io.Writer) iter.Seq2[*nod
 			yield(nil, &ExitError{Code: ExitUnreadable, Message: err.Error()})
 			return
 		}
+		o.ReadConfig(ctx, errOut, cfg)(yield)
+	}
+}
+
+// ReadConfig is Read of a config made from the flags and then changed (verify --all-nodes
+// reads only the nodes its monitor does not answer for).
+func (o *ReadOptions) ReadConfig(ctx context.Context, errOut io.Writer, cfg nodestate.Config) iter.Seq2[*nodestate.NodeResult, error] {
+	return func(yield func(*nodestate.NodeResult, error) bool) {
 		r, err := nodestate.New(ctx, cfg)
 		if err != nil {
 			yield(nil, &ExitError{Code: ExitUnreadable, Message: err.Error()})

@@ -82,18 +82,29 @@ const nodePageSize = 500
 // watch can start.
 func ListNodes(ctx context.Context, client kubernetes.Interface, selector string) ([]NodeInfo, string, error) {
 	var nodes []NodeInfo
+	rv, err := EachNode(ctx, client, selector, func(n *corev1.Node) { nodes = append(nodes, NodeInfoOf(n)) })
+	if err != nil {
+		return nil, "", err
+	}
+	slices.SortFunc(nodes, func(a, b NodeInfo) int { return strings.Compare(a.Name, b.Name) })
+	return nodes, rv, nil
+}
+
+// EachNode lists the nodes matching a label selector in pages, one LIST request a page, and
+// hands each to keep, which keeps what it needs: the page is dropped after it. It returns the
+// resourceVersion of the last page.
+func EachNode(ctx context.Context, client kubernetes.Interface, selector string, keep func(*corev1.Node)) (string, error) {
 	opts := metav1.ListOptions{LabelSelector: selector, Limit: nodePageSize}
 	for {
 		list, err := client.CoreV1().Nodes().List(ctx, opts)
 		if err != nil {
-			return nil, "", ExplainError(err, "")
+			return "", ExplainError(err, "")
 		}
 		for i := range list.Items {
-			nodes = append(nodes, NodeInfoOf(&list.Items[i]))
+			keep(&list.Items[i])
 		}
 		if list.Continue == "" {
-			slices.SortFunc(nodes, func(a, b NodeInfo) int { return strings.Compare(a.Name, b.Name) })
-			return nodes, list.ResourceVersion, nil
+			return list.ResourceVersion, nil
 		}
 		opts.Continue = list.Continue
 	}

@@ -2,24 +2,9 @@ package nodestate
 
 import (
 	"context"
-	"fmt"
-	"sort"
-	"time"
-
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
+	"slices"
+	"strings"
 )
-
-// ConditionTypes are the node conditions the Node Problem Detector's monitor sets for each
-// check (deploy/npd/nodestate-monitor.json): True is a problem.
-var ConditionTypes = map[NodeCheck]corev1.NodeConditionType{
-	CheckCheckpoints: "KubeletCheckpointsCorrupt",
-	CheckRestart:     "KubeletWouldNotRestart",
-	CheckCgroups:     "CgroupStateDrift",
-	CheckDevices:     "DeviceStateDrift",
-}
 
 // FleetNode is one node's answers to the checks: from the conditions its monitor set, or read
 // now through a debug pod.
@@ -35,50 +20,28 @@ type FleetNode struct {
 // FleetResult is the fleet's answers, by node name, and how they were had.
 type FleetResult struct {
 	Nodes []FleetNode
-	// Read are the nodes read through debug pods: those without every condition of the
-	// monitor, or all of them when fresh.
-	Read []string
+	// Split says which nodes answered from their conditions and why the others were read.
+	Split *FleetSplit
 }
 
 // CheckFleet answers the checks for cfg's live nodes (cfg.Nodes, or AllNodes and Selector):
-// from the conditions the monitor set on them, with ONE list of the nodes (a get per named
-// node), and through a debug pod (Results, with doctor) only for the nodes that lack one of the
-// monitor's conditions, or for every node when fresh. Those are judged by the same rules as
-// node-check, the answers At now; a condition's answer is At its last heartbeat.
-func CheckFleet(ctx context.Context, cfg Config, fresh bool, now time.Time) (*FleetResult, error) {
-	if cfg.Client == nil {
-		return nil, fmt.Errorf("the fleet's conditions need a Client")
+// from the conditions the monitor set on them, listed once (ListFleet), and through a debug pod
+// (Results, with doctor) only for the nodes without fresh conditions, or for every node when
+// o.Fresh. Those are judged by the same rules as node-check, the answers At o.Now; a
+// condition's answer is At its last heartbeat.
+func CheckFleet(ctx context.Context, cfg Config, o FleetOptions) (*FleetResult, error) {
+	o.Checks = NodeChecks
+	split, err := ListFleet(ctx, cfg, o)
+	if err != nil {
+		return nil, err
 	}
-	var nodes []corev1.Node
-	if cfg.AllNodes {
-		list, err := cfg.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: cfg.Selector})
-		if err != nil {
-			return nil, fetch.ExplainError(err, "")
-		}
-		nodes = list.Items
-		if len(nodes) == 0 {
-			return nil, fmt.Errorf("no nodes match %q", cfg.Selector)
-		}
-	} else {
-		for _, name := range cfg.Nodes {
-			n, err := cfg.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return nil, fetch.ExplainError(err, "")
-			}
-			nodes = append(nodes, *n)
-		}
+	out := &FleetResult{Split: split}
+	for _, m := range split.Monitored {
+		out.Nodes = append(out.Nodes, FleetNode{Node: m.Node, FromConditions: true, Results: m.Results})
 	}
-	out := &FleetResult{}
-	for _, n := range nodes {
-		if results, ok := fromConditions(n); ok && !fresh {
-			out.Nodes = append(out.Nodes, FleetNode{Node: n.Name, FromConditions: true, Results: results})
-			continue
-		}
-		out.Read = append(out.Read, n.Name)
-	}
-	if len(out.Read) > 0 {
+	if len(split.Read) > 0 {
 		live := cfg
-		live.AllNodes, live.Selector, live.Nodes = false, "", out.Read
+		live.AllNodes, live.Selector, live.Nodes, live.Listed = false, "", nil, split.Infos()
 		live.Doctor = &DoctorConfig{}
 		r, err := New(ctx, live)
 		if err != nil {
@@ -95,41 +58,13 @@ func CheckFleet(ctx context.Context, cfg Config, fresh bool, now time.Time) (*Fl
 					return out, err
 				}
 				for i := range results {
-					results[i].At = now
+					results[i].At = o.Now
 				}
 				fn.Results = results
 			}
 			out.Nodes = append(out.Nodes, fn)
 		}
 	}
-	sort.Slice(out.Nodes, func(i, j int) bool { return out.Nodes[i].Node < out.Nodes[j].Node })
+	slices.SortFunc(out.Nodes, func(a, b FleetNode) int { return strings.Compare(a.Node, b.Node) })
 	return out, nil
-}
-
-// fromConditions reads the checks' answers from a node's conditions; ok when the monitor set
-// every one of them.
-func fromConditions(n corev1.Node) ([]CheckResult, bool) {
-	var out []CheckResult
-	for _, c := range NodeChecks {
-		var cond *corev1.NodeCondition
-		for i := range n.Status.Conditions {
-			if n.Status.Conditions[i].Type == ConditionTypes[c] {
-				cond = &n.Status.Conditions[i]
-			}
-		}
-		if cond == nil {
-			return nil, false
-		}
-		cr := CheckResult{Check: c, Summary: cond.Message, Reason: cond.Reason, At: cond.LastHeartbeatTime.Time}
-		switch cond.Status {
-		case corev1.ConditionFalse:
-			cr.Status = CheckOK
-		case corev1.ConditionTrue:
-			cr.Status = CheckProblem
-		default:
-			cr.Status = CheckUnknown
-		}
-		out = append(out, cr)
-	}
-	return out, true
 }

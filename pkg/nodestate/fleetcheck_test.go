@@ -62,12 +62,12 @@ func TestCheckFleet(t *testing.T) {
 		return tw.Close()
 	}
 	cfg := Config{AllNodes: true, Client: client, RESTConfig: &rest.Config{}, Concurrency: 2, Exec: exec}
-	fleet, err := CheckFleet(context.Background(), cfg, false, now)
+	fleet, err := CheckFleet(context.Background(), cfg, FleetOptions{Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(fleet.Nodes) != 3 || len(fleet.Read) != 2 || execs.Load() != 2 {
-		t.Fatalf("%d nodes, read %v, %d execs", len(fleet.Nodes), fleet.Read, execs.Load())
+	if len(fleet.Nodes) != 3 || len(fleet.Split.Read) != 2 || execs.Load() != 2 {
+		t.Fatalf("%d nodes, read %v, %d execs", len(fleet.Nodes), fleet.Split.Read, execs.Load())
 	}
 	a := fleet.Nodes[0]
 	if a.Node != "a" || !a.FromConditions || len(a.Results) != 4 {
@@ -95,18 +95,24 @@ func TestCheckFleet(t *testing.T) {
 			t.Errorf("%s restart: %+v", n.Node, r)
 		}
 	}
-	lists := 0
+	// One LIST; the nodes read are not got again one by one.
+	lists, gets := 0, 0
 	for _, act := range client.Actions() {
-		if act.GetVerb() == "list" && act.GetResource().Resource == "nodes" {
-			lists++
+		if act.GetResource().Resource == "nodes" {
+			switch act.GetVerb() {
+			case "list":
+				lists++
+			case "get":
+				gets++
+			}
 		}
 	}
-	if lists != 1 {
-		t.Errorf("%d node lists, want 1", lists)
+	if lists != 1 || gets != 0 {
+		t.Errorf("%d node lists and %d gets, want 1 and 0", lists, gets)
 	}
 	execs.Store(0)
-	fleet, err = CheckFleet(context.Background(), cfg, true, now)
-	if err != nil || len(fleet.Read) != 3 || execs.Load() != 3 {
-		t.Errorf("fresh: read %v, %d execs, %v", fleet.Read, execs.Load(), err)
+	fleet, err = CheckFleet(context.Background(), cfg, FleetOptions{Fresh: true, Now: now})
+	if err != nil || len(fleet.Split.Read) != 3 || execs.Load() != 3 || fleet.Split.Summary() != "" {
+		t.Errorf("fresh: read %v, %d execs, %v", fleet.Split.Read, execs.Load(), err)
 	}
 }

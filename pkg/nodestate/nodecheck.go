@@ -104,6 +104,8 @@ type CheckResult struct {
 	// At is when the answer was had: a condition's last heartbeat, or the read's time (zero
 	// from CheckNode: now).
 	At time.Time
+	// Since is when a condition's answer last changed (its lastTransitionTime).
+	Since time.Time
 }
 
 // ruleOf attributes doctor's findings to the checks: the start prediction to restart, the

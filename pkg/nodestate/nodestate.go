@@ -40,6 +40,9 @@ type Config struct {
 	Nodes    []string
 	AllNodes bool
 	Selector string
+	// Listed are live nodes already listed (ListFleet): read these, without a LIST or a GET
+	// per node again; Nodes, AllNodes and Selector are then unused.
+	Listed []fetch.NodeInfo
 	// Client and RESTConfig reach the cluster (live only).
 	Client     kubernetes.Interface
 	RESTConfig *rest.Config
@@ -213,7 +216,10 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 	}
 	r.withExtras(ctx, r.fetcher)
 	r.nodes, r.infos = cfg.Nodes, fetch.Named(cfg.Nodes)
-	if cfg.AllNodes {
+	switch {
+	case cfg.Listed != nil:
+		r.infos = cfg.Listed
+	case cfg.AllNodes:
 		infos, _, err := fetch.ListNodes(ctx, cfg.Client, cfg.Selector)
 		if err != nil {
 			return nil, fetch.ExplainError(err, opts.WithDefaults().Namespace)
@@ -222,8 +228,10 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 			return nil, fmt.Errorf("no nodes match %q", cfg.Selector)
 		}
 		r.infos = infos
-		r.nodes = make([]string, len(infos))
-		for i, n := range infos {
+	}
+	if cfg.Listed != nil || cfg.AllNodes {
+		r.nodes = make([]string, len(r.infos))
+		for i, n := range r.infos {
 			r.nodes[i] = n.Name
 		}
 	}

@@ -8,11 +8,15 @@ import (
 )
 
 // FileRow is one row of verify: one file of one node with the decoder's Report, or, when the
-// file was never decoded, why not (NotDecoded). Exactly one of the two is set.
+// file was never decoded, why not (NotDecoded), or, for all of a node's files, the monitor's
+// sound answer (Monitor, verify --all-nodes). Exactly one of the three is set.
 type FileRow struct {
 	Node       string
 	Report     *decode.Report
 	NotDecoded *NotDecoded
+	Monitor    *MonitorAnswer
+	// Source is where a fleet read's row came from, and how old it is (verify --all-nodes).
+	Source *Provenance
 }
 
 // NotDecodedReason is why a row has no decoder report.
@@ -67,16 +71,22 @@ func NodeFailedRow(node string, skipped bool, short, explanation string) FileRow
 
 // File is the row's file ("-" for a node that was not read).
 func (r FileRow) File() string {
-	if r.Report != nil {
+	switch {
+	case r.Report != nil:
 		return r.Report.File
+	case r.Monitor != nil:
+		return "-"
 	}
 	return r.NotDecoded.File
 }
 
 // Kind is the row's file kind ("" when not known).
 func (r FileRow) Kind() decode.Kind {
-	if r.Report != nil {
+	switch {
+	case r.Report != nil:
 		return r.Report.Kind
+	case r.Monitor != nil:
+		return ""
 	}
 	return r.NotDecoded.Kind
 }
@@ -84,8 +94,11 @@ func (r FileRow) Kind() decode.Kind {
 // Verdict is the report's verdict; a row never decoded is unreadable, or not-read when nothing
 // is wrong with it (a temp file, a node skipped by design).
 func (r FileRow) Verdict() decode.Verdict {
-	if r.Report != nil {
+	switch {
+	case r.Report != nil:
 		return r.Report.Verdict
+	case r.Monitor != nil:
+		return decode.Valid // only a sound answer is a row
 	}
 	switch r.NotDecoded.Reason {
 	case TempFile, NodeSkipped:
@@ -105,9 +118,12 @@ func (r FileRow) Kubelet() string {
 // Why is the short reason a file is not valid: the cause, else the error.
 func (r FileRow) Why() string {
 	cause, err := "", ""
-	if r.Report != nil {
+	switch {
+	case r.Report != nil:
 		cause, err = r.Report.Cause, r.Report.Error
-	} else {
+	case r.Monitor != nil:
+		cause = r.Monitor.Message
+	default:
 		cause, err = r.NotDecoded.Cause, r.NotDecoded.Error
 	}
 	if cause != "" {
@@ -135,16 +151,22 @@ type notDecodedJSON struct {
 	Reader  string         `json:"reader"`
 	Error   string         `json:"error,omitempty"`
 	Cause   string         `json:"cause,omitempty"`
+	Monitor *MonitorAnswer `json:"monitor,omitempty"`
+	Source  *Provenance    `json:"source,omitempty"`
 }
 
 // MarshalJSON writes the node and the report's fields, or their not-decoded equivalents.
 func (r FileRow) MarshalJSON() ([]byte, error) {
-	if r.Report != nil {
+	switch {
+	case r.Report != nil:
 		return json.Marshal(struct {
 			Node string `json:"node,omitempty"`
 			*decode.Report
-		}{r.Node, r.Report})
+			Source *Provenance `json:"source,omitempty"`
+		}{r.Node, r.Report, r.Source})
+	case r.Monitor != nil:
+		return json.Marshal(notDecodedJSON{Node: r.Node, File: r.File(), Verdict: r.Verdict(), Cause: r.Monitor.Message, Monitor: r.Monitor, Source: r.Source})
 	}
 	n := r.NotDecoded
-	return json.Marshal(notDecodedJSON{Node: r.Node, File: n.File, Kind: n.Kind, Verdict: r.Verdict(), Error: n.Error, Cause: n.Cause})
+	return json.Marshal(notDecodedJSON{Node: r.Node, File: n.File, Kind: n.Kind, Verdict: r.Verdict(), Error: n.Error, Cause: n.Cause, Source: r.Source})
 }

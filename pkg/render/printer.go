@@ -50,6 +50,9 @@ type Options struct {
 	// Continued marks a later block of a streamed output (see FleetWriter): the blocks of
 	// doctor's default format are set apart by a blank line.
 	Continued bool
+	// Sources adds AGE and FROM columns: how old each row's answer is and where it came from
+	// (a fleet read answered from node conditions or debug pods).
+	Sources bool
 	// List, when set, receives json/yaml items instead of a whole list being printed per call:
 	// a command streaming many nodes prints each node's items into it (see ListWriter).
 	List *ListWriter[any]

@@ -29,15 +29,33 @@ func Verify(w io.Writer, o Options, rows []nodestate.FileRow) error {
 		// columns (a rarer longer cell, "unknown-format", only shifts its own row).
 		widths = []int{42, 13, 10, 8, 11}
 	}
+	if o.Sources {
+		// AGE and FROM before the last, free-text column.
+		last := len(headers) - 1
+		headers = append(headers[:last:last], "AGE", "FROM", headers[last])
+		widths = append(widths, 5, 10)
+	}
 	t := newTable(w, o, headers...).fixedWidths(widths...)
+	add := func(row nodestate.FileRow, cells ...string) {
+		if o.Sources {
+			last := len(cells) - 1
+			from := "-"
+			if row.Source != nil {
+				from = string(row.Source.From)
+			}
+			cells = append(cells[:last:last], row.Source.Age(), from, cells[last])
+		}
+		t.add(row.Node, cells...)
+	}
 	for _, row := range rows {
 		r := row.Report
 		if r == nil {
-			// Never decoded (a file over the cap, a temp file, a node not read): why.
+			// Never decoded (a file over the cap, a temp file, a node not read), or answered by
+			// the monitor's condition: why, or what it says.
 			if o.Format == Wide {
-				t.add(row.Node, row.File(), "", string(row.Verdict()), "", "", text.OneLine(row.Why()))
+				add(row, row.File(), "", string(row.Verdict()), "", "", text.OneLine(row.Why()))
 			} else {
-				t.add(row.Node, row.File(), "", string(row.Verdict()), text.OneLine(row.Why()))
+				add(row, row.File(), "", string(row.Verdict()), text.OneLine(row.Why()))
 			}
 			continue
 		}
@@ -54,10 +72,10 @@ func Verify(w io.Writer, o Options, rows []nodestate.FileRow) error {
 			if r.Reader == "" {
 				detail = Meaning(r) // not judged by a kubelet: why
 			}
-			t.add(row.Node, r.File, r.Format, string(r.Verdict), r.Reader, rule, detail)
+			add(row, r.File, r.Format, string(r.Verdict), r.Reader, rule, detail)
 			continue
 		}
-		t.add(row.Node, r.File, r.Format, string(r.Verdict), Meaning(r))
+		add(row, r.File, r.Format, string(r.Verdict), Meaning(r))
 	}
 	t.render()
 	return nil

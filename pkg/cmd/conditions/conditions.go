@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
@@ -30,7 +29,7 @@ var example = cmdutil.Examples(`
 type Options struct {
 	cmdutil.ReadOptions
 	genericiooptions.IOStreams
-	Fresh bool
+	cmdutil.FleetFlags
 	// now is the clock, for tests.
 	now func() time.Time
 }
@@ -47,8 +46,10 @@ func NewCmdConditions(flags *genericclioptions.ConfigFlags, streams genericioopt
 			deploy/npd set them as node conditions, with how old each answer is (AGE: since the
 			detector last wrote the condition; it writes one on a change and every heartbeat, 5
 			minutes by default). It reads them with one LIST of the nodes. A node that lacks one
-			of the monitor's conditions is read now through a debug pod and judged by the same
-			rules (FROM debug-pod); --fresh reads every node so.
+			of the monitor's conditions, or whose conditions are older than --max-condition-age
+			(the monitor is gone), is read now through a debug pod and judged by the same rules
+			(FROM debug-pod); --fresh reads every node so. verify --all-nodes reads the
+			checkpoints answer the same way, and each file where there is a problem.
 
 			Exit status: 0 when every answer is OK, 1 when one is a problem, 2 when one is
 			unknown or a node could not be read, 3 on a usage error.`),
@@ -57,13 +58,16 @@ func NewCmdConditions(flags *genericclioptions.ConfigFlags, streams genericioopt
 		RunE:              cmdutil.RunE(o),
 	}
 	o.ReadOptions.AddFlags(cmd)
-	cmd.Flags().BoolVar(&o.Fresh, "fresh", false, "Read every node now through a debug pod instead of its conditions")
+	o.FleetFlags.AddFlags(cmd)
 	return cmd
 }
 
 // Validate checks that live nodes are named.
 func (o *Options) Validate() error {
 	if err := o.ReadOptions.Validate(); err != nil {
+		return err
+	}
+	if err := o.FleetFlags.Validate(); err != nil {
 		return err
 	}
 	if o.Source.Offline() {
@@ -79,12 +83,12 @@ func (o *Options) Run(ctx context.Context) error {
 		return &cmdutil.ExitError{Code: cmdutil.ExitUnreadable, Message: err.Error()}
 	}
 	now := o.now()
-	fleet, err := nodestate.CheckFleet(ctx, cfg, o.Fresh, now)
+	fleet, err := nodestate.CheckFleet(ctx, cfg, o.FleetFlags.Options(now))
 	if err != nil && fleet == nil {
 		return &cmdutil.ExitError{Code: cmdutil.ExitUnreadable, Message: err.Error()}
 	}
-	if len(fleet.Read) > 0 && !o.Fresh {
-		fmt.Fprintf(o.ErrOut, "%d of %d nodes run no monitor (deploy/npd): read through debug pods\n", len(fleet.Read), len(fleet.Nodes))
+	if line := fleet.Split.Summary(); line != "" {
+		fmt.Fprintln(o.ErrOut, line)
 	}
 	worst := cmdutil.ExitOK
 	w := tabwriter.NewWriter(o.Out, 0, 8, 3, ' ', 0)
@@ -109,7 +113,7 @@ func (o *Options) Run(ctx context.Context) error {
 			case nodestate.CheckUnknown:
 				status, worst = "Unknown", max(worst, cmdutil.ExitUnreadable)
 			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", n.Node, r.Check, status, duration.HumanDuration(now.Sub(r.At)), from, r.Summary)
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", n.Node, r.Check, status, nodestate.ConditionAge(r, now), from, r.Summary)
 		}
 	}
 	if ferr := w.Flush(); ferr != nil {

@@ -5,6 +5,8 @@ package verify
 import (
 	"context"
 	"fmt"
+	"iter"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -19,8 +21,12 @@ var example = cmdutil.Examples(`
 	# Verify every checkpoint of a node
 	kubectl nodestate verify worker-1
 
-	# Verify every node labelled as a GPU node, 50 at a time
-	kubectl nodestate verify --all-nodes -l node-role.kubernetes.io/gpu --concurrency 50
+	# Every node: from the conditions of the nodes that run the monitor (deploy/npd), a debug
+	# pod for the others
+	kubectl nodestate verify --all-nodes
+
+	# Every node labelled as a GPU node, each read now through a debug pod, 50 at a time
+	kubectl nodestate verify --all-nodes -l node-role.kubernetes.io/gpu --fresh --concurrency 50
 
 	# Verify files copied off a node whose kubelet no longer starts
 	kubectl nodestate verify --from-dir ./var-lib-kubelet
@@ -32,11 +38,14 @@ var example = cmdutil.Examples(`
 type Options struct {
 	cmdutil.ReadOptions
 	genericiooptions.IOStreams
+	cmdutil.FleetFlags
+	// now is the clock, for tests.
+	now func() time.Time
 }
 
 // NewCmdVerify returns the verify command.
 func NewCmdVerify(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &Options{ReadOptions: cmdutil.NewReadOptions(flags), IOStreams: streams}
+	o := &Options{ReadOptions: cmdutil.NewReadOptions(flags), IOStreams: streams, now: time.Now}
 	cmd := &cobra.Command{
 		Use:   "verify [NODE...] [--all-nodes] | --from-dir DIR | --from-file FILE",
 		Short: "Verify the checksum and format of every checkpoint file",
@@ -52,14 +61,38 @@ func NewCmdVerify(flags *genericclioptions.ConfigFlags, streams genericiooptions
 			that could have written all the files together; offline, a line on stderr says which
 			and why. A file no kubelet writes beside the others (a 1.19 device file beside 1.37
 			CPU files: it was never rewritten) is a finding: its row says so, and offline a
-			"Finding:" line on stderr too.`) + "\n\n" + cmdutil.ExitStatusHelp,
+			"Finding:" line on stderr too.
+
+			--all-nodes answers from the KubeletCheckpointsCorrupt condition of the nodes that run
+			the Node Problem Detector's monitor (deploy/npd): one LIST of the nodes, one row per
+			node (FILE -), with AGE since the monitor last wrote the condition (its heartbeat,
+			at least every 5 minutes) and FROM conditions. A debug pod reads, file by file, only
+			the nodes without the condition, those whose condition is older than
+			--max-condition-age (the monitor is gone), and those whose monitor reports a problem
+			or cannot judge (read now, so each file is named); --fresh reads every node so.
+			Named nodes are always read now. A line on stderr says how many came from where.`) + "\n\n" + cmdutil.ExitStatusHelp,
 		Example:           example,
 		ValidArgsFunction: cmdutil.CompleteNodeNames(flags),
 		RunE:              cmdutil.RunE(o),
 	}
-	o.AddFlags(cmd)
+	o.ReadOptions.AddFlags(cmd)
+	o.FleetFlags.AddFlags(cmd)
 	return cmd
 }
+
+// Validate checks the flags together.
+func (o *Options) Validate() error {
+	if err := o.ReadOptions.Validate(); err != nil {
+		return err
+	}
+	if (o.Fresh || o.MaxConditionAge != nodestate.DefaultMaxConditionAge) && !o.fleet() {
+		return fmt.Errorf("--fresh and --max-condition-age choose where --all-nodes answers come from; named nodes and copies are always read as they are")
+	}
+	return o.FleetFlags.Validate()
+}
+
+// fleet: --all-nodes of live nodes, answered from the monitor's conditions where it runs.
+func (o *Options) fleet() bool { return o.Live.AllNodes && !o.Source.Offline() }
 
 // Run reads, judges and prints. Live nodes print as they complete: table rows in blocks, json
 // and yaml items into a list written as it grows, so nothing is held until the end.
@@ -70,9 +103,10 @@ func (o *Options) Run(ctx context.Context) error {
 	list := render.NewListWriter[nodestate.FileRow](o.Out, ro, render.VerifyListKind)
 	stream := !o.Source.Offline() && list == nil
 	ro.Stream = stream
+	ro.Sources = o.fleet()
 	notes := cmdutil.NewNotes(o.ErrOut)
 	var err error
-	for n, rerr := range o.Read(ctx, o.ErrOut) {
+	for n, rerr := range o.results(ctx) {
 		if err = rerr; err != nil {
 			break
 		}
@@ -141,4 +175,62 @@ func (o *Options) Run(ctx context.Context) error {
 		return err
 	}
 	return cmdutil.Exit(worst)
+}
+
+// results are the nodes' results: read through debug pods, or, for --all-nodes, first one
+// row for each node its monitor answers for (ListFleet), then the others read, each row
+// saying where it came from and how old it is.
+func (o *Options) results(ctx context.Context) iter.Seq2[*nodestate.NodeResult, error] {
+	if !o.fleet() {
+		return o.Read(ctx, o.ErrOut)
+	}
+	return func(yield func(*nodestate.NodeResult, error) bool) {
+		cfg, err := o.Config()
+		if err != nil {
+			yield(nil, &cmdutil.ExitError{Code: cmdutil.ExitUnreadable, Message: err.Error()})
+			return
+		}
+		fo := o.FleetFlags.Options(o.now())
+		fo.Checks, fo.ReadProblems = []nodestate.NodeCheck{nodestate.CheckCheckpoints}, true
+		split, err := nodestate.ListFleet(ctx, cfg, fo)
+		if err != nil {
+			yield(nil, &cmdutil.ExitError{Code: cmdutil.ExitUnreadable, Message: err.Error()})
+			return
+		}
+		if line := split.Summary(); line != "" {
+			fmt.Fprintln(o.ErrOut, line)
+		}
+		o.Live.Resolved = nil
+		for _, m := range split.Monitored {
+			o.Live.Resolved = append(o.Live.Resolved, m.Node)
+		}
+		for _, r := range split.Read {
+			o.Live.Resolved = append(o.Live.Resolved, r.Info.Name)
+			if r.Why == nodestate.ReadProblem {
+				for _, a := range r.Monitor {
+					fmt.Fprintf(o.ErrOut, "node %s: the monitor said %s ago: %s; reading it now\n", r.Info.Name, nodestate.ConditionAge(a, fo.Now), a.Summary)
+				}
+			}
+		}
+		for _, m := range split.Monitored {
+			if !yield(&nodestate.NodeResult{Node: m.Node, Where: "node " + m.Node, Rows: m.MonitorRows()}, nil) {
+				return
+			}
+		}
+		if len(split.Read) == 0 {
+			return
+		}
+		cfg.AllNodes, cfg.Selector, cfg.Listed = false, "", split.Infos()
+		for n, err := range o.ReadConfig(ctx, o.ErrOut, cfg) {
+			if n != nil {
+				src := nodestate.ReadNow(o.now())
+				for i := range n.Rows {
+					n.Rows[i].Source = src
+				}
+			}
+			if !yield(n, err) {
+				return
+			}
+		}
+	}
 }
