@@ -7,7 +7,7 @@ COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -s -w -X $(PKG)/pkg/version.version=$(VERSION) -X $(PKG)/pkg/version.commit=$(COMMIT) -X $(PKG)/pkg/version.date=$(DATE)
 
-.PHONY: help build test lint mutate mutations demo fuzz bench bench-nodecheck bench-scale bench-fanout bench-admit bench-podindex e2e e2e-faults e2e-scale e2e-node krew-test release-check ci
+.PHONY: help build test lint mutate mutations demo fuzz bench bench-nodecheck bench-scale bench-fanout bench-admit bench-conditions bench-podindex e2e e2e-faults e2e-scale e2e-node krew-test release-check ci
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -48,6 +48,9 @@ bench-fanout: ## every fan-out verb (verify, doctor, admit, admit --devices) bes
 
 bench-admit: ## admit --all-nodes beside verify --all-nodes, interleaved in one run, on NODES (1,000) kwok nodes: time ratio and requests per node
 	NODESTATE_BENCH_ADMIT_NODES=$${NODES:-1000} hack/e2e.sh -run '^TestBenchAdmit$$' -v 2>&1 | grep -E '^(BENCH|---|FAIL|ok)'
+
+bench-conditions: ## verify --all-nodes from the monitor's node conditions beside --fresh (a debug pod per node), interleaved in one run, on NODES (10,000) kwok nodes: time, requests, peak RSS
+	NODESTATE_BENCH_CONDITIONS_NODES=$${NODES:-10000} hack/e2e.sh -run '^TestBenchConditions$$' -timeout 150m -v 2>&1 | grep -E '^(BENCH|---|FAIL|ok)|bench_conditions_test'
 
 bench-podindex: ## what naming pods costs the API server: a list per node vs one cluster-wide paginated list, at 100 and 10,000 pods a node
 	NODESTATE_BENCH_PODINDEX=1 hack/e2e.sh -run '^TestBenchPodIndex$$' 2>&1 | grep -E '^(PODINDEX|---|FAIL|ok)'

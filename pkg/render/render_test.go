@@ -452,3 +452,34 @@ func TestMeaning(t *testing.T) {
 		}
 	}
 }
+
+// A fleet read's rows say how old each answer is and where it came from, before the sentence;
+// streamed rows line up with the header.
+func TestVerifySources(t *testing.T) {
+	zero := decodeFile(t, decode.KindCPU, "testdata/kubelet/cpu_manager_state/v1.18.0/static-numa.checksum-zero.json")
+	from := &nodestate.Provenance{From: nodestate.FromConditions, AgeSeconds: 200}
+	rowsIn := []nodestate.FileRow{
+		{Node: "a", Source: from, Monitor: &nodestate.MonitorAnswer{Condition: "KubeletCheckpointsCorrupt", Status: corev1.ConditionFalse, Message: "7 checkpoint files valid"}},
+		{Node: "b", Source: &nodestate.Provenance{From: nodestate.FromDebugPod}, Report: zero},
+	}
+	for _, o := range []Options{{ShowNode: true, Sources: true}, {ShowNode: true, Sources: true, Stream: true, NodeWidth: 4}, {Format: Wide, ShowNode: true, Sources: true}} {
+		out := printed(t, func(b *bytes.Buffer) error { return Verify(b, o, rowsIn) })
+		rs := rows(out)
+		last := len(rs[0]) - 1
+		if rs[0][last-2] != "AGE" || rs[0][last-1] != "FROM" || rs[0][1] != "FILE" {
+			t.Fatalf("%+v: header %q", o, rs[0])
+		}
+		if a := rs[1]; a[1] != "-" || a[3] != "valid" || a[last-2] != "3m20s" || a[last-1] != "conditions" || a[last] != "7 checkpoint files valid" {
+			t.Errorf("%+v: condition row %q", o, a)
+		}
+		if b := rs[2]; b[1] != "cpu_manager_state" || b[last-2] != "0s" || b[last-1] != "debug-pod" {
+			t.Errorf("%+v: debug pod row %q", o, b)
+		}
+		if o.Stream {
+			lines := strings.Split(out, "\n")
+			if strings.Index(lines[0], "AGE") != strings.Index(lines[1], "3m20s") || strings.Index(lines[0], "FROM") != strings.Index(lines[2], "debug-pod") {
+				t.Errorf("streamed columns do not line up:\n%s", out)
+			}
+		}
+	}
+}
