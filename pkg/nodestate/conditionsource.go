@@ -122,6 +122,12 @@ func (s *FleetSplit) Infos() []fetch.NodeInfo {
 	return out
 }
 
+// AnyMonitor reports whether a node of the fleet carries the monitor's conditions (fresh, stale
+// or reporting a problem): where none does, a fleet read is the debug-pod fan-out it always was.
+func (s *FleetSplit) AnyMonitor() bool {
+	return len(s.Monitored) > 0 || slices.ContainsFunc(s.Read, func(r FleetRead) bool { return r.Why == ReadStale || r.Why == ReadProblem })
+}
+
 // Summary says in a line where the answers come from: how many from the conditions and how old
 // the oldest is, how many are read through debug pods and why ("" when every node is read
 // because fresh reads were asked for).

@@ -90,6 +90,13 @@ func TestListFleet(t *testing.T) {
 	if err != nil || len(split.Monitored) != 4 || len(split.Read) != 2 {
 		t.Errorf("problems answered, an hour allowed: monitored %d, read %d, %v", len(split.Monitored), len(split.Read), err)
 	}
+	if !split.AnyMonitor() {
+		t.Error("AnyMonitor: false with monitored nodes")
+	}
+	split, err = ListFleet(context.Background(), cfg, FleetOptions{Checks: []NodeCheck{CheckDevices}, Now: now})
+	if err != nil || split.AnyMonitor() || len(split.Read) != 6 {
+		t.Errorf("no node with the devices condition: AnyMonitor %v, read %d, %v", split.AnyMonitor(), len(split.Read), err)
+	}
 	split, err = ListFleet(context.Background(), cfg, FleetOptions{Checks: []NodeCheck{CheckCheckpoints}, Now: now, Fresh: true})
 	if err != nil || len(split.Monitored) != 0 || len(split.Read) != 6 || split.Summary() != "" {
 		t.Errorf("fresh: monitored %d, read %d, %v", len(split.Monitored), len(split.Read), err)

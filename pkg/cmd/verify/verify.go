@@ -70,7 +70,8 @@ func NewCmdVerify(flags *genericclioptions.ConfigFlags, streams genericiooptions
 			the nodes without the condition, those whose condition is older than
 			--max-condition-age (the monitor is gone), and those whose monitor reports a problem
 			or cannot judge (read now, so each file is named); --fresh reads every node so.
-			Named nodes are always read now. A line on stderr says how many came from where.`) + "\n\n" + cmdutil.ExitStatusHelp,
+			Named nodes are always read now. When a node carries the monitor's conditions, a line
+			on stderr says how many answers came from where.`) + "\n\n" + cmdutil.ExitStatusHelp,
 		Example:           example,
 		ValidArgsFunction: cmdutil.CompleteNodeNames(flags),
 		RunE:              cmdutil.RunE(o),
@@ -197,7 +198,8 @@ func (o *Options) results(ctx context.Context) iter.Seq2[*nodestate.NodeResult, 
 			yield(nil, &cmdutil.ExitError{Code: cmdutil.ExitUnreadable, Message: err.Error()})
 			return
 		}
-		if line := split.Summary(); line != "" {
+		// No node runs the monitor: the fan-out as ever, its stderr one line per node not read.
+		if line := split.Summary(); line != "" && split.AnyMonitor() {
 			fmt.Fprintln(o.ErrOut, line)
 		}
 		o.Live.Resolved = nil
