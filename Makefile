@@ -50,7 +50,7 @@ bench-admit: ## admit --all-nodes beside verify --all-nodes, interleaved in one 
 	NODESTATE_BENCH_ADMIT_NODES=$${NODES:-1000} hack/e2e.sh -run '^TestBenchAdmit$$' -v 2>&1 | grep -E '^(BENCH|---|FAIL|ok)'
 
 bench-conditions: ## verify --all-nodes from the monitor's node conditions beside --fresh (a debug pod per node), interleaved in one run, on NODES (10,000) kwok nodes: time, requests, peak RSS
-	NODESTATE_BENCH_CONDITIONS_NODES=$${NODES:-10000} hack/e2e.sh -run '^TestBenchConditions$$' -timeout 150m -v 2>&1 | grep -E '^(BENCH|---|FAIL|ok)|bench_conditions_test'
+	NODESTATE_BENCH_CONDITIONS_NODES=$${NODES:-10000} hack/e2e.sh -run '^TestBenchConditions$$' -timeout 150m -v 2>&1 | grep -E '^(BENCH|---|FAIL|ok)|bench_(conditions_)?test'
 
 bench-podindex: ## what naming pods costs the API server: a list per node vs one cluster-wide paginated list, at 100 and 10,000 pods a node
 	NODESTATE_BENCH_PODINDEX=1 hack/e2e.sh -run '^TestBenchPodIndex$$' 2>&1 | grep -E '^(PODINDEX|---|FAIL|ok)'
