@@ -27,10 +27,7 @@ func TestBenchAdmit(t *testing.T) {
 	example := filepath.Join(cp.repoRoot, "examples/admit-node")
 	files := repoDirFiles(t, "examples/admit-node")
 	dir := KubeletDir(t, files)
-	names := make([]string, n)
-	for i := range names {
-		names[i] = fmt.Sprintf("admb-%05d", i)
-	}
+	names := numberedNodes("admb", n)
 	CreateNodes(t, names, func(string) NodeOptions { return NodeOptions{KubeletVersion: decode.HomeKubelet, KubeletDir: dir} })
 	plugin := PluginBin(t)
 	ns := NewNamespace(t, nil)

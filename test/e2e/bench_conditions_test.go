@@ -30,10 +30,7 @@ func TestBenchConditions(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := KubeletDir(t, map[string]string{"cpu_manager_state": string(cpu)})
-	names := make([]string, n)
-	for i := range names {
-		names[i] = fmt.Sprintf("cbench-%05d", i)
-	}
+	names := numberedNodes("cbench", n)
 	start := time.Now()
 	CreateNodes(t, names, func(string) NodeOptions { return NodeOptions{KubeletVersion: decode.HomeKubelet, KubeletDir: dir} })
 	patch := conditionsPatch(0)
@@ -76,4 +73,13 @@ func TestBenchConditions(t *testing.T) {
 	fmt.Fprintln(os.Stdout, "BENCH "+line)
 	t.Log(line)
 	t.Logf("requests by verb: from conditions %v; fresh %v", from[0].byVerb, fresh.byVerb)
+}
+
+// numberedNodes are n node names: prefix-00000, prefix-00001, ...
+func numberedNodes(prefix string, n int) []string {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("%s-%05d", prefix, i)
+	}
+	return names
 }
