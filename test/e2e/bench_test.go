@@ -96,6 +96,9 @@ type benchRun struct {
 	stdout, stderr string
 }
 
+// benchRunTimeout bounds one measured run.
+var benchRunTimeout = 20 * time.Minute
+
 // measure runs bin with args and measures its wall time, its peak RSS and the API requests
 // made meanwhile (after every debug pod of ns is gone).
 func measure(t *testing.T, ns string, bin string, args ...string) benchRun {
@@ -109,7 +112,7 @@ func measureExit(t *testing.T, ns string, okExit []int, bin string, args ...stri
 	t.Helper()
 	before, verbsBefore := requestCount(t)
 	harnessBefore := harnessRequests.Load()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), benchRunTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = Env(t)
