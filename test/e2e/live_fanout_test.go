@@ -296,8 +296,8 @@ func TestLiveInterrupt(t *testing.T) {
 		t.Fatalf("%d rows, want a header and %d:\n%s", len(rows), total, stdout.String())
 	}
 	for _, row := range rows[1:] {
-		if len(row) != 5 || row[1] != "-" || row[3] != "unreadable" || row[4] != "canceled" {
-			t.Errorf("row %q, want NODE - - unreadable canceled (NODE FILE FORMAT VERDICT MEANING)", row)
+		if len(row) != 7 || row[1] != "-" || row[3] != "unreadable" || row[5] != "debug-pod" || row[6] != "canceled" {
+			t.Errorf("row %q, want NODE - - unreadable 0s debug-pod canceled (NODE FILE FORMAT VERDICT AGE FROM MEANING)", row)
 			break
 		}
 	}
