@@ -332,10 +332,7 @@ func benchSize(t *testing.T, ns, plugin, floor string, size, concurrency int, sh
 func createSizedNodes(t *testing.T, prefix string, sizes []int, dir string) []string {
 	t.Helper()
 	n := slices.Max(sizes)
-	names := make([]string, n)
-	for i := range names {
-		names[i] = fmt.Sprintf("%s-%05d", prefix, i)
-	}
+	names := numberedNodes(prefix, n)
 	start := time.Now()
 	CreateNodes(t, names, func(name string) NodeOptions {
 		i, _ := strconv.Atoi(strings.TrimPrefix(name, prefix+"-"))
