@@ -23,7 +23,7 @@ func deviceStatus(node *corev1.Node) *DeviceStatus {
 	keep := func(list corev1.ResourceList) map[string]int64 {
 		var out map[string]int64
 		for name, q := range list {
-			if !isExtendedResource(name) {
+			if !IsExtendedResource(name) {
 				continue
 			}
 			if out == nil {
@@ -40,9 +40,9 @@ func deviceStatus(node *corev1.Node) *DeviceStatus {
 	return ds
 }
 
-// isExtendedResource: a resource outside the kubernetes.io domain (cpu, memory, hugepages-*
+// IsExtendedResource: a resource outside the kubernetes.io domain (cpu, memory, hugepages-*
 // and the rest have none), as the scheduler's helper judges it.
-func isExtendedResource(name corev1.ResourceName) bool {
+func IsExtendedResource(name corev1.ResourceName) bool {
 	domain, _, ok := strings.Cut(string(name), "/")
 	return ok && domain != "kubernetes.io" && !strings.HasSuffix(domain, ".kubernetes.io")
 }

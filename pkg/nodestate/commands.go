@@ -3,8 +3,10 @@ package nodestate
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
@@ -108,4 +110,24 @@ func ReadDevicePlugins(path string) (map[string][]replay.Device, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return devices, nil
+}
+
+// PodsAskDevices says whether any container of the pods, init containers included, asks for
+// an extended resource: one a device plugin (or DRA) serves.
+func PodsAskDevices(pods []*corev1.Pod) bool {
+	for _, p := range pods {
+		for _, c := range slices.Concat(p.Spec.InitContainers, p.Spec.Containers) {
+			for name := range c.Resources.Requests {
+				if fetch.IsExtendedResource(name) {
+					return true
+				}
+			}
+			for name := range c.Resources.Limits {
+				if fetch.IsExtendedResource(name) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }

@@ -33,8 +33,8 @@ const AdmitListKind = "AdmitResultList"
 
 // Admit prints one row per container of an admitted pod and one per refused pod, then, for
 // each refusal, why; json and yaml print the result itself for one node, a list for several.
-// A DEVICES column (each resource's device IDs and their NUMA nodes) is shown when a container
-// holds devices, and always with -o wide, which also adds each container's CPUs' NUMA nodes.
+// A DEVICES column (each resource's device IDs and their NUMA nodes) is shown when the pods ask
+// for devices (o.Devices) or a container holds some, and always with -o wide, which also adds each container's CPUs' NUMA nodes.
 func Admit(w io.Writer, o Options, results []AdmitResult) error {
 	if len(results) == 1 && !o.ShowNode && (o.Format == JSON || o.Format == YAML) {
 		return printOne(w, o.Format, results[0])
@@ -43,7 +43,7 @@ func Admit(w io.Writer, o Options, results []AdmitResult) error {
 		return err
 	}
 	wide := o.Format == Wide
-	devices := wide || slices.ContainsFunc(results, holdsDevices)
+	devices := wide || o.Devices || slices.ContainsFunc(results, holdsDevices)
 	headers := []string{"POD", "ADMITTED", "CONTAINER", "CPUS"}
 	if wide {
 		headers = append(headers, "CPU-NUMA")

@@ -67,6 +67,11 @@ func TestAdmitDevicesColumn(t *testing.T) {
 	if err := Admit(&out, Options{Format: Wide}, plain); err != nil || !strings.Contains(out.String(), "DEVICES") {
 		t.Errorf("wide, no devices: %v\n%s", err, out.String())
 	}
+	// A streamed fleet's first block may hold no device: the pods asking for some decide.
+	out.Reset()
+	if err := Admit(&out, Options{Format: Table, Stream: true, Devices: true}, plain); err != nil || !strings.Contains(out.String(), "DEVICES") {
+		t.Errorf("pods asking devices, first block without: %v\n%s", err, out.String())
+	}
 }
 
 // The JSON contract: each admitted container's "devices" per resource, their NUMA nodes, and the

@@ -53,6 +53,9 @@ type Options struct {
 	// Sources adds AGE and FROM columns: how old each row's answer is and where it came from
 	// (a fleet read answered from node conditions or debug pods).
 	Sources bool
+	// Devices shows admit's DEVICES column from the first block on: the pods ask for
+	// device-plugin resources (a streamed table cannot add a column later).
+	Devices bool
 	// List, when set, receives json/yaml items instead of a whole list being printed per call:
 	// a command streaming many nodes prints each node's items into it (see ListWriter).
 	List *ListWriter[any]

@@ -264,6 +264,7 @@ func (o *Options) Run(ctx context.Context) error {
 		fmt.Fprintf(o.ErrOut, "pod %s/%s on node %s: phase %s, reason %q, message %q\n", p.Namespace, p.Name, orNone(p.Spec.NodeName), p.Status.Phase, p.Status.Reason, p.Status.Message)
 	}
 	ro := o.RenderOptions()
+	ro.Devices = nodestate.PodsAskDevices(o.Engines.Admit.Pods)
 	// Live nodes print as each is replayed (in the order they complete), so a fleet's answers
 	// are not held until the end; one node named prints its object (the JSON contract), as
 	// kubectl get NAME prints an object and a selector a list.
