@@ -90,6 +90,9 @@ type ReadOptions struct {
 	ReadMachine, ReadKubeletConfig bool
 	// ReadNodeFiles also reads the device plugin sockets and CDI specs (nodestate.Config.NodeFiles).
 	ReadNodeFiles bool
+	// ReadPodNames also lists each live node's pods, to name the IDs the files hold
+	// (nodestate.Config.PodNames; doctor and admit always do).
+	ReadPodNames bool
 	// ReadCgroups also reads what the node's cgroups show (nodestate.Config.Cgroups).
 	ReadCgroups bool
 	// Engines are the library's engines to run beyond decode (doctor).

@@ -32,6 +32,7 @@ func (o *ReadOptions) Config() (nodestate.Config, error) {
 		KubeletWhy:     "--kubelet-version",
 		NodeFiles:      o.ReadNodeFiles,
 		Cgroups:        o.ReadCgroups,
+		PodNames:       o.ReadPodNames,
 		Engines:        o.Engines,
 	}
 	if src.Offline() {

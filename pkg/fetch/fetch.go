@@ -35,6 +35,11 @@ type Fetcher struct {
 	// into Snapshot.Dumps.
 	Dumps []StderrDump
 
+	// IndexPods also lists the node's pods into Snapshot.Pods (one LIST a node), for what
+	// names the files' pod UIDs and container IDs or weighs the pods the node runs; a read
+	// that does neither (verify) spares the API server that request.
+	IndexPods bool
+
 	// Exec replaces the remote exec, for tests. Nil means RemoteExec(Client, Config).
 	Exec ExecFunc
 }
@@ -52,7 +57,7 @@ type Snapshot struct {
 	Missing            []string            // requested paths that are not regular files on the node
 	Oversized          []string            // requested paths skipped for exceeding the per-file cap
 	TempFiles          []string            // leftover ".<digits>" files of interrupted kubelet writes
-	Pods               *PodIndex           // the node's pods, to name pod UIDs and container IDs
+	Pods               *PodIndex           // the node's pods, to name pod UIDs and container IDs (Fetcher.IndexPods; else nil)
 	Dumps              map[string][]byte   // the sections Fetcher.Dumps asked for, by header
 	Warnings           []string            // non-fatal: tar's stderr, a failed pod index or deletion
 }
@@ -80,8 +85,9 @@ func (f *Fetcher) exec() ExecFunc {
 }
 
 // Fetch reads f.Paths from nodeName: it reads the node, creates the debug pod, waits for it
-// to run, execs one tar, parses it, indexes the node's pods, and deletes the pod on every way
-// out (success, error, timeout, ctx cancelled). Every error is an *Error for nodeName.
+// to run, execs one tar, parses it, indexes the node's pods (IndexPods), and deletes the pod
+// on every way out (success, error, timeout, ctx cancelled). Every error is an *Error for
+// nodeName.
 func (f *Fetcher) Fetch(ctx context.Context, nodeName string) (nf *Snapshot, err error) {
 	return f.fetch(ctx, NodeInfo{Name: nodeName}, nil)
 }
@@ -215,6 +221,9 @@ func (f *Fetcher) fetch(ctx context.Context, node NodeInfo, pw *podWatch) (nf *S
 	if replaced {
 		nf.Warnings = append(nf.Warnings, fmt.Sprintf("debug pod %s was deleted by someone else while it was read; read again through %s",
 			created[0].Name, debug.Name))
+	}
+	if !f.IndexPods {
+		return nf, nil
 	}
 	// After the read, so every pod named in the files that still exists is in the index; at
 	// the same time as the debug pod's deletion, which it does not wait for.

@@ -22,7 +22,7 @@ import (
 var testPaths = []string{"cpu_manager_state", "memory_manager_state", "device-plugins/kubelet_internal_checkpoint"}
 
 func newFetcher(c *fake.Clientset, exec ExecFunc) *Fetcher {
-	return &Fetcher{Client: c, Exec: exec, Paths: testPaths, Options: Options{Namespace: "kube-system"}}
+	return &Fetcher{Client: c, Exec: exec, Paths: testPaths, Options: Options{Namespace: "kube-system"}, IndexPods: true}
 }
 
 func workloadPod() *corev1.Pod {

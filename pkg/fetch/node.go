@@ -77,12 +77,20 @@ func NodeInfoOf(node *corev1.Node) NodeInfo {
 // nodePageSize bounds one page of the node list, so a large cluster is never held whole.
 const nodePageSize = 500
 
+// WithoutAllocatable is NodeInfoOf without status.allocatable, for reads that admit no pod: a
+// node's allocatable is most of its NodeInfo, kept for every node of the fleet.
+func WithoutAllocatable(node *corev1.Node) NodeInfo {
+	info := NodeInfoOf(node)
+	info.Allocatable = nil
+	return info
+}
+
 // ListNodes lists the nodes matching a label selector ("" for all), sorted by name, in pages,
-// keeping only their NodeInfo. It also returns the resourceVersion of the last page, where a
-// watch can start.
-func ListNodes(ctx context.Context, client kubernetes.Interface, selector string) ([]NodeInfo, string, error) {
+// keeping only what info (NodeInfoOf, WithoutAllocatable) keeps of each. It also returns the
+// resourceVersion of the last page, where a watch can start.
+func ListNodes(ctx context.Context, client kubernetes.Interface, selector string, info func(*corev1.Node) NodeInfo) ([]NodeInfo, string, error) {
 	var nodes []NodeInfo
-	rv, err := EachNode(ctx, client, selector, func(n *corev1.Node) { nodes = append(nodes, NodeInfoOf(n)) })
+	rv, err := EachNode(ctx, client, selector, func(n *corev1.Node) { nodes = append(nodes, info(n)) })
 	if err != nil {
 		return nil, "", err
 	}
@@ -112,7 +120,7 @@ func EachNode(ctx context.Context, client kubernetes.Interface, selector string,
 
 // NodeNames lists the names of the nodes matching a label selector ("" for all), sorted.
 func NodeNames(ctx context.Context, client kubernetes.Interface, selector string) ([]string, error) {
-	nodes, _, err := ListNodes(ctx, client, selector)
+	nodes, _, err := ListNodes(ctx, client, selector, WithoutAllocatable)
 	if err != nil {
 		return nil, err
 	}

@@ -178,7 +178,7 @@ func ListFleet(ctx context.Context, cfg Config, o FleetOptions) (*FleetSplit, er
 	split := &FleetSplit{MaxAge: o.MaxAge}
 	keep := func(n *corev1.Node) {
 		results, beat, ok := fromConditions(n, o.Checks)
-		read := FleetRead{Info: fetch.NodeInfoOf(n), Monitor: results}
+		read := FleetRead{Info: cfg.nodeInfo(n), Monitor: results}
 		switch age := o.Now.Sub(beat); {
 		case o.Fresh:
 			read.Why = ReadAsked

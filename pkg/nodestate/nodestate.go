@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -70,6 +71,10 @@ type Config struct {
 	// Cgroups): live, in the same exec, with the host's cgroup filesystem mounted read-only;
 	// offline, from a bundle's file when it has one.
 	Cgroups bool
+	// PodNames also lists each live node's pods, one LIST a node: to name the pod UIDs and
+	// container IDs its files hold (NodeResult.Names), and, for doctor and admit, the pods it
+	// runs. verify, which names no pod, spares the API server that request.
+	PodNames bool
 	// Configz replaces the GET of configz through the API server, for tests.
 	Configz ConfigzFunc
 
@@ -90,6 +95,14 @@ type Config struct {
 type Engines struct {
 	Doctor *DoctorConfig
 	Admit  *AdmitConfig
+}
+
+// nodeInfo keeps what reading a listed node needs of it: its allocatable only to admit pods.
+func (c *Config) nodeInfo(n *corev1.Node) fetch.NodeInfo {
+	if c.Admit != nil {
+		return fetch.NodeInfoOf(n)
+	}
+	return fetch.WithoutAllocatable(n)
 }
 
 // Offline reports whether the files come from copies on disk.
@@ -182,13 +195,18 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 	if d := cfg.Doctor; d != nil {
 		cfg.Machine = cfg.Machine || d.Machine == nil
 		cfg.KubeletConfig = cfg.KubeletConfig || d.KubeletConfig == nil
-		// The files against the node: device plugin sockets, CDI specs, ResourceClaims, cgroups.
+		// The files against the node: device plugin sockets, CDI specs, ResourceClaims, cgroups,
+		// and the pods that hold them.
 		cfg.NodeFiles = true
 		cfg.Cgroups = true
+		cfg.PodNames = true
 	}
 	if a := cfg.Admit; a != nil {
 		cfg.Machine = cfg.Machine || a.Machine == nil
 		cfg.KubeletConfig = cfg.KubeletConfig || a.KubeletConfig == nil
+		// The node's other pods: the kubelet's node-resource predicate weighs them, and they
+		// name the holders of devices.
+		cfg.PodNames = true
 	}
 	r := &Runner{cfg: cfg}
 	switch {
@@ -207,7 +225,7 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 	if cfg.Cgroups {
 		opts.HostDirs = append(opts.HostDirs, cgroupHostDir)
 	}
-	r.fetcher = &fetch.Fetcher{Client: cfg.Client, Config: cfg.RESTConfig, Paths: decode.Paths(), Options: opts, Exec: cfg.Exec}
+	r.fetcher = &fetch.Fetcher{Client: cfg.Client, Config: cfg.RESTConfig, Paths: decode.Paths(), Options: opts, Exec: cfg.Exec, IndexPods: cfg.PodNames}
 	if err := r.fetcher.Validate(); err != nil {
 		return nil, err
 	}
@@ -220,7 +238,7 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 	case cfg.Listed != nil:
 		r.infos = cfg.Listed
 	case cfg.AllNodes:
-		infos, _, err := fetch.ListNodes(ctx, cfg.Client, cfg.Selector)
+		infos, _, err := fetch.ListNodes(ctx, cfg.Client, cfg.Selector, cfg.nodeInfo)
 		if err != nil {
 			return nil, fetch.ExplainError(err, opts.WithDefaults().Namespace)
 		}

@@ -219,7 +219,7 @@ func TestLive(t *testing.T) {
 		}
 		return tw.Close()
 	}
-	cfg := Config{AllNodes: true, Selector: "pool=x", Client: client, RESTConfig: &rest.Config{}, Concurrency: 2, Exec: exec}
+	cfg := Config{AllNodes: true, Selector: "pool=x", Client: client, RESTConfig: &rest.Config{}, Concurrency: 2, Exec: exec, PodNames: true}
 	r, err := New(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)

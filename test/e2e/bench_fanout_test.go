@@ -5,7 +5,6 @@ package e2e
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -164,8 +163,7 @@ spec:
 func buildFloor(t *testing.T) string {
 	t.Helper()
 	floor := filepath.Join(t.TempDir(), "floor")
-	build := exec.Command("go", "build", "-o", floor, "./test/e2e/floor")
-	build.Dir = cp.repoRoot
+	build := releaseBuild(floor, "./test/e2e/floor")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build the floor: %v\n%s", err, out)
 	}

@@ -44,6 +44,7 @@ func NewCmds(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOSt
 
 func newCmd(v *view, flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &Options{ReadOptions: cmdutil.NewReadOptions(flags), view: v, IOStreams: streams}
+	o.ReadPodNames = true // its tables name the pods and containers
 	cmd := &cobra.Command{
 		Use:               v.Use + " NODE... | --all-nodes | --from-dir DIR | --from-file FILE",
 		Short:             v.Short,
