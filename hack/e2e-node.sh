@@ -77,7 +77,7 @@ binaries() {
   if [[ -n ${NODESTATE_E2E_NODE_PLUGIN:-} ]]; then
     mkdir -p "$tmp/plugin" && cp "$NODESTATE_E2E_NODE_PLUGIN" "$tmp/plugin/kubectl-nodestate"
   else
-    go build -o "$tmp/plugin/kubectl-nodestate" ./cmd/kubectl-nodestate
+    make -s build BIN="$tmp/plugin/kubectl-nodestate" # as users get it: static, stripped
   fi
   mkdir -p "$tmp/pause"
   go build -ldflags '-s -w' -o "$tmp/pause/pause" ./hack/e2e-node/pause

@@ -156,6 +156,14 @@ func (f *Fetcher) collect(parent context.Context, pod *corev1.Pod, opts Options)
 	return got, err
 }
 
+// Command is what the debug pod runs: the tar of f.Paths, and the dumps after it.
+func (f *Fetcher) Command() []string {
+	if len(f.Dumps) > 0 {
+		return CollectDumpsCommand(f.Paths, f.Dumps)
+	}
+	return CollectCommand(f.Paths)
+}
+
 // collectOnce is one exec of the collect command within ctx, the exec timeout's context.
 func (f *Fetcher) collectOnce(parent, ctx context.Context, pod *corev1.Pod, opts Options) (*collected, error) {
 	attempt, cancel := context.WithCancel(ctx)
@@ -163,12 +171,9 @@ func (f *Fetcher) collectOnce(parent, ctx context.Context, pod *corev1.Pod, opts
 
 	pr, pw := io.Pipe()
 	stderr := &cappedBuffer{max: maxStderr}
-	command := CollectCommand(f.Paths)
-	if len(f.Dumps) > 0 {
-		for _, d := range f.Dumps {
-			stderr.max += d.Max
-		}
-		command = CollectDumpsCommand(f.Paths, f.Dumps)
+	command := f.Command()
+	for _, d := range f.Dumps {
+		stderr.max += d.Max
 	}
 	execDone := make(chan error, 1)
 	go func() {

@@ -256,6 +256,15 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 	return r, nil
 }
 
+// ExecCommand is the command each live node's debug pod runs: one exec that reads the files
+// and what the engines need of the node (nil offline).
+func (r *Runner) ExecCommand() []string {
+	if r.fetcher == nil {
+		return nil
+	}
+	return r.fetcher.Command()
+}
+
 // Nodes is the live node list being read (nil offline).
 func (r *Runner) Nodes() []string { return r.nodes }
 

@@ -538,8 +538,12 @@ func deleteNamespace(t *testing.T, name string) {
 	ctx := context.Background()
 	c := node.Client.CoreV1()
 	for _, del := range []func() error{
-		func() error { return c.ConfigMaps(name).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}) },
-		func() error { return c.ServiceAccounts(name).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}) },
+		func() error {
+			return c.ConfigMaps(name).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+		},
+		func() error {
+			return c.ServiceAccounts(name).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+		},
 		func() error { return c.Namespaces().Delete(ctx, name, metav1.DeleteOptions{}) },
 	} {
 		if err := del(); err != nil {

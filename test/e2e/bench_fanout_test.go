@@ -3,6 +3,8 @@
 package e2e
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,11 +14,13 @@ import (
 	"testing"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmdutil"
+	nodestatelib "github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/replay"
 )
 
 // TestBenchFanout is `make bench-fanout`: every fan-out verb beside the floor program
-// (test/e2e/floor), in one run, interleaved (floor, verify, doctor, admit, admit-gpu, then the
-// same in reverse order), on the same kwok nodes, in two node states:
+// (test/e2e/floor), in one run, interleaved (floor, verify, floor-doctor, doctor, floor-admit,
+// admit, admit-gpu, then the same in reverse order), on the same kwok nodes, in two node states:
 //
 //   - nostart: examples/kubelet-root's files, whose CPU and memory manager states this host's
 //     machine and the config K refuse: the kubelet would not start, doctor searches fixes,
@@ -28,9 +32,14 @@ import (
 // --kubelet-config K; admit --all-nodes -f pod.yaml --kubelet-config K (a pod of 1 exclusive
 // CPU); admit --all-nodes -f gpu-pod.yaml --devices FILE --kubelet-config K (the same pod with a
 // device-plugin resource, the device manager replayed). Each reads the machine from the node's
-// sysfs in the same exec as the files (kwok: this host's). Per state, size and verb it prints
+// sysfs in the same exec as the files (kwok: this host's). Each verb's floor runs that verb's
+// very exec command (nodestate's Runner.ExecCommand): floor for verify's (the files),
+// floor-doctor for doctor's (and the sysfs, cgroups, sockets and CDI dumps), floor-admit for
+// admit's (and the sysfs and PCI dumps). Under kwok every exec's shell runs on the control
+// plane's host, not on the node: what a node's script costs is charged to the fleet's time,
+// and so to the floor that runs it too. Per state, size and verb it prints
 //
-//	BENCH fanout state=S nodes=N verb=V time=Xs ratio=X/floor vs_verify=X/verify requests_per_node=R rss=MiB cpu=Cs
+//	BENCH fanout state=S nodes=N verb=V time=Xs ratio=X/its-floor floor=F vs_verify=X/verify requests_per_node=R rss=MiB cpu=Cs
 //
 // time is the mean of the verb's runs, rss the highest peak RSS (VmHWM) of its runs,
 // requests_per_node the API server's count (as bench-scale's, the environment's share taken
@@ -42,7 +51,7 @@ import (
 //	NODESTATE_BENCH_FANOUT_SIZES   node counts, e.g. "1000 10000" (unset: skip)
 //	NODESTATE_BENCH_FANOUT_STATES  "nostart starts" (default both)
 //	NODESTATE_BENCH_FANOUT_ROUNDS  1: one run of each verb, 2 (default): both orders
-//	NODESTATE_BENCH_FANOUT_VERBS   a subset of "floor verify doctor admit admit-gpu"
+//	NODESTATE_BENCH_FANOUT_VERBS   a subset of "floor verify floor-doctor doctor floor-admit admit admit-gpu"
 //	NODESTATE_BENCH_FANOUT_CONCURRENCY  --concurrency of all (default: the plugin's)
 //	NODESTATE_BENCH_FANOUT_PROFILE      cpu, heap, allocs...: each plugin run writes that profile
 //	                                    (--profile) to DIR/STATE-NODES-VERB.pprof, DIR being
@@ -65,7 +74,7 @@ func TestBenchFanout(t *testing.T) {
 	}
 	verbs := strings.Fields(os.Getenv("NODESTATE_BENCH_FANOUT_VERBS"))
 	if len(verbs) == 0 {
-		verbs = []string{"floor", "verify", "doctor", "admit", "admit-gpu"}
+		verbs = []string{"floor", "verify", "floor-doctor", "doctor", "floor-admit", "admit", "admit-gpu"}
 	}
 
 	// One kubelet dir for every node, rewritten between the states.
@@ -104,6 +113,14 @@ spec:
 	plugin := PluginBin(t)
 	ns := NewNamespace(t, nil)
 	concurrency := strconv.Itoa(envInts(t, "NODESTATE_BENCH_FANOUT_CONCURRENCY", strconv.Itoa(cmdutil.DefaultConcurrency))[0])
+	// Each floor's exec: the verb's own, as its Runner builds it (the kubelet config given, as
+	// --kubelet-config gives it: not read from the node).
+	given := &replay.KubeletConfig{}
+	floorCommand := map[string]string{
+		"floor":        execCommand(t, nodestatelib.Engines{}),
+		"floor-doctor": execCommand(t, nodestatelib.Engines{Doctor: &nodestatelib.DoctorConfig{KubeletConfig: given}}),
+		"floor-admit":  execCommand(t, nodestatelib.Engines{Admit: &nodestatelib.AdmitConfig{KubeletConfig: given}}),
+	}
 
 	profile, profileDir := os.Getenv("NODESTATE_BENCH_FANOUT_PROFILE"), os.Getenv("NODESTATE_BENCH_FANOUT_PROFILE_DIR")
 	if profile != "" && profileDir == "" {
@@ -129,11 +146,13 @@ spec:
 			sel := TestSelector(t) + "," + sizeLabel(size) + "=true"
 			live := []string{"--all-nodes", "-l", sel, "-n", ns, "--concurrency", concurrency}
 			args := map[string][]string{
-				"floor":     {"-kubeconfig", Kubeconfig(), "-n", ns, "-l", sel, "-concurrency", concurrency},
 				"verify":    append([]string{"verify"}, live...),
 				"doctor":    append([]string{"doctor", "--kubelet-config", config}, live...),
 				"admit":     append([]string{"admit", "-f", pod, "--kubelet-config", config}, live...),
 				"admit-gpu": append([]string{"admit", "-f", gpuPod, "--devices", devices, "--kubelet-config", config}, live...),
+			}
+			for floor, command := range floorCommand {
+				args[floor] = []string{"-kubeconfig", Kubeconfig(), "-n", ns, "-l", sel, "-concurrency", concurrency, "-command", command}
 			}
 			order := slices.Clone(verbs)
 			runs := map[string][]benchRun{}
@@ -141,7 +160,7 @@ spec:
 				for _, verb := range order {
 					bin, ok := plugin, []int{0, 1} // doctor and admit exit 1 when the kubelet would not start
 					a := args[verb]
-					if verb == "floor" {
+					if isFloor(verb) {
 						bin, ok = floor, []int{0}
 					} else if profile != "" {
 						a = append(slices.Clone(a), "--profile", profile, "--profile-output", filepath.Join(profileDir, fmt.Sprintf("%s-%d-%s.pprof", state, size, verb)))
@@ -157,6 +176,33 @@ spec:
 			printFanout(t, state, size, verbs, runs)
 		}
 	}
+}
+
+// execCommand is the exec command of a live read with these engines, as JSON.
+func execCommand(t *testing.T, engines nodestatelib.Engines) string {
+	t.Helper()
+	r, err := nodestatelib.New(context.Background(), nodestatelib.Config{Nodes: []string{"any"}, Client: Client(), RESTConfig: RESTConfig(), Engines: engines})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(r.ExecCommand())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func isFloor(verb string) bool { return strings.HasPrefix(verb, "floor") }
+
+// floorOf is the floor a verb is compared with: the one that runs its exec.
+func floorOf(verb string) string {
+	switch verb {
+	case "doctor":
+		return "floor-doctor"
+	case "admit", "admit-gpu":
+		return "floor-admit"
+	}
+	return "floor"
 }
 
 // buildFloor builds test/e2e/floor.
@@ -178,7 +224,7 @@ func checkFanout(t *testing.T, verb, state string, r benchRun, nodes, files int)
 		t.Errorf("%s: %d lines on stderr for %d nodes, e.g.:\n%s", verb, lines, nodes, tailLines(r.stderr, 5))
 	}
 	switch verb {
-	case "floor":
+	case "floor", "floor-doctor", "floor-admit":
 		if !strings.Contains(r.stdout, fmt.Sprintf("nodes=%d ", nodes)) || !strings.Contains(r.stdout, " failed=0") {
 			t.Fatalf("floor: %s", r.stdout)
 		}
@@ -215,19 +261,20 @@ func checkFanout(t *testing.T, verb, state string, r benchRun, nodes, files int)
 func printFanout(t *testing.T, state string, size int, verbs []string, runs map[string][]benchRun) {
 	t.Helper()
 	var env float64
-	if floors := runs["floor"]; len(floors) > 0 {
-		for _, r := range floors {
-			var own int64
-			if _, err := fmt.Sscanf(r.stdout[strings.Index(r.stdout, "requests="):], "requests=%d", &own); err != nil {
-				t.Fatalf("floor output %q: %v", r.stdout, err)
-			}
-			env += float64(r.requests-own) / float64(len(floors))
+	var floors []benchRun
+	for _, verb := range verbs {
+		if isFloor(verb) {
+			floors = append(floors, runs[verb]...)
 		}
 	}
-	floorTime, verifyTime := 0.0, 0.0
-	if rs := runs["floor"]; len(rs) > 0 {
-		floorTime = meanWall(rs)
+	for _, r := range floors {
+		var own int64
+		if _, err := fmt.Sscanf(r.stdout[strings.Index(r.stdout, "requests="):], "requests=%d", &own); err != nil {
+			t.Fatalf("floor output %q: %v", r.stdout, err)
+		}
+		env += float64(r.requests-own) / float64(len(floors))
 	}
+	verifyTime := 0.0
 	if rs := runs["verify"]; len(rs) > 0 {
 		verifyTime = meanWall(rs)
 	}
@@ -242,8 +289,8 @@ func printFanout(t *testing.T, state string, size int, verbs []string, runs map[
 			cpu += r.cpu.Seconds() / float64(len(rs))
 		}
 		line := fmt.Sprintf("fanout state=%s nodes=%d verb=%s time=%.1fs", state, size, verb, x)
-		if floorTime > 0 {
-			line += fmt.Sprintf(" ratio=%.3f", x/floorTime)
+		if fs := runs[floorOf(verb)]; len(fs) > 0 && !isFloor(verb) {
+			line += fmt.Sprintf(" ratio=%.3f floor=%s", x/meanWall(fs), floorOf(verb))
 		}
 		if verifyTime > 0 {
 			line += fmt.Sprintf(" vs_verify=%.3f", x/verifyTime)

@@ -5,7 +5,12 @@
 // the tar's bytes and decodes nothing. The client rate limiter is off: the floor is what the
 // API server costs, nothing else.
 //
-//	floor --kubeconfig K -n NS -l SELECTOR --concurrency 20
+//	floor --kubeconfig K -n NS -l SELECTOR --concurrency 20 [--command JSON]
+//
+// --command is the exec's command as a JSON array (default: the tar of the checkpoint files,
+// verify's exec): a verb that reads more of the node in the same exec (doctor's and admit's
+// sysfs, cgroups and sockets) is compared with a floor that runs its very command, so that the
+// node's share of the work, which kwok runs on the control plane's host, is in both.
 //
 // It prints one line: `floor nodes=N wall=S requests=R bytes=B failed=F` (requests counted
 // on the client, to check how the benchmark attributes the API server's own counts).
@@ -13,6 +18,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -43,8 +49,16 @@ func main() {
 	ns := flag.String("n", "default", "namespace of the debug pods")
 	selector := flag.String("l", "", "node label selector")
 	concurrency := flag.Int("concurrency", 20, "nodes at once")
+	command := flag.String("command", "", "the exec's command, a JSON array (default: verify's)")
 	flag.Parse()
-	if err := run(*kubeconfig, *ns, *selector, *concurrency); err != nil {
+	cmd := fetch.CollectCommand(decode.Paths())
+	if *command != "" {
+		if err := json.Unmarshal([]byte(*command), &cmd); err != nil || len(cmd) == 0 {
+			fmt.Fprintf(os.Stderr, "floor: --command: not a JSON array of strings: %v\n", err)
+			os.Exit(2)
+		}
+	}
+	if err := run(*kubeconfig, *ns, *selector, *concurrency, cmd); err != nil {
 		fmt.Fprintln(os.Stderr, "floor:", err)
 		os.Exit(1)
 	}
@@ -84,7 +98,7 @@ func (w *waiters) running(name string) {
 	}
 }
 
-func run(kubeconfig, ns, selector string, concurrency int) error {
+func run(kubeconfig, ns, selector string, concurrency int, cmd []string) error {
 	start := time.Now()
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
@@ -127,7 +141,6 @@ func run(kubeconfig, ns, selector string, concurrency int) error {
 	g := new(errgroup.Group)
 	g.SetLimit(concurrency)
 	opts := fetch.Options{Namespace: ns}
-	cmd := fetch.CollectCommand(decode.Paths())
 	for i := range nodes.Items {
 		node := &nodes.Items[i]
 		g.Go(func() error {
