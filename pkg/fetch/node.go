@@ -3,6 +3,7 @@ package fetch
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -77,16 +78,43 @@ func NodeInfoOf(node *corev1.Node) NodeInfo {
 // nodePageSize bounds one page of the node list, so a large cluster is never held whole.
 const nodePageSize = 500
 
-// WithoutAllocatable is NodeInfoOf without status.allocatable, for reads that admit no pod: a
-// node's allocatable is most of its NodeInfo, kept for every node of the fleet.
-func WithoutAllocatable(node *corev1.Node) NodeInfo {
-	info := NodeInfoOf(node)
-	info.Allocatable = nil
-	return info
+// NodeInfos returns what keeps the NodeInfo of each node of a listed fleet. A node's
+// allocatable is most of its NodeInfo: it is kept only when asked for (admit weighs pods
+// against it; no other read does), and then once for all the nodes that share it, as a pool's
+// nodes do, so that the fleet's NodeInfos stay a few dozen bytes a node.
+func NodeInfos(allocatable bool) func(*corev1.Node) NodeInfo {
+	shared := map[string]corev1.ResourceList{}
+	return func(n *corev1.Node) NodeInfo {
+		info := NodeInfoOf(n)
+		if !allocatable {
+			info.Allocatable = nil
+			return info
+		}
+		key := resourceKey(info.Allocatable)
+		if same, ok := shared[key]; ok {
+			info.Allocatable = same
+		} else {
+			shared[key] = info.Allocatable
+		}
+		return info
+	}
+}
+
+// resourceKey spells a resource list in one string, the same for equal lists.
+func resourceKey(rl corev1.ResourceList) string {
+	var b strings.Builder
+	for _, name := range slices.Sorted(maps.Keys(rl)) {
+		q := rl[name]
+		b.WriteString(string(name))
+		b.WriteByte('=')
+		b.WriteString(q.String())
+		b.WriteByte(',')
+	}
+	return b.String()
 }
 
 // ListNodes lists the nodes matching a label selector ("" for all), sorted by name, in pages,
-// keeping only what info (NodeInfoOf, WithoutAllocatable) keeps of each. It also returns the
+// keeping only what info (NodeInfoOf, NodeInfos) keeps of each. It also returns the
 // resourceVersion of the last page, where a watch can start.
 func ListNodes(ctx context.Context, client kubernetes.Interface, selector string, info func(*corev1.Node) NodeInfo) ([]NodeInfo, string, error) {
 	var nodes []NodeInfo
@@ -120,7 +148,7 @@ func EachNode(ctx context.Context, client kubernetes.Interface, selector string,
 
 // NodeNames lists the names of the nodes matching a label selector ("" for all), sorted.
 func NodeNames(ctx context.Context, client kubernetes.Interface, selector string) ([]string, error) {
-	nodes, _, err := ListNodes(ctx, client, selector, WithoutAllocatable)
+	nodes, _, err := ListNodes(ctx, client, selector, NodeInfos(false))
 	if err != nil {
 		return nil, err
 	}

@@ -176,9 +176,10 @@ func ListFleet(ctx context.Context, cfg Config, o FleetOptions) (*FleetSplit, er
 		o.MaxAge = DefaultMaxConditionAge
 	}
 	split := &FleetSplit{MaxAge: o.MaxAge}
+	nodeInfo := cfg.nodeInfos()
 	keep := func(n *corev1.Node) {
 		results, beat, ok := fromConditions(n, o.Checks)
-		read := FleetRead{Info: cfg.nodeInfo(n), Monitor: results}
+		read := FleetRead{Info: nodeInfo(n), Monitor: results}
 		switch age := o.Now.Sub(beat); {
 		case o.Fresh:
 			read.Why = ReadAsked

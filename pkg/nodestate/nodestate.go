@@ -97,12 +97,10 @@ type Engines struct {
 	Admit  *AdmitConfig
 }
 
-// nodeInfo keeps what reading a listed node needs of it: its allocatable only to admit pods.
-func (c *Config) nodeInfo(n *corev1.Node) fetch.NodeInfo {
-	if c.Admit != nil {
-		return fetch.NodeInfoOf(n)
-	}
-	return fetch.WithoutAllocatable(n)
+// nodeInfos keeps what reading the listed nodes needs of them: their allocatable only to admit
+// pods.
+func (c *Config) nodeInfos() func(*corev1.Node) fetch.NodeInfo {
+	return fetch.NodeInfos(c.Admit != nil)
 }
 
 // Offline reports whether the files come from copies on disk.
@@ -238,7 +236,7 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 	case cfg.Listed != nil:
 		r.infos = cfg.Listed
 	case cfg.AllNodes:
-		infos, _, err := fetch.ListNodes(ctx, cfg.Client, cfg.Selector, cfg.nodeInfo)
+		infos, _, err := fetch.ListNodes(ctx, cfg.Client, cfg.Selector, cfg.nodeInfos())
 		if err != nil {
 			return nil, fetch.ExplainError(err, opts.WithDefaults().Namespace)
 		}

@@ -39,13 +39,17 @@ import (
 // plane's host, not on the node: what a node's script costs is charged to the fleet's time,
 // and so to the floor that runs it too. Per state, size and verb it prints
 //
-//	BENCH fanout state=S nodes=N verb=V time=Xs ratio=X/its-floor floor=F vs_verify=X/verify requests_per_node=R rss=MiB cpu=Cs
+//	BENCH fanout state=S nodes=N verb=V time=Xs ratio=X/its-floor cpu_ratio=M/its-floor's floor=F vs_verify=X/verify requests_per_node=R rss=MiB cpu=Cs machine_cpu=Ms
 //
 // time is the mean of the verb's runs, rss the highest peak RSS (VmHWM) of its runs,
 // requests_per_node the API server's count (as bench-scale's, the environment's share taken
 // out), cpu the mean of the program's own CPU time (user+system; what the plugin spends, which
 // a loaded shared machine disturbs less than the wall time; the execs' shell runs on the
-// control plane's host under kwok and is not in it).
+// control plane's host under kwok and is not in it), machine_cpu the mean CPU of the run on
+// the whole machine (the program's, etcd's, the API server's and kwok's with the execs'
+// commands, from the start until the debug pods are gone) and cpu_ratio its ratio to the
+// floor's: the work the verb asks of the machine, which the wall time follows on this
+// saturated 2-core machine, less the noise of what else runs on it.
 // Environment:
 //
 //	NODESTATE_BENCH_FANOUT_SIZES   node counts, e.g. "1000 10000" (unset: skip)
@@ -256,6 +260,17 @@ func checkFanout(t *testing.T, verb, state string, r benchRun, nodes, files int)
 	}
 }
 
+// meanMachineCPU is the mean CPU time a run cost the machine: the program's and the control
+// plane's (its execs' commands included). On a machine the run saturates, the wall time
+// follows it, less the noise of whatever else the machine runs.
+func meanMachineCPU(rs []benchRun) float64 {
+	var s float64
+	for _, r := range rs {
+		s += (r.cpu + r.clusterCPU).Seconds()
+	}
+	return s / float64(len(rs))
+}
+
 // printFanout prints a BENCH line per verb: time, ratio to the floor and to verify, requests
 // per node (the environment's share, measured on the floor, taken out) and peak RSS.
 func printFanout(t *testing.T, state string, size int, verbs []string, runs map[string][]benchRun) {
@@ -290,12 +305,12 @@ func printFanout(t *testing.T, state string, size int, verbs []string, runs map[
 		}
 		line := fmt.Sprintf("fanout state=%s nodes=%d verb=%s time=%.1fs", state, size, verb, x)
 		if fs := runs[floorOf(verb)]; len(fs) > 0 && !isFloor(verb) {
-			line += fmt.Sprintf(" ratio=%.3f floor=%s", x/meanWall(fs), floorOf(verb))
+			line += fmt.Sprintf(" ratio=%.3f cpu_ratio=%.3f floor=%s", x/meanWall(fs), meanMachineCPU(rs)/meanMachineCPU(fs), floorOf(verb))
 		}
 		if verifyTime > 0 {
 			line += fmt.Sprintf(" vs_verify=%.3f", x/verifyTime)
 		}
-		line += fmt.Sprintf(" requests_per_node=%.2f rss=%.0fMiB cpu=%.1fs", req/float64(len(rs))/float64(size), float64(rss)/1024, cpu)
+		line += fmt.Sprintf(" requests_per_node=%.2f rss=%.0fMiB cpu=%.1fs machine_cpu=%.1fs", req/float64(len(rs))/float64(size), float64(rss)/1024, cpu, meanMachineCPU(rs))
 		fmt.Println("BENCH " + line)
 		t.Log(line)
 	}

@@ -13,8 +13,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -27,23 +25,7 @@ import (
 // apiserverCPU is the API server's user+system CPU time so far.
 func apiserverCPU(t *testing.T) time.Duration {
 	t.Helper()
-	cp.mu.Lock()
-	var pid int
-	for _, p := range cp.procs {
-		if p.name == "kube-apiserver" {
-			pid = p.cmd.Process.Pid
-		}
-	}
-	cp.mu.Unlock()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Fields after the command name (which ends with ')'): utime and stime are the 12th and 13th.
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(ut+st) * time.Second / 100 // USER_HZ
+	return controlPlaneCPU(t, "kube-apiserver")
 }
 
 func TestBenchPodIndex(t *testing.T) {

@@ -90,7 +90,10 @@ type benchRun struct {
 	anonKiB, fileKiB int64
 	// cpu is the program's own CPU time (user and system): what it costs the machine, which
 	// the shared machine's load does not change as much as the wall time.
-	cpu            time.Duration
+	cpu time.Duration
+	// clusterCPU is what the control plane (etcd, kube-apiserver, kwok and the execs' commands
+	// it runs) spent from the program's start until its debug pods were gone.
+	clusterCPU     time.Duration
 	requests       int64            // API server's count minus the harness's
 	byVerb         map[string]int64 // API server's count (harness included), by verb and resource
 	stdout, stderr string
@@ -112,6 +115,7 @@ func measureExit(t *testing.T, ns string, okExit []int, bin string, args ...stri
 	t.Helper()
 	before, verbsBefore := requestCount(t)
 	harnessBefore := harnessRequests.Load()
+	clusterBefore := controlPlaneCPU(t)
 	ctx, cancel := context.WithTimeout(context.Background(), benchRunTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
@@ -161,6 +165,7 @@ func measureExit(t *testing.T, ns string, okExit []int, bin string, args ...stri
 	}
 	WaitNoManagedPods(t, ns, 2*time.Minute)
 	time.Sleep(time.Second) // let the API server record the requests that ended with the process (watches, execs)
+	r.clusterCPU = controlPlaneCPU(t) - clusterBefore
 	after, verbsAfter := requestCount(t)
 	r.requests = after - before - (harnessRequests.Load() - harnessBefore)
 	r.byVerb = map[string]int64{}
@@ -172,10 +177,40 @@ func measureExit(t *testing.T, ns string, okExit []int, bin string, args ...stri
 	if n := strings.Count(stderr.String(), "warning:"); n > 0 {
 		t.Errorf("%s: %d warnings, e.g.: %s", filepath.Base(bin), n, tailLines(stderr.String(), 3))
 	}
-	t.Logf("ran %s %s: %s, peak RSS %.1f MiB (anon %.1f, file %.1f), %d requests (API server by verb, harness included: %v)",
-		filepath.Base(bin), strings.Join(args, " "), r.wall.Round(time.Millisecond), float64(r.rssKiB)/1024,
+	t.Logf("ran %s %s: %s, CPU %s own + %s control plane, peak RSS %.1f MiB (anon %.1f, file %.1f), %d requests (API server by verb, harness included: %v)",
+		filepath.Base(bin), strings.Join(args, " "), r.wall.Round(time.Millisecond), r.cpu.Round(10*time.Millisecond), r.clusterCPU.Round(10*time.Millisecond), float64(r.rssKiB)/1024,
 		float64(r.anonKiB)/1024, float64(r.fileKiB)/1024, r.requests, r.byVerb)
 	return r
+}
+
+// controlPlaneCPU is the CPU time (user and system) the named control-plane processes (all of
+// them when none is named) have used so far, with their children's that they waited for: kwok
+// runs each exec's command as its child, so what a node's script costs is in kwok's.
+func controlPlaneCPU(t testing.TB, names ...string) time.Duration {
+	t.Helper()
+	cp.mu.Lock()
+	var pids []int
+	for _, p := range cp.procs {
+		if len(names) == 0 || slices.Contains(names, p.name) {
+			pids = append(pids, p.cmd.Process.Pid)
+		}
+	}
+	cp.mu.Unlock()
+	var ticks int64
+	for _, pid := range pids {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Fields after the command name (which ends with ')'): utime, stime, cutime and cstime
+		// are the 12th to the 15th.
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+		for _, v := range f[11:15] {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			ticks += n
+		}
+	}
+	return time.Duration(ticks) * time.Second / 100 // USER_HZ
 }
 
 // procStatus reads the named fields (e.g. "VmHWM:") of /proc/PID/status in KiB, 0 for each
