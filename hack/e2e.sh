@@ -32,5 +32,6 @@ export NODESTATE_PLUGIN="$tmp/kubectl-nodestate"
 export PATH="$tmp:$bin:$PATH"
 
 log "running the e2e tests"
-go test -tags e2e -count=1 -timeout 30m -v ./test/e2e/... "$@"
+# One package: go test streams its -v output as it comes (several would each be held to the end).
+go test -tags e2e -count=1 -timeout 30m -v ./test/e2e/ "$@"
 log "done in $((SECONDS - start))s"
