@@ -33,9 +33,11 @@ import (
 // CPU); admit --all-nodes -f gpu-pod.yaml --devices FILE --kubelet-config K (the same pod with a
 // device-plugin resource, the device manager replayed). Each reads the machine from the node's
 // sysfs in the same exec as the files (kwok: this host's). Each verb's floor runs that verb's
-// very exec command (nodestate's Runner.ExecCommand): floor for verify's (the files),
-// floor-doctor for doctor's (and the sysfs, cgroups, sockets and CDI dumps), floor-admit for
-// admit's (and the sysfs and PCI dumps). Under kwok every exec's shell runs on the control
+// very exec command (nodestate's Runner.ExecCommand) and makes its requests: floor for
+// verify's (the files), floor-doctor for doctor's (and the sysfs, cgroups, sockets and CDI
+// dumps), floor-admit for admit's (and the sysfs and PCI dumps); these two also list each
+// node's pods, as doctor and admit do (they weigh and name them), so that a ratio is what the
+// plugin adds to the same work. Under kwok every exec's shell runs on the control
 // plane's host, not on the node: what a node's script costs is charged to the fleet's time,
 // and so to the floor that runs it too. Per state, size and verb it prints
 //
@@ -157,6 +159,9 @@ spec:
 			}
 			for floor, command := range floorCommand {
 				args[floor] = []string{"-kubeconfig", Kubeconfig(), "-n", ns, "-l", sel, "-concurrency", concurrency, "-command", command}
+				if floor != "floor" {
+					args[floor] = append(args[floor], "-list-pods") // as doctor and admit do
+				}
 			}
 			order := slices.Clone(verbs)
 			runs := map[string][]benchRun{}

@@ -5,12 +5,15 @@
 // the tar's bytes and decodes nothing. The client rate limiter is off: the floor is what the
 // API server costs, nothing else.
 //
-//	floor --kubeconfig K -n NS -l SELECTOR --concurrency 20 [--command JSON]
+//	floor --kubeconfig K -n NS -l SELECTOR --concurrency 20 [--command JSON] [--list-pods]
 //
 // --command is the exec's command as a JSON array (default: the tar of the checkpoint files,
 // verify's exec): a verb that reads more of the node in the same exec (doctor's and admit's
 // sysfs, cgroups and sockets) is compared with a floor that runs its very command, so that the
 // node's share of the work, which kwok runs on the control plane's host, is in both.
+// --list-pods also lists each node's pods after its exec, while its pod is deleted, as the
+// plugin does for the verbs that weigh or name them (doctor, admit): the same API work, none
+// of the plugin's.
 //
 // It prints one line: `floor nodes=N wall=S requests=R bytes=B failed=F` (requests counted
 // on the client, to check how the benchmark attributes the API server's own counts).
@@ -32,6 +35,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -50,6 +54,7 @@ func main() {
 	selector := flag.String("l", "", "node label selector")
 	concurrency := flag.Int("concurrency", 20, "nodes at once")
 	command := flag.String("command", "", "the exec's command, a JSON array (default: verify's)")
+	listPods := flag.Bool("list-pods", false, "also list each node's pods, as doctor and admit do")
 	flag.Parse()
 	cmd := fetch.CollectCommand(decode.Paths())
 	if *command != "" {
@@ -58,7 +63,7 @@ func main() {
 			os.Exit(2)
 		}
 	}
-	if err := run(*kubeconfig, *ns, *selector, *concurrency, cmd); err != nil {
+	if err := run(*kubeconfig, *ns, *selector, *concurrency, cmd, *listPods); err != nil {
 		fmt.Fprintln(os.Stderr, "floor:", err)
 		os.Exit(1)
 	}
@@ -98,7 +103,7 @@ func (w *waiters) running(name string) {
 	}
 }
 
-func run(kubeconfig, ns, selector string, concurrency int, cmd []string) error {
+func run(kubeconfig, ns, selector string, concurrency int, cmd []string, listPods bool) error {
 	start := time.Now()
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
@@ -144,7 +149,7 @@ func run(kubeconfig, ns, selector string, concurrency int, cmd []string) error {
 	for i := range nodes.Items {
 		node := &nodes.Items[i]
 		g.Go(func() error {
-			if err := readNode(ctx, client, cfg, ws, node, opts, cmd, &bytes); err != nil {
+			if err := readNode(ctx, client, cfg, ws, node, opts, cmd, listPods, &bytes); err != nil {
 				failed.Add(1)
 				fmt.Fprintf(os.Stderr, "floor: node %s: %v\n", node.Name, err)
 			}
@@ -160,13 +165,22 @@ func run(kubeconfig, ns, selector string, concurrency int, cmd []string) error {
 	return nil
 }
 
-func readNode(ctx context.Context, client kubernetes.Interface, cfg *rest.Config, ws *waiters, node *corev1.Node, opts fetch.Options, cmd []string, total *atomic.Int64) error {
+func readNode(ctx context.Context, client kubernetes.Interface, cfg *rest.Config, ws *waiters, node *corev1.Node, opts fetch.Options, cmd []string, listPods bool, total *atomic.Int64) (err error) {
 	pods := client.CoreV1().Pods(opts.Namespace)
 	pod := fetch.GenerateDebugPod(node, opts)
 	ready := ws.add(pod.Name)
 	if _, err := pods.Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		return err
 	}
+	// The node's pods are listed while its debug pod is deleted, as the plugin lists them
+	// (fetch.IndexNodePods: from the watch cache, by spec.nodeName): deferred first, waited
+	// for last.
+	var listed chan error
+	defer func() {
+		if listed != nil {
+			err = errors.Join(err, <-listed)
+		}
+	}()
 	defer func() {
 		_ = pods.Delete(context.WithoutCancel(ctx), pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
 	}()
@@ -186,6 +200,15 @@ func readNode(ctx context.Context, client kubernetes.Interface, cfg *rest.Config
 		return err
 	}
 	total.Add(cw.n)
+	if listPods {
+		listed = make(chan error, 1)
+		go func() {
+			_, err := client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
+				FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node.Name).String(), ResourceVersion: "0",
+			})
+			listed <- err
+		}()
+	}
 	return nil
 }
 
