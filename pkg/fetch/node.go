@@ -114,33 +114,30 @@ func resourceKey(rl corev1.ResourceList) string {
 }
 
 // ListNodes lists the nodes matching a label selector ("" for all), sorted by name, in pages,
-// keeping only what info (NodeInfoOf, NodeInfos) keeps of each. It also returns the
-// resourceVersion of the last page, where a watch can start.
-func ListNodes(ctx context.Context, client kubernetes.Interface, selector string, info func(*corev1.Node) NodeInfo) ([]NodeInfo, string, error) {
+// keeping only what info (NodeInfoOf, NodeInfos) keeps of each.
+func ListNodes(ctx context.Context, client kubernetes.Interface, selector string, info func(*corev1.Node) NodeInfo) ([]NodeInfo, error) {
 	var nodes []NodeInfo
-	rv, err := EachNode(ctx, client, selector, func(n *corev1.Node) { nodes = append(nodes, info(n)) })
-	if err != nil {
-		return nil, "", err
+	if err := EachNode(ctx, client, selector, func(n *corev1.Node) { nodes = append(nodes, info(n)) }); err != nil {
+		return nil, err
 	}
 	slices.SortFunc(nodes, func(a, b NodeInfo) int { return strings.Compare(a.Name, b.Name) })
-	return nodes, rv, nil
+	return nodes, nil
 }
 
 // EachNode lists the nodes matching a label selector in pages, one LIST request a page, and
-// hands each to keep, which keeps what it needs: the page is dropped after it. It returns the
-// resourceVersion of the last page.
-func EachNode(ctx context.Context, client kubernetes.Interface, selector string, keep func(*corev1.Node)) (string, error) {
+// hands each to keep, which keeps what it needs: the page is dropped after it.
+func EachNode(ctx context.Context, client kubernetes.Interface, selector string, keep func(*corev1.Node)) error {
 	opts := metav1.ListOptions{LabelSelector: selector, Limit: nodePageSize}
 	for {
 		list, err := client.CoreV1().Nodes().List(ctx, opts)
 		if err != nil {
-			return "", ExplainError(err, "")
+			return ExplainError(err, "")
 		}
 		for i := range list.Items {
 			keep(&list.Items[i])
 		}
 		if list.Continue == "" {
-			return list.ResourceVersion, nil
+			return nil
 		}
 		opts.Continue = list.Continue
 	}
@@ -148,7 +145,7 @@ func EachNode(ctx context.Context, client kubernetes.Interface, selector string,
 
 // NodeNames lists the names of the nodes matching a label selector ("" for all), sorted.
 func NodeNames(ctx context.Context, client kubernetes.Interface, selector string) ([]string, error) {
-	nodes, _, err := ListNodes(ctx, client, selector, NodeInfos(false))
+	nodes, err := ListNodes(ctx, client, selector, NodeInfos(false))
 	if err != nil {
 		return nil, err
 	}

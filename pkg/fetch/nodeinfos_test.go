@@ -14,7 +14,9 @@ func TestNodeInfosShareAllocatable(t *testing.T) {
 		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.NodeStatus{
 			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory)}}}
 	}
-	same := func(a, b corev1.ResourceList) bool { return reflect.ValueOf(a).Pointer() == reflect.ValueOf(b).Pointer() }
+	same := func(a, b corev1.ResourceList) bool {
+		return reflect.ValueOf(a).Pointer() == reflect.ValueOf(b).Pointer()
+	}
 
 	keep := NodeInfos(true)
 	a, b, c := keep(node("a", "4", "8Gi")), keep(node("b", "4000m", "8Gi")), keep(node("c", "8", "8Gi"))

@@ -22,7 +22,7 @@ func TestFetchNodesListedNodesOneWatch(t *testing.T) {
 		runsAfterCreate(c, a.(clienttesting.CreateAction).GetObject().(*corev1.Pod))
 		return false, nil, nil
 	})
-	list, _, err := ListNodes(context.Background(), c, "", NodeInfoOf)
+	list, err := ListNodes(context.Background(), c, "", NodeInfoOf)
 	if err != nil {
 		t.Fatal(err)
 	}

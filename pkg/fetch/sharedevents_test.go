@@ -66,7 +66,7 @@ func newSharedEventsCluster(t *testing.T, nodes int, warn map[string]string, eve
 		runsAfterCreate(c, pod)
 		return false, nil, nil
 	})
-	list, _, err := ListNodes(context.Background(), c, "", NodeInfoOf)
+	list, err := ListNodes(context.Background(), c, "", NodeInfoOf)
 	if err != nil {
 		t.Fatal(err)
 	}

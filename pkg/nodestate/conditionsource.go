@@ -197,7 +197,7 @@ func ListFleet(ctx context.Context, cfg Config, o FleetOptions) (*FleetSplit, er
 		split.Read = append(split.Read, read)
 	}
 	if cfg.AllNodes {
-		if _, err := fetch.EachNode(ctx, cfg.Client, cfg.Selector, keep); err != nil {
+		if err := fetch.EachNode(ctx, cfg.Client, cfg.Selector, keep); err != nil {
 			return nil, err
 		}
 		if len(split.Monitored)+len(split.Read) == 0 {

@@ -236,7 +236,7 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 	case cfg.Listed != nil:
 		r.infos = cfg.Listed
 	case cfg.AllNodes:
-		infos, _, err := fetch.ListNodes(ctx, cfg.Client, cfg.Selector, cfg.nodeInfos())
+		infos, err := fetch.ListNodes(ctx, cfg.Client, cfg.Selector, cfg.nodeInfos())
 		if err != nil {
 			return nil, fetch.ExplainError(err, opts.WithDefaults().Namespace)
 		}

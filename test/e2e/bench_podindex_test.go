@@ -22,12 +22,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 )
 
-// apiserverCPU is the API server's user+system CPU time so far.
-func apiserverCPU(t *testing.T) time.Duration {
-	t.Helper()
-	return controlPlaneCPU(t, "kube-apiserver")
-}
-
 func TestBenchPodIndex(t *testing.T) {
 	if os.Getenv("NODESTATE_BENCH_PODINDEX") == "" {
 		t.Skip("set NODESTATE_BENCH_PODINDEX=1 (make bench-podindex)")
@@ -119,12 +113,12 @@ func TestBenchPodIndex(t *testing.T) {
 				name string
 				f    func(context.Context) (int, int)
 			}{{"per-node", perNode}, {"cluster-wide", clusterWide}, {"per-node", perNode}, {"cluster-wide", clusterWide}} {
-				cpu0, t0 := apiserverCPU(t), time.Now()
+				cpu0, t0 := controlPlaneCPU(t, "kube-apiserver"), time.Now()
 				var reqs, pods int
 				for range rounds {
 					reqs, pods = s.f(ctx)
 				}
-				cpu, wall := (apiserverCPU(t)-cpu0)/rounds, time.Since(t0)/rounds
+				cpu, wall := (controlPlaneCPU(t, "kube-apiserver")-cpu0)/rounds, time.Since(t0)/rounds
 				if pods < total {
 					t.Fatalf("%s: %d pods, want %d", s.name, pods, total)
 				}
