@@ -26,8 +26,65 @@ type Options struct {
 	RootDir string
 }
 
+// A Parsed is one checkpoint file read once: its format is detected on the first ask, and
+// Format and Decode share the JSON parse, the layouts decoded and the checksums computed, so a
+// node's files are parsed once although the release that judges them is chosen from their
+// formats first.
+type Parsed struct {
+	kind     Kind
+	raw      []byte
+	in       *input
+	doc      *shapeDoc
+	perr     error
+	era      *era
+	detected bool
+}
+
+// Parse reads one checkpoint file of the given kind; nothing is decoded until asked.
+func Parse(kind Kind, raw []byte) *Parsed {
+	return &Parsed{kind: kind, raw: raw}
+}
+
+// Kind is the kind the file was parsed as.
+func (p *Parsed) Kind() Kind { return p.kind }
+
+// detect parses the JSON and names the layout era, once.
+func (p *Parsed) detect() *era {
+	if !p.detected {
+		p.detected = true
+		p.in = newInput(p.raw)
+		var top jsonObject
+		if top, p.perr = parseObject(p.raw); p.perr == nil {
+			p.doc = &shapeDoc{top: top}
+			p.era = detectEra(p.kind, p.in, p.doc)
+		}
+	}
+	return p.era
+}
+
+// Format is the format Decode reports for the file ("" when none is known): what
+// ChooseWritingRelease needs, without judging the file for any kubelet.
+func (p *Parsed) Format() string {
+	if _, known := ParseKind(string(p.kind)); !known || len(p.raw) > MaxFileSize {
+		return ""
+	}
+	if files[p.kind].Unchecked {
+		return erasOf(p.kind)[0].ID
+	}
+	if e := p.detect(); e != nil {
+		return e.ID
+	}
+	return ""
+}
+
 // Decode judges one checkpoint file of the given kind.
 func Decode(kind Kind, raw []byte, opts Options) *Report {
+	return Parse(kind, raw).Decode(opts)
+}
+
+// Decode judges the file.
+func (p *Parsed) Decode(opts Options) *Report {
+	kind, raw := p.kind, p.raw
 	rep := &Report{File: PathOf(kind), Kind: kind}
 	if opts.RootDir == "" {
 		opts.RootDir = DefaultRootDir
@@ -45,7 +102,7 @@ func Decode(kind Kind, raw []byte, opts Options) *Report {
 	if files[kind].Unchecked {
 		return decodeUnchecked(rep, raw, opts)
 	}
-	return decodeChecksummed(rep, raw, opts)
+	return p.decodeChecksummed(rep, opts)
 }
 
 // decodeUnchecked judges a file without a checksum (dra_health_state): the reader decodes it into
@@ -73,13 +130,8 @@ func decodeUnchecked(rep *Report, raw []byte, opts Options) *Report {
 	return rep
 }
 
-func decodeChecksummed(rep *Report, raw []byte, opts Options) *Report {
-	in := newInput(raw)
-	top, perr := parseObject(raw)
-	var f *era
-	if perr == nil {
-		f = detectEra(rep.Kind, in, top)
-	}
+func (p *Parsed) decodeChecksummed(rep *Report, opts Options) *Report {
+	f, in, perr := p.detect(), p.in, p.perr
 	reader := opts.Kubelet
 	switch {
 	case f != nil:

@@ -241,29 +241,45 @@ func rawJSON(b []byte) json.RawMessage {
 
 // draDataHasKey: the v2 data document (Go's JSON matching is case-insensitive) has key in any
 // DriverState (level "driver") or Device (level "device").
-func draDataHasKey(level, key string) func(jsonObject) bool {
-	return func(top jsonObject) bool {
-		doc := dataDocument(top)
-		for _, claim := range objectList(lookupFold(doc, "ClaimInfoStateList")) {
-			for _, ds := range objectMap(lookupFold(claim, "DriverState")) {
-				if level == "driver" && lookupFold(ds, key) != nil {
-					return true
-				}
-				for _, dev := range objectList(lookupFold(ds, "Devices")) {
-					if level == "device" && lookupFold(dev, key) != nil {
-						return true
-					}
-				}
+func draDataHasKey(level, key string) func(*shapeDoc) bool {
+	return func(d *shapeDoc) bool {
+		objects := d.draDrivers.get(d.draDriverStates)
+		if level == "device" {
+			objects = d.draDevices.get(d.draDeviceList)
+		}
+		for _, o := range objects {
+			if lookupFold(o, key) != nil {
+				return true
 			}
 		}
 		return false
 	}
 }
 
+// draDriverStates is every DriverState of every claim in the v2 data document.
+func (d *shapeDoc) draDriverStates() []map[string]json.RawMessage {
+	var out []map[string]json.RawMessage
+	for _, claim := range objectList(lookupFold(d.dataDocument(), "ClaimInfoStateList")) {
+		for _, ds := range objectMap(lookupFold(claim, "DriverState")) {
+			out = append(out, ds)
+		}
+	}
+	return out
+}
+
+// draDeviceList is every Device of every DriverState in the v2 data document.
+func (d *shapeDoc) draDeviceList() []map[string]json.RawMessage {
+	var out []map[string]json.RawMessage
+	for _, ds := range d.draDrivers.get(d.draDriverStates) {
+		out = append(out, objectList(lookupFold(ds, "Devices"))...)
+	}
+	return out
+}
+
 // draV1HandleHasKey: a v1 entry's ResourceHandles element has key (1.30's structuredData).
-func draV1HandleHasKey(key string) func(jsonObject) bool {
-	return func(top jsonObject) bool {
-		for _, entry := range objectList(top["entries"]) {
+func draV1HandleHasKey(key string) func(*shapeDoc) bool {
+	return func(d *shapeDoc) bool {
+		for _, entry := range objectList(d.top["entries"]) {
 			for _, h := range objectList(lookupFold(entry, "ResourceHandles")) {
 				if lookupFold(h, key) != nil {
 					return true
@@ -276,7 +292,7 @@ func draV1HandleHasKey(key string) func(jsonObject) bool {
 
 // checksumOnly is the shape of a format that carries no marks of its own: only its checksum
 // tells it from the fallback of the same JSON shape (1.28-1.29 vs 1.30 handles).
-func checksumOnly(jsonObject) bool { return false }
+func checksumOnly(*shapeDoc) bool { return false }
 
 // lookupFold finds key in obj as encoding/json does: exact match first, else case-insensitive.
 func lookupFold(obj map[string]json.RawMessage, key string) json.RawMessage {

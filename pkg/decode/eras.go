@@ -25,7 +25,7 @@ type era struct {
 	Layout *layout
 	// Shape says whether the top-level JSON object (keys lower-cased) has this era's own marks;
 	// nil marks the file's fallback era, whose shape older ones share.
-	Shape func(top jsonObject) bool
+	Shape func(*shapeDoc) bool
 	// Adds is the field this era added to the previous one: kubelets reading its files through an
 	// older layout drop it (said in the checksum prose).
 	Adds string

@@ -29,23 +29,7 @@ type WritingRelease struct {
 // DetectFormat is the format Decode reports for a file of kind ("" when none is known): what ChooseWritingRelease needs, without judging the
 // file for any kubelet, so that the files are decoded once, by the release chosen.
 func DetectFormat(kind Kind, raw []byte) string {
-	if len(raw) > MaxFileSize {
-		return ""
-	}
-	if _, ok := ParseKind(string(kind)); !ok {
-		return ""
-	}
-	if files[kind].Unchecked {
-		return erasOf(kind)[0].ID
-	}
-	top, err := parseObject(raw)
-	if err != nil {
-		return ""
-	}
-	if f := detectEra(kind, newInput(raw), top); f != nil {
-		return f.ID
-	}
-	return ""
+	return Parse(kind, raw).Format()
 }
 
 // ChooseWritingRelease picks the release (from the releases the era table knows) that writes the most of

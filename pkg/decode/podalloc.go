@@ -1,6 +1,8 @@
 package decode
 
 import (
+	"encoding/json"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -126,14 +128,22 @@ func allocV1cEnvelope(cp *alloc137.Checkpoint) (string, uint64) { return cp.Data
 
 // allocDataHasPodKey: some pod entry of the data document has key (matched as encoding/json
 // does), a mark of the layout that added it.
-func allocDataHasPodKey(key string) func(jsonObject) bool {
-	return func(top jsonObject) bool {
-		doc := dataDocument(top)
-		for _, pod := range objectMap(lookupFold(doc, "entries")) {
+func allocDataHasPodKey(key string) func(*shapeDoc) bool {
+	return func(d *shapeDoc) bool {
+		for _, pod := range d.allocPods.get(d.allocPodEntries) {
 			if lookupFold(pod, key) != nil {
 				return true
 			}
 		}
 		return false
 	}
+}
+
+// allocPodEntries is every pod entry of the data document.
+func (d *shapeDoc) allocPodEntries() []map[string]json.RawMessage {
+	var out []map[string]json.RawMessage
+	for _, pod := range objectMap(lookupFold(d.dataDocument(), "entries")) {
+		out = append(out, pod)
+	}
+	return out
 }

@@ -25,10 +25,40 @@ func parseObject(raw []byte) (jsonObject, error) {
 	return out, nil
 }
 
-func hasAnyKey(keys ...string) func(jsonObject) bool {
-	return func(top jsonObject) bool {
+// shapeDoc is a file's JSON as the era shapes look at it: the top object, and what lies
+// deeper decoded on first use and kept, however many eras' shapes look at it.
+type shapeDoc struct {
+	top           jsonObject
+	data          lazy[map[string]json.RawMessage]
+	draDrivers    lazy[[]map[string]json.RawMessage]
+	draDevices    lazy[[]map[string]json.RawMessage]
+	allocPods     lazy[[]map[string]json.RawMessage]
+	deviceIDsOpen lazy[byte]
+}
+
+// lazy is a value computed once, on first use (a shapeDoc is read by one goroutine).
+type lazy[T any] struct {
+	done bool
+	v    T
+}
+
+func (l *lazy[T]) get(compute func() T) T {
+	if !l.done {
+		l.v, l.done = compute(), true
+	}
+	return l.v
+}
+
+// dataDocument is the JSON document embedded as a string under "data" (nil if it is not one),
+// for the shapes of formats that differ only inside it.
+func (d *shapeDoc) dataDocument() map[string]json.RawMessage {
+	return d.data.get(func() map[string]json.RawMessage { return dataDocument(d.top) })
+}
+
+func hasAnyKey(keys ...string) func(*shapeDoc) bool {
+	return func(d *shapeDoc) bool {
 		for _, k := range keys {
-			if _, ok := top[k]; ok {
+			if _, ok := d.top[k]; ok {
 				return true
 			}
 		}
@@ -37,52 +67,57 @@ func hasAnyKey(keys ...string) func(jsonObject) bool {
 }
 
 // valuesAreStrings: the object under key maps to strings (CPU V1's containerID -> cpuset).
-func valuesAreStrings(key string) func(jsonObject) bool {
-	return func(top jsonObject) bool {
-		v := firstMemberValue(top[key])
+func valuesAreStrings(key string) func(*shapeDoc) bool {
+	return func(d *shapeDoc) bool {
+		v := firstMemberValue(d.top[key])
 		return len(v) > 0 && v[0] == '"'
 	}
 }
 
 // deviceIDsAre: the first entry's DeviceIDs opens with open ('[' for V1 lists, '{' for V2 maps).
-func deviceIDsAre(open byte) func(jsonObject) bool {
-	return func(top jsonObject) bool {
-		var data map[string]json.RawMessage
-		if json.Unmarshal(top["data"], &data) != nil {
-			return false
+func deviceIDsAre(open byte) func(*shapeDoc) bool {
+	return func(d *shapeDoc) bool { return d.deviceIDsOpen.get(d.firstDeviceIDsOpen) == open }
+}
+
+// firstDeviceIDsOpen is the byte the first entry's DeviceIDs opens with (0: none).
+func (d *shapeDoc) firstDeviceIDsOpen() byte {
+	var data map[string]json.RawMessage
+	if json.Unmarshal(d.top["data"], &data) != nil {
+		return 0
+	}
+	for k, v := range data {
+		if !strings.EqualFold(k, "PodDeviceEntries") {
+			continue
 		}
-		for k, v := range data {
-			if !strings.EqualFold(k, "PodDeviceEntries") {
-				continue
-			}
-			var entries []map[string]json.RawMessage
-			if json.Unmarshal(v, &entries) != nil {
-				return false
-			}
-			for _, e := range entries {
-				for ek, ev := range e {
-					if strings.EqualFold(ek, "DeviceIDs") {
-						ev = bytes.TrimSpace(ev)
-						return len(ev) > 0 && ev[0] == open
+		var entries []map[string]json.RawMessage
+		if json.Unmarshal(v, &entries) != nil {
+			return 0
+		}
+		for _, e := range entries {
+			for ek, ev := range e {
+				if strings.EqualFold(ek, "DeviceIDs") {
+					if ev = bytes.TrimSpace(ev); len(ev) > 0 {
+						return ev[0]
 					}
+					return 0
 				}
 			}
 		}
-		return false
 	}
+	return 0
 }
 
 // detectEra names the layout era of a file: an era whose own marks the JSON carries (a data
 // document, pod-level entries, V1 lists); else, among eras sharing one shape (say an empty
 // V1/V2/V3 CPU file), the one whose checksum verifies; else the file's fallback era. It returns
 // nil when the object is not this checkpoint at all.
-func detectEra(kind Kind, in *input, top jsonObject) *era {
-	if keys := files[kind].Keys; keys != nil && !hasAnyKey(keys...)(top) {
+func detectEra(kind Kind, in *input, doc *shapeDoc) *era {
+	if keys := files[kind].Keys; keys != nil && !hasAnyKey(keys...)(doc) {
 		return nil
 	}
 	candidates := erasOf(kind)
 	for _, e := range candidates {
-		if e.Shape != nil && e.Shape(top) {
+		if e.Shape != nil && e.Shape(doc) {
 			return e
 		}
 	}
@@ -116,7 +151,7 @@ func unmarshalPayload(data string, into any) error {
 }
 
 // dataDocument decodes the JSON document embedded as a string under "data" (nil if it is not
-// one), for the shapes of formats that differ only inside it.
+// one).
 func dataDocument(top jsonObject) map[string]json.RawMessage {
 	var data string
 	if json.Unmarshal(top["data"], &data) != nil {

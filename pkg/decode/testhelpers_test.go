@@ -12,19 +12,15 @@ func mustParseKubelet(s string) Kubelet {
 // hashedText returns the exact text the kubelet feeds to the checksum for each checksum of the
 // file's detected format (for debugging a mismatch by eye). Keys are JSON field names.
 func hashedText(kind Kind, raw []byte) map[string]string {
-	top, err := parseObject(raw)
-	if err != nil {
-		return nil
-	}
-	in := newInput(raw)
 	if files[kind].Unchecked {
 		return nil
 	}
-	f := detectEra(kind, in, top)
+	p := Parse(kind, raw)
+	f := p.detect()
 	if f == nil {
 		return nil
 	}
-	v, err := in.decode(f.Layout)
+	v, err := p.in.decode(f.Layout)
 	if err != nil {
 		return nil
 	}

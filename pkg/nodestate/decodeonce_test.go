@@ -13,11 +13,11 @@ import (
 func countDecodes(t *testing.T, fn func()) map[string]int {
 	t.Helper()
 	counts := map[string]int{}
-	decodeFile = func(kind decode.Kind, raw []byte, opts decode.Options) *decode.Report {
-		counts[string(kind)]++
-		return decode.Decode(kind, raw, opts)
+	decodeFile = func(p *decode.Parsed, opts decode.Options) *decode.Report {
+		counts[string(p.Kind())]++
+		return p.Decode(opts)
 	}
-	defer func() { decodeFile = decode.Decode }()
+	defer func() { decodeFile = (*decode.Parsed).Decode }()
 	fn()
 	return counts
 }

@@ -129,9 +129,11 @@ func judgeFiles(s *fetch.Snapshot, kindOf func(path string) decode.Kind, reader 
 	}
 	paths := sortedPaths(s.Files)
 	formats := make([]decode.FileFormat, len(paths))
+	parsed := make([]*decode.Parsed, len(paths))
 	for i, p := range paths {
 		kind := kindOf(p)
-		formats[i] = decode.FileFormat{File: p, Kind: kind, Format: decode.DetectFormat(kind, s.Files[p])}
+		parsed[i] = decode.Parse(kind, s.Files[p])
+		formats[i] = decode.FileFormat{File: p, Kind: kind, Format: parsed[i].Format()}
 	}
 	choice, chosen := decode.ChooseWritingRelease(formats)
 	if j.Kubelet == nil && chosen {
@@ -156,8 +158,8 @@ func judgeFiles(s *fetch.Snapshot, kindOf func(path string) decode.Kind, reader 
 	// Decode: each file once, by that kubelet.
 	opts := decode.Options{Kubelet: j.Kubelet, RootDir: rootDir}
 	rows := make([]FileRow, 0, len(paths)+len(s.Oversized)+len(s.TempFiles))
-	for _, p := range paths {
-		rep := decodeFile(kindOf(p), s.Files[p], opts)
+	for i, p := range paths {
+		rep := decodeFile(parsed[i], opts)
 		rep.File, rep.Apart = p, apart[p]
 		if versionNote != "" {
 			rep.Notes = append(rep.Notes, versionNote)
@@ -174,8 +176,8 @@ func judgeFiles(s *fetch.Snapshot, kindOf func(path string) decode.Kind, reader 
 	return rows, j
 }
 
-// decodeFile is decode.Decode; a test counts the decodes through it.
-var decodeFile = decode.Decode
+// decodeFile is Parsed.Decode; a test counts the decodes through it.
+var decodeFile = (*decode.Parsed).Decode
 
 // sortedPaths orders files as decode.Files lists them, then any other path (--from-file).
 func sortedPaths(files map[string][]byte) []string {
