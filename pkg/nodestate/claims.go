@@ -34,10 +34,13 @@ func claimsAPI(client kubernetes.Interface) (claimGetter, string) {
 		}
 		return false
 	}
+	// From the API server's watch cache (resourceVersion 0), as the node's pods are listed: one
+	// claim per node and per fleet run must not each cost an etcd read.
+	fromCache := metav1.GetOptions{ResourceVersion: "0"}
 	switch {
 	case served(resourcev1.SchemeGroupVersion.String()):
 		return func(ctx context.Context, ns, name string) (doctor.ClaimStatus, error) {
-			c, err := client.ResourceV1().ResourceClaims(ns).Get(ctx, name, metav1.GetOptions{})
+			c, err := client.ResourceV1().ResourceClaims(ns).Get(ctx, name, fromCache)
 			if err != nil {
 				return doctor.ClaimStatus{}, err
 			}
@@ -45,7 +48,7 @@ func claimsAPI(client kubernetes.Interface) (claimGetter, string) {
 		}, ""
 	case served(resourcev1beta1.SchemeGroupVersion.String()):
 		return func(ctx context.Context, ns, name string) (doctor.ClaimStatus, error) {
-			c, err := client.ResourceV1beta1().ResourceClaims(ns).Get(ctx, name, metav1.GetOptions{})
+			c, err := client.ResourceV1beta1().ResourceClaims(ns).Get(ctx, name, fromCache)
 			if err != nil {
 				return doctor.ClaimStatus{}, err
 			}

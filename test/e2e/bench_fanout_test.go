@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmdutil"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 	nodestatelib "github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/replay"
 )
@@ -59,7 +60,7 @@ import (
 //	NODESTATE_BENCH_FANOUT_ROUNDS  1: one run of each verb, 2 (default): both orders
 //	NODESTATE_BENCH_FANOUT_VERBS   a subset of "floor verify floor-doctor doctor floor-admit admit admit-gpu"
 //	NODESTATE_BENCH_FANOUT_CONCURRENCY  --concurrency of all (default: the plugin's)
-//	NODESTATE_BENCH_FANOUT_PROFILE      cpu, heap, allocs...: each plugin run writes that profile
+//	NODESTATE_BENCH_FANOUT_PROFILE      cpu, heap, allocs...: each plugin run writes that profile (the floors: cpu only)
 //	                                    (--profile) to DIR/STATE-NODES-VERB.pprof, DIR being
 //	                                    NODESTATE_BENCH_FANOUT_PROFILE_DIR (default: a temp dir)
 func TestBenchFanout(t *testing.T) {
@@ -114,6 +115,14 @@ spec:
 		`{"ID": "gpu-0", "health": "Healthy", "topology": {"nodes": [{"ID": 0}]}}, `+
 		`{"ID": "gpu-1", "health": "Healthy", "topology": {"nodes": [{"ID": 0}]}}]}}`)
 
+	// The ResourceClaims doctor gets for each node: those its DRA checkpoint prepared.
+	var claims []string
+	for _, c := range decode.Decode(decode.KindDRA, []byte(rootFiles["dra_manager_state"]), decode.Options{}).Decoded.DRA.Claims {
+		claims = append(claims, c.Namespace+"/"+c.ClaimName)
+	}
+	slices.Sort(claims)
+	claims = slices.Compact(claims)
+
 	createSizedNodes(t, "fanout", sizes, dir)
 	floor := buildFloor(t)
 	plugin := PluginBin(t)
@@ -162,6 +171,9 @@ spec:
 				if floor != "floor" {
 					args[floor] = append(args[floor], "-list-pods") // as doctor and admit do
 				}
+				if floor == "floor-doctor" && len(claims) > 0 {
+					args[floor] = append(args[floor], "-get-claims", strings.Join(claims, ",")) // as doctor does
+				}
 			}
 			order := slices.Clone(verbs)
 			runs := map[string][]benchRun{}
@@ -171,6 +183,9 @@ spec:
 					a := args[verb]
 					if isFloor(verb) {
 						bin, ok = floor, []int{0}
+						if profile == "cpu" {
+							a = append(slices.Clone(a), "-cpuprofile", filepath.Join(profileDir, fmt.Sprintf("%s-%d-%s.pprof", state, size, verb)))
+						}
 					} else if profile != "" {
 						a = append(slices.Clone(a), "--profile", profile, "--profile-output", filepath.Join(profileDir, fmt.Sprintf("%s-%d-%s.pprof", state, size, verb)))
 					}

@@ -40,7 +40,8 @@ import (
 var metricLabelRE = regexp.MustCompile(`(\w+)="([^"]*)"`)
 
 // requestCount sums apiserver_request_total over what the plugin does: pods, nodes and events
-// (core group, no subresource; events for the shared Warning-event watch) and pods/exec. The harness's own requests of those kinds (the exec
+// (core group, no subresource; events for the shared Warning-event watch), pods/exec, and
+// resourceclaims (doctor gets those a node's DRA checkpoint prepared). The harness's own requests of those kinds (the exec
 // mapper's probe exec, patch and relists) are counted on its client and subtracted by the
 // caller; kwok only writes pods/status and node status, which are not counted.
 func requestCount(t testing.TB) (total int64, byVerb map[string]int64) {
@@ -67,7 +68,9 @@ func requestCount(t testing.TB) (total int64, byVerb map[string]int64) {
 			continue
 		}
 		res, sub := labels["resource"], labels["subresource"]
-		if labels["group"] != "" || (res != "pods" && res != "nodes" && res != "events") || (sub != "" && !(res == "pods" && sub == "exec")) {
+		core := labels["group"] == "" && (res == "pods" || res == "nodes" || res == "events")
+		claims := labels["group"] == "resource.k8s.io" && res == "resourceclaims"
+		if !(core || claims) || (sub != "" && !(res == "pods" && sub == "exec")) {
 			continue
 		}
 		total += int64(v)

@@ -5,7 +5,7 @@
 // the tar's bytes and decodes nothing. The client rate limiter is off: the floor is what the
 // API server costs, nothing else.
 //
-//	floor --kubeconfig K -n NS -l SELECTOR --concurrency 20 [--command JSON] [--list-pods]
+//	floor --kubeconfig K -n NS -l SELECTOR --concurrency 20 [--command JSON] [--list-pods] [--get-claims NS/NAME,...]
 //
 // --command is the exec's command as a JSON array (default: the tar of the checkpoint files,
 // verify's exec): a verb that reads more of the node in the same exec (doctor's and admit's
@@ -13,7 +13,8 @@
 // node's share of the work, which kwok runs on the control plane's host, is in both.
 // --list-pods also lists each node's pods after its exec, while its pod is deleted, as the
 // plugin does for the verbs that weigh or name them (doctor, admit): the same API work, none
-// of the plugin's.
+// of the plugin's. --get-claims also gets those ResourceClaims for each node, as doctor gets
+// the claims a node's DRA checkpoint prepared (from the watch cache, resourceVersion 0).
 //
 // It prints one line: `floor nodes=N wall=S requests=R bytes=B failed=F` (requests counted
 // on the client, to check how the benchmark attributes the API server's own counts).
@@ -28,12 +29,15 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"runtime/pprof"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
@@ -55,7 +59,20 @@ func main() {
 	concurrency := flag.Int("concurrency", 20, "nodes at once")
 	command := flag.String("command", "", "the exec's command, a JSON array (default: verify's)")
 	listPods := flag.Bool("list-pods", false, "also list each node's pods, as doctor and admit do")
+	getClaims := flag.String("get-claims", "", "also get these ResourceClaims (NS/NAME, comma-separated) for each node, as doctor does")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile here, to compare with the plugin's --profile cpu")
 	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "floor:", err)
+			os.Exit(2)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	cmd := fetch.CollectCommand(decode.Paths())
 	if *command != "" {
 		if err := json.Unmarshal([]byte(*command), &cmd); err != nil || len(cmd) == 0 {
@@ -63,8 +80,13 @@ func main() {
 			os.Exit(2)
 		}
 	}
-	if err := run(*kubeconfig, *ns, *selector, *concurrency, cmd, *listPods); err != nil {
+	var claims []string
+	if *getClaims != "" {
+		claims = strings.Split(*getClaims, ",")
+	}
+	if err := run(*kubeconfig, *ns, *selector, *concurrency, cmd, *listPods, claims); err != nil {
 		fmt.Fprintln(os.Stderr, "floor:", err)
+		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }
@@ -103,7 +125,7 @@ func (w *waiters) running(name string) {
 	}
 }
 
-func run(kubeconfig, ns, selector string, concurrency int, cmd []string, listPods bool) error {
+func run(kubeconfig, ns, selector string, concurrency int, cmd []string, listPods bool, claims []string) error {
 	start := time.Now()
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
@@ -149,7 +171,7 @@ func run(kubeconfig, ns, selector string, concurrency int, cmd []string, listPod
 	for i := range nodes.Items {
 		node := &nodes.Items[i]
 		g.Go(func() error {
-			if err := readNode(ctx, client, cfg, ws, node, opts, cmd, listPods, &bytes); err != nil {
+			if err := readNode(ctx, client, cfg, ws, node, opts, cmd, listPods, claims, &bytes); err != nil {
 				failed.Add(1)
 				fmt.Fprintf(os.Stderr, "floor: node %s: %v\n", node.Name, err)
 			}
@@ -165,22 +187,18 @@ func run(kubeconfig, ns, selector string, concurrency int, cmd []string, listPod
 	return nil
 }
 
-func readNode(ctx context.Context, client kubernetes.Interface, cfg *rest.Config, ws *waiters, node *corev1.Node, opts fetch.Options, cmd []string, listPods bool, total *atomic.Int64) (err error) {
+func readNode(ctx context.Context, client kubernetes.Interface, cfg *rest.Config, ws *waiters, node *corev1.Node, opts fetch.Options, cmd []string, listPods bool, claims []string, total *atomic.Int64) (err error) {
 	pods := client.CoreV1().Pods(opts.Namespace)
 	pod := fetch.GenerateDebugPod(node, opts)
 	ready := ws.add(pod.Name)
 	if _, err := pods.Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		return err
 	}
-	// The node's pods are listed while its debug pod is deleted, as the plugin lists them
-	// (fetch.IndexNodePods: from the watch cache, by spec.nodeName): deferred first, waited
-	// for last.
-	var listed chan error
-	defer func() {
-		if listed != nil {
-			err = errors.Join(err, <-listed)
-		}
-	}()
+	// The node's pods are listed (and its claims got) while its debug pod is deleted, as the
+	// plugin reads them (fetch.IndexNodePods: from the watch cache, by spec.nodeName): deferred
+	// first, waited for last.
+	var reads errgroup.Group
+	defer func() { err = errors.Join(err, reads.Wait()) }()
 	defer func() {
 		_ = pods.Delete(context.WithoutCancel(ctx), pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
 	}()
@@ -201,13 +219,22 @@ func readNode(ctx context.Context, client kubernetes.Interface, cfg *rest.Config
 	}
 	total.Add(cw.n)
 	if listPods {
-		listed = make(chan error, 1)
-		go func() {
+		reads.Go(func() error {
 			_, err := client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
 				FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node.Name).String(), ResourceVersion: "0",
 			})
-			listed <- err
-		}()
+			return err
+		})
+	}
+	for _, claim := range claims {
+		ns, name, _ := strings.Cut(claim, "/")
+		reads.Go(func() error {
+			_, err := client.ResourceV1().ResourceClaims(ns).Get(ctx, name, metav1.GetOptions{ResourceVersion: "0"})
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return err
+		})
 	}
 	return nil
 }
