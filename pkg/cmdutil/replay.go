@@ -114,17 +114,17 @@ func NewResults[T any](live *LiveOptions, w io.Writer, ro render.Options, kind s
 	return r
 }
 
-// Add prints a node's answer, or holds it. A failure to print stops the printing; Close
+// Add prints a node's answers, or holds them. A failure to print stops the printing; Close
 // returns it.
-func (r *Results[T]) Add(item T) {
+func (r *Results[T]) Add(items ...T) {
 	switch {
 	case r.fleet == nil:
-		r.held = append(r.held, item)
+		r.held = append(r.held, items...)
 	case r.err == nil:
 		if r.fleet.NodeWidth == 0 {
 			r.fleet.NodeWidth = NodeColumnWidth(r.live.Resolved)
 		}
-		r.err = r.fleet.Add(item)
+		r.err = r.fleet.Add(items...)
 	}
 }
 

@@ -263,6 +263,16 @@ func (r *Runner) ExecCommand() []string {
 	return r.fetcher.Command()
 }
 
+// DebugPodOptions shape each live node's debug pod (its image, namespace, deadlines and the
+// node directories the engines mount); the zero Options offline. With ExecCommand, it lets a
+// benchmark's floor create the very pod and run the very exec a read does.
+func (r *Runner) DebugPodOptions() fetch.Options {
+	if r.fetcher == nil {
+		return fetch.Options{}
+	}
+	return r.fetcher.Options
+}
+
 // Nodes is the live node list being read (nil offline).
 func (r *Runner) Nodes() []string { return r.nodes }
 

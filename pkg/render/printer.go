@@ -233,15 +233,18 @@ func NewFleetWriter[T any](w io.Writer, o Options, kind string, print func(io.Wr
 	return &FleetWriter[T]{w: w, o: o, print: print}
 }
 
-// Add prints one node's result.
-func (f *FleetWriter[T]) Add(item T) error {
+// Add prints one node's results (verify's rows, doctor's one answer); none prints nothing.
+func (f *FleetWriter[T]) Add(items ...T) error {
+	if len(items) == 0 {
+		return nil
+	}
 	o := f.o
 	o.NodeWidth = f.NodeWidth
 	if f.n > 0 {
 		o.NoHeader, o.Continued = true, true
 	}
 	f.n++
-	return f.print(f.w, o, []T{item})
+	return f.print(f.w, o, items)
 }
 
 // Close ends the json/yaml List (an empty one when nothing was added).

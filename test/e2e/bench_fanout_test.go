@@ -33,8 +33,10 @@ import (
 // --kubelet-config K; admit --all-nodes -f pod.yaml --kubelet-config K (a pod of 1 exclusive
 // CPU); admit --all-nodes -f gpu-pod.yaml --devices FILE --kubelet-config K (the same pod with a
 // device-plugin resource, the device manager replayed). Each reads the machine from the node's
-// sysfs in the same exec as the files (kwok: this host's). Each verb's floor runs that verb's
-// very exec command (nodestate's Runner.ExecCommand) and makes its requests: floor for
+// sysfs in the same exec as the files (kwok: this host's). Each verb's floor creates that
+// verb's very debug pod (nodestate's Runner.DebugPodOptions: doctor's also mounts the cgroup
+// and CDI dirs, a larger object on every write and watch event), runs its very exec command
+// (Runner.ExecCommand) and makes its requests: floor for
 // verify's (the files), floor-doctor for doctor's (and the sysfs, cgroups, sockets and CDI
 // dumps), floor-admit for admit's (and the sysfs and PCI dumps); these two also list each
 // node's pods, as doctor and admit do (they weigh and name them), and floor-doctor gets the
@@ -136,10 +138,10 @@ spec:
 	// Each floor's exec: the verb's own, as its Runner builds it (the kubelet config given, as
 	// --kubelet-config gives it: not read from the node).
 	given := &replay.KubeletConfig{}
-	floorCommand := map[string]string{
-		"floor":        execCommand(t, nodestatelib.Engines{}),
-		"floor-doctor": execCommand(t, nodestatelib.Engines{Doctor: &nodestatelib.DoctorConfig{KubeletConfig: given}}),
-		"floor-admit":  execCommand(t, nodestatelib.Engines{Admit: &nodestatelib.AdmitConfig{KubeletConfig: given}}),
+	floorRead := map[string]floorExec{
+		"floor":        readOf(t, nodestatelib.Engines{}),
+		"floor-doctor": readOf(t, nodestatelib.Engines{Doctor: &nodestatelib.DoctorConfig{KubeletConfig: given}}),
+		"floor-admit":  readOf(t, nodestatelib.Engines{Admit: &nodestatelib.AdmitConfig{KubeletConfig: given}}),
 	}
 
 	profile, profileDir := os.Getenv("NODESTATE_BENCH_FANOUT_PROFILE"), os.Getenv("NODESTATE_BENCH_FANOUT_PROFILE_DIR")
@@ -171,8 +173,8 @@ spec:
 				"admit":     append([]string{"admit", "-f", pod, "--kubelet-config", config}, live...),
 				"admit-gpu": append([]string{"admit", "-f", gpuPod, "--devices", devices, "--kubelet-config", config}, live...),
 			}
-			for floor, command := range floorCommand {
-				args[floor] = []string{"-kubeconfig", Kubeconfig(), "-n", ns, "-l", sel, "-concurrency", concurrency, "-command", command}
+			for floor, read := range floorRead {
+				args[floor] = []string{"-kubeconfig", Kubeconfig(), "-n", ns, "-l", sel, "-concurrency", concurrency, "-command", read.command, "-pod-options", read.podOptions}
 				if floor != "floor" {
 					args[floor] = append(args[floor], "-list-pods") // as doctor and admit do
 				}
@@ -207,18 +209,27 @@ spec:
 	}
 }
 
-// execCommand is the exec command of a live read with these engines, as JSON.
-func execCommand(t *testing.T, engines nodestatelib.Engines) string {
+// floorExec is what a floor does on each node to match a verb's live read: the debug pod it
+// creates (its fetch.Options) and the command it runs in it, both as JSON.
+type floorExec struct{ command, podOptions string }
+
+// readOf is the debug pod and exec command of a live read with these engines, as the verb's
+// Runner builds them.
+func readOf(t *testing.T, engines nodestatelib.Engines) floorExec {
 	t.Helper()
 	r, err := nodestatelib.New(context.Background(), nodestatelib.Config{Nodes: []string{"any"}, Client: Client(), RESTConfig: RESTConfig(), Engines: engines})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := json.Marshal(r.ExecCommand())
+	command, err := json.Marshal(r.ExecCommand())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(b)
+	podOptions, err := json.Marshal(r.DebugPodOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return floorExec{string(command), string(podOptions)}
 }
 
 func isFloor(verb string) bool { return strings.HasPrefix(verb, "floor") }

@@ -98,13 +98,10 @@ func (o *Options) fleet() bool { return o.Live.AllNodes && !o.Source.Offline() }
 // Run reads, judges and prints. Live nodes print as they complete: table rows in blocks, json
 // and yaml items into a list written as it grows, so nothing is held until the end.
 func (o *Options) Run(ctx context.Context) error {
-	var rows []nodestate.FileRow
 	worst := cmdutil.ExitOK
 	ro := o.RenderOptions()
-	list := render.NewListWriter[nodestate.FileRow](o.Out, ro, render.VerifyListKind)
-	stream := !o.Source.Offline() && list == nil
-	ro.Stream = stream
 	ro.Sources = o.fleet()
+	results := cmdutil.NewResults(&o.Live, o.Out, ro, render.VerifyListKind, render.Verify, !o.Source.Offline())
 	notes := cmdutil.NewNotes(o.ErrOut)
 	var err error
 	for n, rerr := range o.results(ctx) {
@@ -141,36 +138,17 @@ func (o *Options) Run(ctx context.Context) error {
 				worst = max(worst, cmdutil.ExitNotValid)
 			}
 		}
-		switch {
-		case list != nil:
-			err = list.Add(n.Rows...)
-		case stream && len(n.Rows) > 0:
-			if ro.NodeWidth == 0 {
-				ro.NodeWidth = cmdutil.NodeColumnWidth(o.Live.Resolved)
-			}
-			err = render.Verify(o.Out, ro, n.Rows)
-			ro.NoHeader = true
-		default:
-			rows = append(rows, n.Rows...)
-		}
-		if err != nil {
-			break
-		}
+		results.Add(n.Rows...)
 	}
 	notes.Flush()
 	// Interrupted: still print what was read, then say so.
 	if err != nil && !cmdutil.Interrupted(err) {
 		return err
 	}
-	switch {
-	case list != nil:
-		if perr := list.Close(); perr != nil {
-			return perr
-		}
-	case !stream:
-		if perr := render.Verify(o.Out, ro, rows); perr != nil {
-			return perr
-		}
+	if perr := results.Close(func(held []nodestate.FileRow) error {
+		return render.Verify(o.Out, ro, held)
+	}); perr != nil {
+		return perr
 	}
 	if err != nil {
 		return err

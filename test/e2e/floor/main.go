@@ -5,12 +5,15 @@
 // the tar's bytes and decodes nothing. The client rate limiter is off: the floor is what the
 // API server costs, nothing else.
 //
-//	floor --kubeconfig K -n NS -l SELECTOR --concurrency 20 [--command JSON] [--list-pods] [--get-claims NS/NAME,...]
+//	floor --kubeconfig K -n NS -l SELECTOR --concurrency 20 [--command JSON] [--pod-options JSON] [--list-pods] [--get-claims NS/NAME,...]
 //
 // --command is the exec's command as a JSON array (default: the tar of the checkpoint files,
 // verify's exec): a verb that reads more of the node in the same exec (doctor's and admit's
 // sysfs, cgroups and sockets) is compared with a floor that runs its very command, so that the
 // node's share of the work, which kwok runs on the control plane's host, is in both.
+// --pod-options is its debug pod's fetch.Options as JSON (nodestate's Runner.DebugPodOptions):
+// doctor's pod mounts the cgroup and CDI dirs too, and a larger pod costs the API server, etcd
+// and kwok more on each write and watch event, so the floor creates the verb's very pod.
 // --list-pods also lists each node's pods after its exec, while its pod is deleted, as the
 // plugin does for the verbs that weigh or name them (doctor, admit): the same API work, none
 // of the plugin's. --get-claims also gets those ResourceClaims for each node, as doctor gets
@@ -58,6 +61,7 @@ func main() {
 	selector := flag.String("l", "", "node label selector")
 	concurrency := flag.Int("concurrency", 20, "nodes at once")
 	command := flag.String("command", "", "the exec's command, a JSON array (default: verify's)")
+	podOptions := flag.String("pod-options", "", "the debug pod's fetch.Options as JSON (its host dirs, image, deadlines; default: verify's); -n sets its namespace")
 	listPods := flag.Bool("list-pods", false, "also list each node's pods, as doctor and admit do")
 	getClaims := flag.String("get-claims", "", "also get these ResourceClaims (NS/NAME, comma-separated) for each node, as doctor does")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile here, to compare with the plugin's --profile cpu")
@@ -80,11 +84,19 @@ func main() {
 			os.Exit(2)
 		}
 	}
+	var opts fetch.Options
+	if *podOptions != "" {
+		if err := json.Unmarshal([]byte(*podOptions), &opts); err != nil {
+			fmt.Fprintf(os.Stderr, "floor: --pod-options: %v\n", err)
+			os.Exit(2)
+		}
+	}
+	opts.Namespace = *ns
 	var claims []string
 	if *getClaims != "" {
 		claims = strings.Split(*getClaims, ",")
 	}
-	if err := run(*kubeconfig, *ns, *selector, *concurrency, cmd, *listPods, claims); err != nil {
+	if err := run(*kubeconfig, opts, *selector, *concurrency, cmd, *listPods, claims); err != nil {
 		fmt.Fprintln(os.Stderr, "floor:", err)
 		pprof.StopCPUProfile()
 		os.Exit(1)
@@ -125,7 +137,7 @@ func (w *waiters) running(name string) {
 	}
 }
 
-func run(kubeconfig, ns, selector string, concurrency int, cmd []string, listPods bool, claims []string) error {
+func run(kubeconfig string, opts fetch.Options, selector string, concurrency int, cmd []string, listPods bool, claims []string) error {
 	start := time.Now()
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
@@ -147,7 +159,7 @@ func run(kubeconfig, ns, selector string, concurrency int, cmd []string, listPod
 		return err
 	}
 	// The node list's resourceVersion is etcd's: the pod watch can start there.
-	w, err := client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{
+	w, err := client.CoreV1().Pods(opts.Namespace).Watch(ctx, metav1.ListOptions{
 		LabelSelector: fetch.ManagedSelector, ResourceVersion: nodes.ResourceVersion,
 	})
 	if err != nil {
@@ -167,7 +179,6 @@ func run(kubeconfig, ns, selector string, concurrency int, cmd []string, listPod
 	var failed atomic.Int64
 	g := new(errgroup.Group)
 	g.SetLimit(concurrency)
-	opts := fetch.Options{Namespace: ns}
 	for i := range nodes.Items {
 		node := &nodes.Items[i]
 		g.Go(func() error {
