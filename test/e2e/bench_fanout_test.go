@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmdutil"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
@@ -131,6 +132,7 @@ spec:
 	claims = slices.Compact(claims)
 
 	createSizedNodes(t, "fanout", sizes, dir)
+	idleControlPlane(t, slices.Max(sizes))
 	floor := buildFloor(t)
 	plugin := PluginBin(t)
 	ns := NewNamespace(t, nil)
@@ -305,6 +307,30 @@ func meanMachineCPU(rs []benchRun) float64 {
 		s += (r.cpu + r.clusterCPU).Seconds()
 	}
 	return s / float64(len(rs))
+}
+
+// idleControlPlane prints what the control plane spends with nothing to do but keep nodes
+// (CPU a second over 20 s, each process's and all together): on this 2-core machine it is
+// the share no run can have, and what it takes grows with the runs' wall time.
+func idleControlPlane(t *testing.T, nodes int) {
+	t.Helper()
+	procs := []string{"etcd", "kube-apiserver", "kwok"}
+	before := make([]time.Duration, len(procs))
+	for i, p := range procs {
+		before[i] = controlPlaneCPU(t, p)
+	}
+	const window = 20 * time.Second
+	time.Sleep(window)
+	line := fmt.Sprintf("fanout idle nodes=%d", nodes)
+	var all time.Duration
+	for i, p := range procs {
+		d := controlPlaneCPU(t, p) - before[i]
+		all += d
+		line += fmt.Sprintf(" %s=%.2f", p, d.Seconds()/window.Seconds())
+	}
+	line += fmt.Sprintf(" control_plane_cores=%.2f", all.Seconds()/window.Seconds())
+	fmt.Println("BENCH " + line)
+	t.Log(line)
 }
 
 // meanCPU is the mean of the runs' own CPU time.
