@@ -33,8 +33,8 @@ func fuzzDecode(f *testing.F, kind Kind) {
 		rep := Decode(kind, raw, Options{})
 		checkReport(t, rep)
 		// Detection alone finds the format a decode reports: nodestate chooses the release by it.
-		if got := DetectFormat(kind, raw); got != rep.Format {
-			t.Errorf("DetectFormat %q, Decode's format %q", got, rep.Format)
+		if got := Parse(kind, raw).Format(); got != rep.Format {
+			t.Errorf("Parse(...).Format() %q, Decode's format %q", got, rep.Format)
 		}
 		for _, label := range fuzzReaders {
 			k := mustParseKubelet(label)

@@ -26,12 +26,6 @@ type WritingRelease struct {
 	Apart []FileFormat
 }
 
-// DetectFormat is the format Decode reports for a file of kind ("" when none is known): what ChooseWritingRelease needs, without judging the
-// file for any kubelet, so that the files are decoded once, by the release chosen.
-func DetectFormat(kind Kind, raw []byte) string {
-	return Parse(kind, raw).Format()
-}
-
 // ChooseWritingRelease picks the release (from the releases the era table knows) that writes the most of
 // files in their detected formats: all of them when one can, the newest on a tie, with the
 // feature gates at their defaults unless a format needs one on. Files whose format the era
