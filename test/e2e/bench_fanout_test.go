@@ -60,7 +60,9 @@ import (
 // the verb's own CPU alone would give: 1 + (its CPU - the floor's) / the floor's machine_cpu.
 // The API work of the two is the same request for request (requests_per_node), but the
 // control plane's CPU for it varies by up to a quarter from run to run of the same program;
-// own_ratio leaves that noise out and keeps what the plugin adds.
+// own_ratio leaves that noise out and keeps what the plugin adds. Each run starts once the
+// control plane is back to what it spends idle (settled, up to a minute), so that no run is
+// charged the previous one's tail.
 // Environment:
 //
 //	NODESTATE_BENCH_FANOUT_SIZES   node counts, e.g. "1000 10000" (unset: skip)
@@ -132,7 +134,7 @@ spec:
 	claims = slices.Compact(claims)
 
 	createSizedNodes(t, "fanout", sizes, dir)
-	idleControlPlane(t, slices.Max(sizes))
+	idle := idleControlPlane(t, slices.Max(sizes))
 	floor := buildFloor(t)
 	plugin := PluginBin(t)
 	ns := NewNamespace(t, nil)
@@ -198,7 +200,7 @@ spec:
 					} else if profile != "" {
 						a = append(slices.Clone(a), "--profile", profile, "--profile-output", filepath.Join(profileDir, fmt.Sprintf("%s-%d-%s.pprof", state, size, verb)))
 					}
-					r := measureExit(t, ns, ok, bin, a...)
+					r := settled(t, idle, func() benchRun { return measureExit(t, ns, ok, bin, a...) })
 					checkFanout(t, verb, state, r, size, files)
 					runs[verb] = append(runs[verb], r)
 				}
@@ -309,10 +311,10 @@ func meanMachineCPU(rs []benchRun) float64 {
 	return s / float64(len(rs))
 }
 
-// idleControlPlane prints what the control plane spends with nothing to do but keep nodes
-// (CPU a second over 20 s, each process's and all together): on this 2-core machine it is
-// the share no run can have, and what it takes grows with the runs' wall time.
-func idleControlPlane(t *testing.T, nodes int) {
+// idleControlPlane prints and returns what the control plane spends with nothing to do but
+// keep nodes (CPU a second over 20 s, each process's and all together): on this 2-core machine
+// it is the share no run can have, and what it takes grows with the runs' wall time.
+func idleControlPlane(t *testing.T, nodes int) float64 {
 	t.Helper()
 	procs := []string{"etcd", "kube-apiserver", "kwok"}
 	before := make([]time.Duration, len(procs))
@@ -331,6 +333,29 @@ func idleControlPlane(t *testing.T, nodes int) {
 	line += fmt.Sprintf(" control_plane_cores=%.2f", all.Seconds()/window.Seconds())
 	fmt.Println("BENCH " + line)
 	t.Log(line)
+	return all.Seconds() / window.Seconds()
+}
+
+// settled runs run once the control plane is back to what it spends idle (idle cores, within
+// a tenth of a core and a fifth), waiting at most a minute: the previous run's tail (kwok
+// finishing its deletes, the API server's and etcd's collections) would otherwise be charged
+// to whichever verb runs next, and the interleaving would not take it out in one round. It
+// logs the wait and the rate it settled at.
+func settled(t *testing.T, idle float64, run func() benchRun) benchRun {
+	t.Helper()
+	const window, most = 2 * time.Second, time.Minute
+	start := time.Now()
+	var rate float64
+	for time.Since(start) < most {
+		before := controlPlaneCPU(t)
+		time.Sleep(window)
+		rate = (controlPlaneCPU(t) - before).Seconds() / window.Seconds()
+		if rate <= idle*1.2+0.1 {
+			break
+		}
+	}
+	t.Logf("settled in %s at %.2f control-plane cores (idle %.2f)", time.Since(start).Round(time.Second), rate, idle)
+	return run()
 }
 
 // meanCPU is the mean of the runs' own CPU time.
