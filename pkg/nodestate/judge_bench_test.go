@@ -1,32 +1,23 @@
 package nodestate
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
-	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch/local"
 )
 
 // BenchmarkJudgeExampleNode judges examples/kubelet-root's files as a fan-out verb judges each
 // node's (the release chosen from their formats, then each file decoded once): it is the most
 // of what verify adds to its floor's CPU a node (make bench-fanout).
 func BenchmarkJudgeExampleNode(b *testing.B) {
-	root := filepath.Join(repo, "examples/kubelet-root")
-	s := &fetch.Snapshot{Node: "node-0", Files: map[string][]byte{}}
-	for _, f := range decode.Files {
-		raw, err := os.ReadFile(filepath.Join(root, decode.PathOf(f.Kind)))
-		if os.IsNotExist(err) {
-			continue
-		}
-		if err != nil {
-			b.Fatal(err)
-		}
-		s.Files["./"+decode.PathOf(f.Kind)] = raw
+	s, err := local.Read(filepath.Join(repo, "examples/kubelet-root"), decode.Paths(), local.DefaultLimits)
+	if err != nil {
+		b.Fatal(err)
 	}
 	if len(s.Files) < 5 {
-		b.Fatalf("read %d files of %s", len(s.Files), root)
+		b.Fatalf("read %d files of examples/kubelet-root", len(s.Files))
 	}
 	kindOf := func(p string) decode.Kind { k, _ := decode.ParseKind(p); return k }
 	b.ReportAllocs()

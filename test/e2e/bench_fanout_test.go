@@ -200,7 +200,8 @@ spec:
 					} else if profile != "" {
 						a = append(slices.Clone(a), "--profile", profile, "--profile-output", filepath.Join(profileDir, fmt.Sprintf("%s-%d-%s.pprof", state, size, verb)))
 					}
-					r := settled(t, idle, func() benchRun { return measureExit(t, ns, ok, bin, a...) })
+					settle(t, idle)
+					r := measureExit(t, ns, ok, bin, a...)
 					checkFanout(t, verb, state, r, size, files)
 					runs[verb] = append(runs[verb], r)
 				}
@@ -334,22 +335,21 @@ func idleControlPlane(t *testing.T, nodes int) float64 {
 		all += d
 		line += fmt.Sprintf(" %s=%.2f", p, d.Seconds()/window.Seconds())
 	}
-	line += fmt.Sprintf(" control_plane_cores=%.2f", all.Seconds()/window.Seconds())
+	cores := all.Seconds() / window.Seconds()
+	line += fmt.Sprintf(" control_plane_cores=%.2f", cores)
 	fmt.Println("BENCH " + line)
 	t.Log(line)
-	return all.Seconds() / window.Seconds()
+	return cores
 }
 
-// settled runs run once the control plane is back to what it spends idle (idle cores, within
-// a tenth of a core and a fifth), waiting at most a minute: the previous run's tail (kwok
-// finishing its deletes, the API server's and etcd's collections) would otherwise be charged
-// to whichever verb runs next, and the interleaving would not take it out in one round. It
-// logs the wait and the rate it settled at.
-func settled(t *testing.T, idle float64, run func() benchRun) benchRun {
+// settle waits until the control plane is back to what it spends idle (idle cores, within a
+// tenth of a core and a fifth), at most a minute, and logs the wait: the previous run's tail
+// (kwok finishing its deletes, the API server's and etcd's collections) would otherwise be
+// charged to whichever verb runs next, and the interleaving would not take it out in one round.
+func settle(t *testing.T, idle float64) {
 	t.Helper()
 	waited, rate := quiet(t, idle*1.2+0.1, time.Minute)
 	t.Logf("settled in %s at %.2f control-plane cores (idle %.2f)", waited, rate, idle)
-	return run()
 }
 
 // quiet waits until the control plane spends at most ceiling cores over 2 s, or for most; it
