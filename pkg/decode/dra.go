@@ -306,19 +306,3 @@ func lookupFold(obj map[string]json.RawMessage, key string) json.RawMessage {
 	}
 	return nil
 }
-
-func objectList(raw json.RawMessage) []map[string]json.RawMessage {
-	var out []map[string]json.RawMessage
-	if json.Unmarshal(raw, &out) != nil {
-		return nil
-	}
-	return out
-}
-
-func objectMap(raw json.RawMessage) map[string]map[string]json.RawMessage {
-	var out map[string]map[string]json.RawMessage
-	if json.Unmarshal(raw, &out) != nil {
-		return nil
-	}
-	return out
-}

@@ -354,6 +354,9 @@ func isJSONError(err error) bool {
 // older document is a subset of T's, so nothing is lost, and what the older layout dropped stays
 // absent. Both are plain JSON types the file itself decoded into, so neither step can fail.
 func reencode[T any](v any) *T {
+	if same, ok := v.(*T); ok {
+		return same // the newest layout's own document: nothing to convert
+	}
 	out := new(T)
 	b, err := json.Marshal(v)
 	if err == nil {

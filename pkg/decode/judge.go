@@ -68,18 +68,22 @@ func ChooseWritingRelease(files []FileFormat) (WritingRelease, bool) {
 					k.Gates[g] = true
 				}
 			}
-			var j WritingRelease
-			j.Kubelet = k
+			count := 0
 			for _, kf := range ks {
 				if anySpanHas(kf.writes, k) {
-					j.Writes = append(j.Writes, kf.f)
-				} else {
-					j.Apart = append(j.Apart, kf.f)
+					count++
 				}
 			}
-			if len(j.Writes) > bestCount {
-				best, bestCount = j, len(j.Writes)
+			if count > bestCount {
+				best, bestCount = WritingRelease{Kubelet: k}, count
 			}
+		}
+	}
+	for _, kf := range ks {
+		if anySpanHas(kf.writes, best.Kubelet) {
+			best.Writes = append(best.Writes, kf.f)
+		} else {
+			best.Apart = append(best.Apart, kf.f)
 		}
 	}
 	return best, true

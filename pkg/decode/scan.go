@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
+	"unicode/utf8"
 )
 
 // scanObject splits a top-level JSON object into its members without decoding the values (a
@@ -76,13 +77,14 @@ func (s *scanner) rest() bool {
 	return s.i == len(s.b)
 }
 
-// plainString reads a string without escapes.
+// plainString reads a string without escapes, of valid UTF-8.
 func (s *scanner) plainString() (string, bool) {
 	if !s.take('"') {
 		return "", false
 	}
 	end := bytes.IndexByte(s.b[s.i:], '"')
-	if end < 0 || bytes.IndexByte(s.b[s.i:s.i+end], '\\') >= 0 {
+	// encoding/json decodes escapes and replaces invalid UTF-8: leave both to it.
+	if end < 0 || bytes.IndexByte(s.b[s.i:s.i+end], '\\') >= 0 || !utf8.Valid(s.b[s.i:s.i+end]) {
 		return "", false
 	}
 	str := string(s.b[s.i : s.i+end])
@@ -164,4 +166,151 @@ func firstMemberValue(obj []byte) []byte {
 		return nil
 	}
 	return bytes.TrimRight(obj[start:s.i], " \t\r\n")
+}
+
+// splitObject splits a valid JSON object into its members as encoding/json decodes it into a
+// map[string]json.RawMessage (a repeated key keeps its last value), the values aliasing raw
+// instead of copied. It reports false for anything else (not an object, null, an escaped key),
+// for the caller to ask encoding/json.
+func splitObject(raw []byte) (map[string]json.RawMessage, bool) {
+	s := scanner{b: raw}
+	s.space()
+	if !s.take('{') {
+		return nil, false
+	}
+	out := map[string]json.RawMessage{}
+	s.space()
+	if s.take('}') {
+		return out, true
+	}
+	for {
+		s.space()
+		key, ok := s.plainString()
+		if !ok || !s.member() {
+			return nil, false
+		}
+		start := s.i
+		if !s.skipValue() {
+			return nil, false
+		}
+		out[key] = bytes.TrimRight(raw[start:s.i], " \t\r\n")
+		s.space()
+		if s.take('}') {
+			return out, true
+		}
+		if !s.take(',') {
+			return nil, false
+		}
+	}
+}
+
+// member moves past the colon after a key and the space around it.
+func (s *scanner) member() bool {
+	s.space()
+	ok := s.take(':')
+	s.space()
+	return ok
+}
+
+// splitArray splits a valid JSON array into its elements (aliasing raw); false for anything
+// else.
+func splitArray(raw []byte) ([]json.RawMessage, bool) {
+	s := scanner{b: raw}
+	s.space()
+	if !s.take('[') {
+		return nil, false
+	}
+	out := []json.RawMessage{}
+	s.space()
+	if s.take(']') {
+		return out, true
+	}
+	for {
+		s.space()
+		start := s.i
+		if !s.skipValue() {
+			return nil, false
+		}
+		out = append(out, bytes.TrimRight(raw[start:s.i], " \t\r\n"))
+		s.space()
+		if s.take(']') {
+			return out, true
+		}
+		if !s.take(',') {
+			return nil, false
+		}
+	}
+}
+
+// isNull: the raw value is the literal null.
+func isNull(raw []byte) bool { return string(bytes.TrimSpace(raw)) == "null" }
+
+// rawObject is json.Unmarshal(raw, &map[string]json.RawMessage), nil on error: the shapes'
+// probes look into nested values this way. Valid JSON with plain keys is split without
+// encoding/json's copies; anything else is decoded by encoding/json itself.
+func rawObject(raw []byte) map[string]json.RawMessage {
+	if json.Valid(raw) {
+		if m, ok := splitObject(raw); ok {
+			return m
+		}
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return nil
+	}
+	return m
+}
+
+// objectList is json.Unmarshal(raw, &[]map[string]json.RawMessage), nil on error (split as
+// rawObject).
+func objectList(raw []byte) []map[string]json.RawMessage {
+	if json.Valid(raw) {
+		if elems, ok := splitArray(raw); ok {
+			out := make([]map[string]json.RawMessage, 0, len(elems))
+			for _, e := range elems {
+				m, ok := splitObject(e)
+				if !ok && !isNull(e) {
+					return objectListSlow(raw)
+				}
+				out = append(out, m)
+			}
+			return out
+		}
+	}
+	return objectListSlow(raw)
+}
+
+func objectListSlow(raw []byte) []map[string]json.RawMessage {
+	var out []map[string]json.RawMessage
+	if json.Unmarshal(raw, &out) != nil {
+		return nil
+	}
+	return out
+}
+
+// objectMap is json.Unmarshal(raw, &map[string]map[string]json.RawMessage), nil on error (split
+// as rawObject).
+func objectMap(raw []byte) map[string]map[string]json.RawMessage {
+	if json.Valid(raw) {
+		if members, ok := splitObject(raw); ok {
+			out := make(map[string]map[string]json.RawMessage, len(members))
+			for k, v := range members {
+				m, ok := splitObject(v)
+				if !ok && !isNull(v) {
+					return objectMapSlow(raw)
+				}
+				out[k] = m
+			}
+			return out
+		}
+	}
+	return objectMapSlow(raw)
+}
+
+func objectMapSlow(raw []byte) map[string]map[string]json.RawMessage {
+	var out map[string]map[string]json.RawMessage
+	if json.Unmarshal(raw, &out) != nil {
+		return nil
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package decode
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -91,6 +92,31 @@ func FuzzScanObject(f *testing.F) {
 			if string(got[k]) != string(v) {
 				t.Fatalf("member %s: %q, want %q", k, got[k], v)
 			}
+		}
+	})
+}
+
+// The probes' splitters are encoding/json's map and slice decodes, value for value, on any input.
+func FuzzSplitAgreesWithEncodingJSON(f *testing.F) {
+	for _, s := range []string{
+		`{"a":{"b":[1,"]"]},"c":"\\\"","d": 2 }`, `[{"x":1},null,{"y":[2]}]`, `{"k":{"x":1},"n":null}`,
+		`[{"a":1},2]`, `{"k":3}`, `null`, `[]`, `{}`, `{"a":1,"a":2}`, `[{"\u0061":1}]`, ` [ { "a" : "}" } ] `,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var wantObject map[string]json.RawMessage
+		if json.Unmarshal(raw, &wantObject) != nil {
+			wantObject = nil
+		}
+		if got := rawObject(raw); !reflect.DeepEqual(got, wantObject) {
+			t.Fatalf("rawObject: %q, want %q", got, wantObject)
+		}
+		if got, want := objectList(raw), objectListSlow(raw); !reflect.DeepEqual(got, want) && !(len(got) == 0 && len(want) == 0 && (got == nil) == (want == nil)) {
+			t.Fatalf("objectList: %q, want %q", got, want)
+		}
+		if got, want := objectMap(raw), objectMapSlow(raw); !reflect.DeepEqual(got, want) && !(len(got) == 0 && len(want) == 0 && (got == nil) == (want == nil)) {
+			t.Fatalf("objectMap: %q, want %q", got, want)
 		}
 	})
 }

@@ -81,19 +81,11 @@ func deviceIDsAre(open byte) func(*shapeDoc) bool {
 
 // firstDeviceIDsOpen is the byte the first entry's DeviceIDs opens with (0: none).
 func (d *shapeDoc) firstDeviceIDsOpen() byte {
-	var data map[string]json.RawMessage
-	if json.Unmarshal(d.top["data"], &data) != nil {
-		return 0
-	}
-	for k, v := range data {
+	for k, v := range rawObject(d.top["data"]) {
 		if !strings.EqualFold(k, "PodDeviceEntries") {
 			continue
 		}
-		var entries []map[string]json.RawMessage
-		if json.Unmarshal(v, &entries) != nil {
-			return 0
-		}
-		for _, e := range entries {
+		for _, e := range objectList(v) {
 			for ek, ev := range e {
 				if strings.EqualFold(ek, "DeviceIDs") {
 					if ev = bytes.TrimSpace(ev); len(ev) > 0 {
@@ -157,9 +149,5 @@ func dataDocument(top jsonObject) map[string]json.RawMessage {
 	if json.Unmarshal(top["data"], &data) != nil {
 		return nil
 	}
-	var doc map[string]json.RawMessage
-	if json.Unmarshal([]byte(data), &doc) != nil {
-		return nil
-	}
-	return doc
+	return rawObject([]byte(data))
 }

@@ -139,7 +139,8 @@ func Diagnose(in Input) Result {
 	if len(missing) > 0 {
 		res.Skipped = append(res.Skipped, "start prediction: needs "+text.JoinAnd(missing))
 	} else {
-		sin := replay.StartInput{CPU: cpuRep, Memory: memRep, Machine: in.Machine, Config: in.Config, Kubelet: *in.Kubelet, RootDir: in.RootDir}
+		sin := replay.StartInput{CPU: cpuRep, Memory: memRep, Machine: in.Machine, Config: in.Config, Kubelet: *in.Kubelet, RootDir: in.RootDir,
+			Topology: replay.Discover(in.Machine)}
 		p, err := replay.PredictStart(sin)
 		if err != nil {
 			res.Skipped = append(res.Skipped, "start prediction: "+err.Error())

@@ -29,12 +29,17 @@ func setting(apply func(*replay.KubeletConfig), fields ...string) candidate {
 	return candidate{fields: fields, apply: apply}
 }
 
-// try is the input with the candidate applied to a copy of its config, and the change in the
-// words of the config: each field the candidate sets, with its whole new value.
-func (c candidate) try(in replay.StartInput) (replay.StartInput, json.RawMessage) {
+// try is the input with the candidate applied to a copy of its config.
+func (c candidate) try(in replay.StartInput) replay.StartInput {
 	cfg := cloneConfig(in.Config)
 	c.apply(cfg)
 	in.Config = cfg
+	return in
+}
+
+// change is the candidate's change in the words of the config it made (cfg): each field it
+// sets, with its whole new value.
+func (c candidate) change(cfg *replay.KubeletConfig) json.RawMessage {
 	var all map[string]json.RawMessage
 	b, _ := json.Marshal(cfg)
 	_ = json.Unmarshal(b, &all)
@@ -47,7 +52,7 @@ func (c candidate) try(in replay.StartInput) (replay.StartInput, json.RawMessage
 		}
 	}
 	out, _ := json.Marshal(change)
-	return in, out
+	return out
 }
 
 // unsetField is how a fix writes a field the change leaves empty (omitted from the config's JSON).
@@ -65,7 +70,7 @@ func proposeFix(in replay.StartInput, p replay.Prediction) *Fix {
 	cands := newTrials(in, p)
 	for i := range cands.list {
 		if t := cands.get(i); t.err == nil && t.q.Starts {
-			fix.Config, fix.Verified = t.change, true
+			fix.Config, fix.Verified = t.changeText(), true
 			break
 		}
 	}
@@ -120,11 +125,12 @@ func proposeFix(in replay.StartInput, p replay.Prediction) *Fix {
 func configAndDelete(in replay.StartInput, cands *trials, chosen json.RawMessage) *Fix {
 	for i := range cands.list {
 		t := cands.get(i)
-		try, b, q := t.in, t.change, t.q
-		if string(b) == string(chosen) {
+		try, q := t.in, t.q
+		if t.err != nil || q.Starts {
 			continue
 		}
-		if t.err != nil || q.Starts {
+		b := t.changeText()
+		if string(b) == string(chosen) {
 			continue
 		}
 		var rep *decode.Report
@@ -161,13 +167,21 @@ type trials struct {
 	done []*trial
 }
 
-// trial is a candidate applied (the input and the change in the config's words) and what the
-// replayed start made of it.
+// trial is a candidate applied and what the replayed start made of it.
 type trial struct {
+	cand   candidate
 	in     replay.StartInput
-	change json.RawMessage
+	change json.RawMessage // changeText's, once asked: most trials are never offered
 	q      replay.Prediction
 	err    error
+}
+
+// changeText is the change in the config's words.
+func (t *trial) changeText() json.RawMessage {
+	if t.change == nil {
+		t.change = t.cand.change(t.in.Config)
+	}
+	return t.change
 }
 
 func newTrials(in replay.StartInput, p replay.Prediction) *trials {
@@ -178,8 +192,8 @@ func newTrials(in replay.StartInput, p replay.Prediction) *trials {
 // get is candidate i tried.
 func (ts *trials) get(i int) *trial {
 	if ts.done[i] == nil {
-		t := &trial{}
-		t.in, t.change = ts.list[i].try(ts.in)
+		t := &trial{cand: ts.list[i]}
+		t.in = ts.list[i].try(ts.in)
 		t.q, t.err = replay.PredictStart(t.in)
 		ts.done[i] = t
 	}
@@ -288,7 +302,10 @@ func configCandidates(in replay.StartInput, p replay.Prediction) []candidate {
 		if cs != nil && in.Machine != nil {
 			if def, err := replay.ParseCPUSet(cs.DefaultCPUSet); err == nil {
 				n := reservedCount(in)
-				topo := replay.Discover(in.Machine)
+				topo := in.Topology
+				if topo == nil {
+					topo = replay.Discover(in.Machine)
+				}
 				if n > 0 {
 					if set, _ := replay.TakeByTopologyNUMAPacked(topo, def.Intersection(topo.CPUs()), n, replay.CPUSortingStrategyPacked, false); set.Size() == n {
 						s := set.String()

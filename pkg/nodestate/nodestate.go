@@ -338,6 +338,13 @@ func (r *Runner) readNode(ctx context.Context, fo *fetch.Fanout, node fetch.Node
 		res.Rows = []FileRow{NodeFailedRow(node.Name, res.Skipped(), failureReason(err), err.Error())}
 		return res
 	}
+	return r.processNode(ctx, res)
+}
+
+// processNode is what a node's worker does once its files are read: the extras parsed, the
+// files judged, then each engine run.
+func (r *Runner) processNode(ctx context.Context, res *NodeResult) *NodeResult {
+	snap := res.Snapshot
 	// Extras first: they take config.yaml out of the checkpoint files.
 	r.addExtras(ctx, res)
 	if r.cfg.NodeFiles {

@@ -68,6 +68,9 @@ type StartInput struct {
 	// Devices is what the device manager knows; nil when the devices' topology is not known
 	// (the device manager is then not replayed).
 	Devices *DeviceInput
+	// Topology is Discover(Machine) when the caller has it already (nil: discovered here): a
+	// caller replaying many starts on one machine, as doctor's fix search does, discovers it once.
+	Topology *CPUTopology
 }
 
 // env is one start's resolved inputs.
@@ -125,7 +128,10 @@ func Start(in StartInput) (*Node, Prediction, error) {
 		return nil, Prediction{}, fmt.Errorf("kubelet %s predates %s, the oldest release replayed", in.Kubelet, oldestReplayed)
 	}
 	e := &env{release: rel, version: in.Kubelet.Version, gates: in.Kubelet.WithConfigGates(in.Config.FeatureGates).Gates,
-		machine: in.Machine, topo: Discover(in.Machine), cfg: in.Config, rootDir: in.RootDir}
+		machine: in.Machine, topo: in.Topology, cfg: in.Config, rootDir: in.RootDir}
+	if e.topo == nil {
+		e.topo = Discover(in.Machine)
+	}
 	if e.rootDir == "" {
 		e.rootDir = decode.DefaultRootDir
 	}
@@ -234,14 +240,14 @@ func (e *env) resolveConfig() error {
 	}
 	if n := e.reservedSystemCPUs.Size(); n > 0 {
 		delete(kube, "cpu")
-		system["cpu"] = resource.MustParse(strconv.Itoa(n))
+		system["cpu"] = *resource.NewQuantity(int64(n), resource.DecimalSI)
 	}
 	capacity := e.capacity()
 	eviction, err := hardEvictionReservation(e.cfg.EvictionHardOrDefault(), capacity)
 	if err != nil {
 		return err
 	}
-	e.reservation = map[string]resource.Quantity{}
+	e.reservation = make(map[string]resource.Quantity, len(capacity))
 	for name := range capacity {
 		v := resource.NewQuantity(0, resource.DecimalSI)
 		v.Add(system[name])

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"fmt"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/util/version"
 
@@ -190,11 +191,24 @@ type releaseRules struct {
 	cpuOptionConflicts [][2]string
 }
 
+// gathered is rulesFor's rows by version: they are data, the same for every node and every
+// replayed start of a version, and read only.
+var gathered sync.Map // version string -> *releaseRules
+
 // rulesFor gathers the rules of v, and false when v predates the oldest release replayed.
 func rulesFor(v *version.Version) (*releaseRules, bool) {
 	if v.LessThan(oldestReplayed) {
 		return nil, false
 	}
+	if r, ok := gathered.Load(v.String()); ok {
+		return r.(*releaseRules), true
+	}
+	r := gatherRules(v)
+	gathered.Store(v.String(), r)
+	return r, true
+}
+
+func gatherRules(v *version.Version) *releaseRules {
 	r := &releaseRules{cpuOptions: map[string]optionLevel{}, topologyOptions: map[string]optionLevel{}}
 	for _, row := range behaviourRanges {
 		if holds(v, row.Since, row.Until) {
@@ -216,7 +230,7 @@ func rulesFor(v *version.Version) (*releaseRules, bool) {
 			r.cpuOptionConflicts = append(r.cpuOptionConflicts, row.Options)
 		}
 	}
-	return r, true
+	return r
 }
 
 // has is whether the release does b.

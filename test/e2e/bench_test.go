@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -119,6 +120,7 @@ func measureExit(t *testing.T, ns string, okExit []int, bin string, args ...stri
 	before, verbsBefore := requestCount(t)
 	harnessBefore := harnessRequests.Load()
 	clusterBefore := controlPlaneCPU(t)
+	partsBefore := controlPlaneParts(t)
 	ctx, cancel := context.WithTimeout(context.Background(), benchRunTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
@@ -169,6 +171,11 @@ func measureExit(t *testing.T, ns string, okExit []int, bin string, args ...stri
 	WaitNoManagedPods(t, ns, 2*time.Minute)
 	time.Sleep(time.Second) // let the API server record the requests that ended with the process (watches, execs)
 	r.clusterCPU = controlPlaneCPU(t) - clusterBefore
+	parts := controlPlaneParts(t)
+	var partsText []string
+	for _, name := range slices.Sorted(maps.Keys(parts)) {
+		partsText = append(partsText, fmt.Sprintf("%s %s", name, (parts[name]-partsBefore[name]).Round(10*time.Millisecond)))
+	}
 	after, verbsAfter := requestCount(t)
 	r.requests = after - before - (harnessRequests.Load() - harnessBefore)
 	r.byVerb = map[string]int64{}
@@ -180,8 +187,8 @@ func measureExit(t *testing.T, ns string, okExit []int, bin string, args ...stri
 	if n := strings.Count(stderr.String(), "warning:"); n > 0 {
 		t.Errorf("%s: %d warnings, e.g.: %s", filepath.Base(bin), n, tailLines(stderr.String(), 3))
 	}
-	t.Logf("ran %s %s: %s, CPU %s own + %s control plane, peak RSS %.1f MiB (anon %.1f, file %.1f), %d requests (API server by verb, harness included: %v)",
-		filepath.Base(bin), strings.Join(args, " "), r.wall.Round(time.Millisecond), r.cpu.Round(10*time.Millisecond), r.clusterCPU.Round(10*time.Millisecond), float64(r.rssKiB)/1024,
+	t.Logf("ran %s %s: %s, CPU %s own + %s control plane (%s), peak RSS %.1f MiB (anon %.1f, file %.1f), %d requests (API server by verb, harness included: %v)",
+		filepath.Base(bin), strings.Join(args, " "), r.wall.Round(time.Millisecond), r.cpu.Round(10*time.Millisecond), r.clusterCPU.Round(10*time.Millisecond), strings.Join(partsText, ", "), float64(r.rssKiB)/1024,
 		float64(r.anonKiB)/1024, float64(r.fileKiB)/1024, r.requests, r.byVerb)
 	return r
 }
@@ -214,6 +221,22 @@ func controlPlaneCPU(t testing.TB, names ...string) time.Duration {
 		}
 	}
 	return time.Duration(ticks) * time.Second / 100 // USER_HZ
+}
+
+// controlPlaneParts is controlPlaneCPU of each control-plane process, by name.
+func controlPlaneParts(t testing.TB) map[string]time.Duration {
+	t.Helper()
+	cp.mu.Lock()
+	var names []string
+	for _, p := range cp.procs {
+		names = append(names, p.name)
+	}
+	cp.mu.Unlock()
+	parts := map[string]time.Duration{}
+	for _, name := range names {
+		parts[name] = controlPlaneCPU(t, name)
+	}
+	return parts
 }
 
 // procStatus reads the named fields (e.g. "VmHWM:") of /proc/PID/status in KiB, 0 for each
