@@ -55,7 +55,7 @@ func (p *Parsed) detect() *era {
 		p.in = newInput(p.raw)
 		var top jsonObject
 		if top, p.perr = parseObject(p.raw); p.perr == nil {
-			p.doc = &shapeDoc{top: top}
+			p.doc = &shapeDoc{top: top, raw: p.raw}
 			p.era = detectEra(p.kind, p.in, p.doc)
 		}
 	}

@@ -259,8 +259,8 @@ func draDataHasKey(level, key string) func(*shapeDoc) bool {
 // draDriverStates is every DriverState of every claim in the v2 data document.
 func (d *shapeDoc) draDriverStates() []map[string]json.RawMessage {
 	var out []map[string]json.RawMessage
-	for _, claim := range objectList(lookupFold(d.dataDocument(), "ClaimInfoStateList")) {
-		for _, ds := range objectMap(lookupFold(claim, "DriverState")) {
+	for _, claim := range objectList(lookupFold(d.dataDocument(), "ClaimInfoStateList"), true) {
+		for _, ds := range objectMap(lookupFold(claim, "DriverState"), true) {
 			out = append(out, ds)
 		}
 	}
@@ -271,7 +271,7 @@ func (d *shapeDoc) draDriverStates() []map[string]json.RawMessage {
 func (d *shapeDoc) draDeviceList() []map[string]json.RawMessage {
 	var out []map[string]json.RawMessage
 	for _, ds := range d.draDrivers.get(d.draDriverStates) {
-		out = append(out, objectList(lookupFold(ds, "Devices"))...)
+		out = append(out, objectList(lookupFold(ds, "Devices"), true)...)
 	}
 	return out
 }
@@ -279,8 +279,8 @@ func (d *shapeDoc) draDeviceList() []map[string]json.RawMessage {
 // draV1HandleHasKey: a v1 entry's ResourceHandles element has key (1.30's structuredData).
 func draV1HandleHasKey(key string) func(*shapeDoc) bool {
 	return func(d *shapeDoc) bool {
-		for _, entry := range objectList(d.top["entries"]) {
-			for _, h := range objectList(lookupFold(entry, "ResourceHandles")) {
+		for _, entry := range objectList(d.top["entries"], d.topValid()) {
+			for _, h := range objectList(lookupFold(entry, "ResourceHandles"), d.topValid()) {
 				if lookupFold(h, key) != nil {
 					return true
 				}

@@ -142,7 +142,7 @@ func allocDataHasPodKey(key string) func(*shapeDoc) bool {
 // allocPodEntries is every pod entry of the data document.
 func (d *shapeDoc) allocPodEntries() []map[string]json.RawMessage {
 	var out []map[string]json.RawMessage
-	for _, pod := range objectMap(lookupFold(d.dataDocument(), "entries")) {
+	for _, pod := range objectMap(lookupFold(d.dataDocument(), "entries"), true) {
 		out = append(out, pod)
 	}
 	return out

@@ -247,9 +247,11 @@ func isNull(raw []byte) bool { return string(bytes.TrimSpace(raw)) == "null" }
 
 // rawObject is json.Unmarshal(raw, &map[string]json.RawMessage), nil on error: the shapes'
 // probes look into nested values this way. Valid JSON with plain keys is split without
-// encoding/json's copies; anything else is decoded by encoding/json itself.
-func rawObject(raw []byte) map[string]json.RawMessage {
-	if json.Valid(raw) {
+// encoding/json's copies; anything else is decoded by encoding/json itself. valid says raw
+// lies in a document json.Valid accepted already (every value in one is valid), so that
+// nested probes do not check it again.
+func rawObject(raw []byte, valid bool) map[string]json.RawMessage {
+	if valid || json.Valid(raw) {
 		if m, ok := splitObject(raw); ok {
 			return m
 		}
@@ -263,8 +265,8 @@ func rawObject(raw []byte) map[string]json.RawMessage {
 
 // objectList is json.Unmarshal(raw, &[]map[string]json.RawMessage), nil on error (split as
 // rawObject).
-func objectList(raw []byte) []map[string]json.RawMessage {
-	if json.Valid(raw) {
+func objectList(raw []byte, valid bool) []map[string]json.RawMessage {
+	if valid || json.Valid(raw) {
 		if elems, ok := splitArray(raw); ok {
 			out := make([]map[string]json.RawMessage, 0, len(elems))
 			for _, e := range elems {
@@ -290,8 +292,8 @@ func objectListSlow(raw []byte) []map[string]json.RawMessage {
 
 // objectMap is json.Unmarshal(raw, &map[string]map[string]json.RawMessage), nil on error (split
 // as rawObject).
-func objectMap(raw []byte) map[string]map[string]json.RawMessage {
-	if json.Valid(raw) {
+func objectMap(raw []byte, valid bool) map[string]map[string]json.RawMessage {
+	if valid || json.Valid(raw) {
 		if members, ok := splitObject(raw); ok {
 			out := make(map[string]map[string]json.RawMessage, len(members))
 			for k, v := range members {

@@ -109,14 +109,17 @@ func FuzzSplitAgreesWithEncodingJSON(f *testing.F) {
 		if json.Unmarshal(raw, &wantObject) != nil {
 			wantObject = nil
 		}
-		if got := rawObject(raw); !reflect.DeepEqual(got, wantObject) {
-			t.Fatalf("rawObject: %q, want %q", got, wantObject)
-		}
-		if got, want := objectList(raw), objectListSlow(raw); !reflect.DeepEqual(got, want) && !(len(got) == 0 && len(want) == 0 && (got == nil) == (want == nil)) {
-			t.Fatalf("objectList: %q, want %q", got, want)
-		}
-		if got, want := objectMap(raw), objectMapSlow(raw); !reflect.DeepEqual(got, want) && !(len(got) == 0 && len(want) == 0 && (got == nil) == (want == nil)) {
-			t.Fatalf("objectMap: %q, want %q", got, want)
+		// valid=true only where the caller knows it (inside a document json.Valid accepted).
+		for _, valid := range []bool{false, json.Valid(raw)} {
+			if got := rawObject(raw, valid); !reflect.DeepEqual(got, wantObject) {
+				t.Fatalf("rawObject(valid=%v): %q, want %q", valid, got, wantObject)
+			}
+			if got, want := objectList(raw, valid), objectListSlow(raw); !reflect.DeepEqual(got, want) && !(len(got) == 0 && len(want) == 0 && (got == nil) == (want == nil)) {
+				t.Fatalf("objectList(valid=%v): %q, want %q", valid, got, want)
+			}
+			if got, want := objectMap(raw, valid), objectMapSlow(raw); !reflect.DeepEqual(got, want) && !(len(got) == 0 && len(want) == 0 && (got == nil) == (want == nil)) {
+				t.Fatalf("objectMap(valid=%v): %q, want %q", valid, got, want)
+			}
 		}
 	})
 }

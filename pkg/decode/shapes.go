@@ -28,7 +28,10 @@ func parseObject(raw []byte) (jsonObject, error) {
 // shapeDoc is a file's JSON as the era shapes look at it: the top object, and what lies
 // deeper decoded on first use and kept, however many eras' shapes look at it.
 type shapeDoc struct {
-	top           jsonObject
+	top jsonObject
+	// raw is the file; valid is json.Valid(raw), asked once for every probe of its values.
+	raw           []byte
+	valid         lazy[bool]
 	data          lazy[map[string]json.RawMessage]
 	draDrivers    lazy[[]map[string]json.RawMessage]
 	draDevices    lazy[[]map[string]json.RawMessage]
@@ -49,8 +52,13 @@ func (l *lazy[T]) get(compute func() T) T {
 	return l.v
 }
 
+// topValid: the file is valid JSON, so are the values of top.
+func (d *shapeDoc) topValid() bool {
+	return d.valid.get(func() bool { return json.Valid(d.raw) })
+}
+
 // dataDocument is the JSON document embedded as a string under "data" (nil if it is not one),
-// for the shapes of formats that differ only inside it.
+// for the shapes of formats that differ only inside it. Its values are valid JSON.
 func (d *shapeDoc) dataDocument() map[string]json.RawMessage {
 	return d.data.get(func() map[string]json.RawMessage { return dataDocument(d.top) })
 }
@@ -81,11 +89,11 @@ func deviceIDsAre(open byte) func(*shapeDoc) bool {
 
 // firstDeviceIDsOpen is the byte the first entry's DeviceIDs opens with (0: none).
 func (d *shapeDoc) firstDeviceIDsOpen() byte {
-	for k, v := range rawObject(d.top["data"]) {
+	for k, v := range rawObject(d.top["data"], d.topValid()) {
 		if !strings.EqualFold(k, "PodDeviceEntries") {
 			continue
 		}
-		for _, e := range objectList(v) {
+		for _, e := range objectList(v, d.topValid()) {
 			for ek, ev := range e {
 				if strings.EqualFold(ek, "DeviceIDs") {
 					if ev = bytes.TrimSpace(ev); len(ev) > 0 {
@@ -149,5 +157,5 @@ func dataDocument(top jsonObject) map[string]json.RawMessage {
 	if json.Unmarshal(top["data"], &data) != nil {
 		return nil
 	}
-	return rawObject([]byte(data))
+	return rawObject([]byte(data), false)
 }
