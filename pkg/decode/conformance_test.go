@@ -438,3 +438,42 @@ func eraByID(t testing.TB, id string) *era {
 	t.Fatalf("no era %q", id)
 	return nil
 }
+
+// keepsAll's claim, on every vector: a file of an older layout reads through each newer layout
+// that keeps it into the same model (what lets Decode skip comparing the two).
+func TestKeepsAllLosesNothing(t *testing.T) {
+	checked := 0
+	for _, e := range loadManifest(t) {
+		raw, err := os.ReadFile(filepath.Join(vectorsDir, e.File))
+		if err != nil {
+			t.Fatal(err)
+		}
+		kind, known := ParseKind(e.Component)
+		if !known || files[kind].Unchecked {
+			continue
+		}
+		p := Parse(kind, raw)
+		f := p.detect()
+		if f == nil {
+			continue
+		}
+		older := bestEffortModel(f, p.in)
+		if older == nil {
+			continue
+		}
+		for newer, olders := range keepsAll {
+			if !slices.Contains(olders, f.Layout) {
+				continue
+			}
+			through := bestEffortModel(&era{Layout: newer}, p.in)
+			if !reflect.DeepEqual(through, older) {
+				t.Errorf("%s (%s): read through a newer layout that keeps it, the model differs:\n%+v\nwant %+v", e.File, f.ID, through, older)
+			}
+			checked++
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no vector of a kept layout")
+	}
+	t.Logf("%d vector readings checked", checked)
+}

@@ -165,7 +165,7 @@ func (p *Parsed) decodeChecksummed(rep *Report, opts Options) *Report {
 		rep.Decoded = modelOf(out.model)
 		// Only when that layout really loses something: newer kubelets read older files through
 		// newer layouts that keep everything (DRA, pod allocation files).
-		if f != nil && out.result.layout != f.Layout && !reflect.DeepEqual(rep.Decoded.Any(), bestEffortModel(f, in)) {
+		if f != nil && out.result.layout != f.Layout && !keeps(out.result.layout, f.Layout) && !reflect.DeepEqual(rep.Decoded.Any(), bestEffortModel(f, in)) {
 			rep.Notes = append(rep.Notes, fmt.Sprintf("kubelet %s reads this %s file through an older layout (%s): fields that layout lacks are dropped", reader, f.ID, out.result.rule.ID))
 		}
 		if out.result.note != "" {

@@ -1,6 +1,8 @@
 package decode
 
 import (
+	"slices"
+
 	cpustate "github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode/internal/kubelet/cpustate"
 	memstate "github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode/internal/kubelet/memstate"
 )
@@ -363,3 +365,17 @@ func crcData[T any](envelope func(*T) (string, uint64)) *checksumRule {
 func stringData[T any](id string, envelope func(*T) (string, uint64)) *checksumRule {
 	return dataSum(id, algStringFNV, envelope)
 }
+
+// keepsAll is, for a layout, the older layouts of the same data document it has every field
+// of (the DRA v2 and pod allocation sub-eras only add fields): a file of one, whose marks say it
+// has none of the newer fields, reads through it into the same model, so Decode does not decode
+// the file a second time to compare the two.
+var keepsAll = map[*layout][]*layout{
+	draV2cLayout:   {draV2bLayout, draV2aLayout},
+	draV2bLayout:   {draV2aLayout},
+	allocV1cLayout: {allocV1bLayout, allocV1aLayout},
+	allocV1bLayout: {allocV1aLayout},
+}
+
+// keeps reports whether reading a file of layout older through newer drops nothing.
+func keeps(newer, older *layout) bool { return slices.Contains(keepsAll[newer], older) }
