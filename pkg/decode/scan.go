@@ -12,20 +12,24 @@ import (
 // a peek into a value, and the full parse that encoding/json would do here is a third of the
 // cost of verifying a large file. It reports false for anything it does not fully understand
 // (escaped keys, not an object), and the caller then falls back to encoding/json.
-func scanObject(raw []byte) (jsonObject, bool) {
+func scanObject(raw []byte) (jsonObject, bool) { return splitMembers(raw, strings.ToLower) }
+
+// splitMembers splits a JSON object into its members, each key through key (nil: as is), the
+// values aliasing raw; false for anything but an object with plain keys and only space after it.
+func splitMembers(raw []byte, key func(string) string) (map[string]json.RawMessage, bool) {
 	s := scanner{b: raw}
 	s.space()
 	if !s.take('{') {
 		return nil, false
 	}
-	out := jsonObject{}
+	out := map[string]json.RawMessage{}
 	s.space()
 	if s.take('}') {
 		return out, s.rest()
 	}
 	for {
 		s.space()
-		key, ok := s.plainString()
+		k, ok := s.plainString()
 		if !ok {
 			return nil, false
 		}
@@ -38,7 +42,10 @@ func scanObject(raw []byte) (jsonObject, bool) {
 		if !s.skipValue() {
 			return nil, false
 		}
-		out[strings.ToLower(key)] = bytes.TrimRight(raw[start:s.i], " \t\r\n")
+		if key != nil {
+			k = key(k)
+		}
+		out[k] = bytes.TrimRight(raw[start:s.i], " \t\r\n")
 		s.space()
 		if s.take('}') {
 			return out, s.rest()
@@ -172,45 +179,7 @@ func firstMemberValue(obj []byte) []byte {
 // map[string]json.RawMessage (a repeated key keeps its last value), the values aliasing raw
 // instead of copied. It reports false for anything else (not an object, null, an escaped key),
 // for the caller to ask encoding/json.
-func splitObject(raw []byte) (map[string]json.RawMessage, bool) {
-	s := scanner{b: raw}
-	s.space()
-	if !s.take('{') {
-		return nil, false
-	}
-	out := map[string]json.RawMessage{}
-	s.space()
-	if s.take('}') {
-		return out, true
-	}
-	for {
-		s.space()
-		key, ok := s.plainString()
-		if !ok || !s.member() {
-			return nil, false
-		}
-		start := s.i
-		if !s.skipValue() {
-			return nil, false
-		}
-		out[key] = bytes.TrimRight(raw[start:s.i], " \t\r\n")
-		s.space()
-		if s.take('}') {
-			return out, true
-		}
-		if !s.take(',') {
-			return nil, false
-		}
-	}
-}
-
-// member moves past the colon after a key and the space around it.
-func (s *scanner) member() bool {
-	s.space()
-	ok := s.take(':')
-	s.space()
-	return ok
-}
+func splitObject(raw []byte) (map[string]json.RawMessage, bool) { return splitMembers(raw, nil) }
 
 // splitArray splits a valid JSON array into its elements (aliasing raw); false for anything
 // else.
