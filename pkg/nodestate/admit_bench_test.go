@@ -14,9 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
-	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
 )
@@ -67,11 +65,7 @@ func BenchmarkAllNodes(b *testing.B) {
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				client := fake.NewClientset(objects...)
-				client.PrependReactor("create", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
-					a.(clienttesting.CreateAction).GetObject().(*corev1.Pod).Status.Phase = corev1.PodRunning
-					return false, nil, nil
-				})
+				client := runningPodsClient(objects...)
 				r, err := New(context.Background(), Config{AllNodes: true, Client: client, RESTConfig: &rest.Config{}, Exec: exec, Concurrency: 20, Engines: tc.engines})
 				if err != nil {
 					b.Fatal(err)

@@ -15,11 +15,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
-	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
 )
@@ -74,11 +71,7 @@ func TestAdmitEngineLive(t *testing.T) {
 	}
 	exec := fakeNodeExec(files, nil)
 	read := func(engines Engines) (*NodeResult, []string) {
-		client := fake.NewClientset(node, running)
-		client.PrependReactor("create", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
-			a.(clienttesting.CreateAction).GetObject().(*corev1.Pod).Status.Phase = corev1.PodRunning
-			return false, nil, nil
-		})
+		client := runningPodsClient(node, running)
 		r, err := New(context.Background(), Config{AllNodes: true, Client: client, RESTConfig: &rest.Config{}, Exec: exec, Engines: engines})
 		if err != nil {
 			t.Fatal(err)

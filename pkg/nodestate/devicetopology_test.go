@@ -12,11 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
-	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
@@ -141,11 +138,7 @@ func TestAdmitDevicesLive(t *testing.T) {
 		pciAsked = true
 		return machine.PCIHeader + "\n0000:3b:02.0/numa_node:0\n0000:3b:02.1/numa_node:0\n0000:af:02.0/numa_node:1\n0000:af:02.1/numa_node:1\n0000:00:1f.0/numa_node:-1\n" + machine.PCIEnd + "\n"
 	})
-	client := fake.NewClientset(node)
-	client.PrependReactor("create", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
-		a.(clienttesting.CreateAction).GetObject().(*corev1.Pod).Status.Phase = corev1.PodRunning
-		return false, nil, nil
-	})
+	client := runningPodsClient(node)
 	ask := func(name string, resources ...corev1.ResourceName) *corev1.Pod {
 		q := corev1.ResourceList{}
 		for _, r := range resources {

@@ -13,10 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
-	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/replay"
@@ -51,11 +48,7 @@ func BenchmarkFanoutNode(b *testing.B) {
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			newRunner := func(execFn fetch.ExecFunc) *Runner {
-				client := fake.NewClientset(node)
-				client.PrependReactor("create", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
-					a.(clienttesting.CreateAction).GetObject().(*corev1.Pod).Status.Phase = corev1.PodRunning
-					return false, nil, nil
-				})
+				client := runningPodsClient(node)
 				r, err := New(context.Background(), Config{Nodes: []string{node.Name}, Client: client, RESTConfig: &rest.Config{}, Exec: execFn, Engines: tc.engines})
 				if err != nil {
 					b.Fatal(err)

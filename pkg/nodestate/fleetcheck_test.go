@@ -12,10 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
-	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
 )
@@ -43,11 +40,7 @@ func TestCheckFleet(t *testing.T) {
 		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name},
 			Status: corev1.NodeStatus{NodeInfo: corev1.NodeSystemInfo{KubeletVersion: "v1.36.4", OperatingSystem: "linux"}, Conditions: c}}
 	}
-	client := fake.NewClientset(node("a", conds("", CheckCgroups)), node("b", conds(CheckDevices, "")), node("c", []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}))
-	client.PrependReactor("create", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
-		a.(clienttesting.CreateAction).GetObject().(*corev1.Pod).Status.Phase = corev1.PodRunning
-		return false, nil, nil
-	})
+	client := runningPodsClient(node("a", conds("", CheckCgroups)), node("b", conds(CheckDevices, "")), node("c", []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}))
 	cpu, err := os.ReadFile(filepath.Join(repo, "examples/kubelet-root/cpu_manager_state"))
 	if err != nil {
 		t.Fatal(err)

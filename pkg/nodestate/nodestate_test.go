@@ -26,6 +26,17 @@ import (
 
 const repo = "../.."
 
+// runningPodsClient is a fake API server holding objs, on which a created pod is Running at
+// once (no kubelet runs the debug pods).
+func runningPodsClient(objs ...runtime.Object) *fake.Clientset {
+	client := fake.NewClientset(objs...)
+	client.PrependReactor("create", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		a.(clienttesting.CreateAction).GetObject().(*corev1.Pod).Status.Phase = corev1.PodRunning
+		return false, nil, nil
+	})
+	return client
+}
+
 // runAll runs cfg and collects the results.
 func runAll(t *testing.T, cfg Config) ([]*NodeResult, error) {
 	t.Helper()
@@ -199,11 +210,7 @@ func TestLive(t *testing.T) {
 			},
 		}
 	}
-	client := fake.NewClientset(node("a", corev1.ConditionTrue), node("b", corev1.ConditionFalse))
-	client.PrependReactor("create", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
-		a.(clienttesting.CreateAction).GetObject().(*corev1.Pod).Status.Phase = corev1.PodRunning
-		return false, nil, nil
-	})
+	client := runningPodsClient(node("a", corev1.ConditionTrue), node("b", corev1.ConditionFalse))
 	cpu, err := os.ReadFile(filepath.Join(repo, "examples/kubelet-root/cpu_manager_state"))
 	if err != nil {
 		t.Fatal(err)
@@ -386,11 +393,7 @@ func TestResultsBoundConcurrency(t *testing.T) {
 			},
 		})
 	}
-	client := fake.NewClientset(objs...)
-	client.PrependReactor("create", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
-		a.(clienttesting.CreateAction).GetObject().(*corev1.Pod).Status.Phase = corev1.PodRunning
-		return false, nil, nil
-	})
+	client := runningPodsClient(objs...)
 	var inFlight, most atomic.Int32
 	exec := func(_ context.Context, _, _, _ string, _ []string, stdout, stderr io.Writer) error {
 		n := inFlight.Add(1)
