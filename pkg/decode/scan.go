@@ -225,11 +225,7 @@ func rawObject(raw []byte, valid bool) map[string]json.RawMessage {
 			return m
 		}
 	}
-	var m map[string]json.RawMessage
-	if json.Unmarshal(raw, &m) != nil {
-		return nil
-	}
-	return m
+	return unmarshalOrZero[map[string]json.RawMessage](raw)
 }
 
 // objectList is json.Unmarshal(raw, &[]map[string]json.RawMessage), nil on error (split as
@@ -241,22 +237,14 @@ func objectList(raw []byte, valid bool) []map[string]json.RawMessage {
 			for _, e := range elems {
 				m, ok := splitObject(e)
 				if !ok && !isNull(e) {
-					return objectListSlow(raw)
+					return unmarshalOrZero[[]map[string]json.RawMessage](raw)
 				}
 				out = append(out, m)
 			}
 			return out
 		}
 	}
-	return objectListSlow(raw)
-}
-
-func objectListSlow(raw []byte) []map[string]json.RawMessage {
-	var out []map[string]json.RawMessage
-	if json.Unmarshal(raw, &out) != nil {
-		return nil
-	}
-	return out
+	return unmarshalOrZero[[]map[string]json.RawMessage](raw)
 }
 
 // objectMap is json.Unmarshal(raw, &map[string]map[string]json.RawMessage), nil on error (split
@@ -268,20 +256,23 @@ func objectMap(raw []byte, valid bool) map[string]map[string]json.RawMessage {
 			for k, v := range members {
 				m, ok := splitObject(v)
 				if !ok && !isNull(v) {
-					return objectMapSlow(raw)
+					return unmarshalOrZero[map[string]map[string]json.RawMessage](raw)
 				}
 				out[k] = m
 			}
 			return out
 		}
 	}
-	return objectMapSlow(raw)
+	return unmarshalOrZero[map[string]map[string]json.RawMessage](raw)
 }
 
-func objectMapSlow(raw []byte) map[string]map[string]json.RawMessage {
-	var out map[string]map[string]json.RawMessage
-	if json.Unmarshal(raw, &out) != nil {
-		return nil
+// unmarshalOrZero is raw decoded into a T by encoding/json, the zero T on any error: what the
+// splitters fall back to.
+func unmarshalOrZero[T any](raw []byte) T {
+	var v T
+	if json.Unmarshal(raw, &v) != nil {
+		var zero T
+		return zero
 	}
-	return out
+	return v
 }

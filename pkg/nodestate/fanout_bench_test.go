@@ -27,7 +27,7 @@ import (
 // each iteration works on a copy of that read. The sub-benchmarks side by side are what
 // doctor and admit add to verify per node.
 func BenchmarkFanoutNode(b *testing.B) {
-	config, err := replay.ParseKubeletConfig([]byte("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncpuManagerPolicy: static\nreservedSystemCPUs: \"0\"\n"))
+	config, err := replay.ParseKubeletConfig([]byte(benchConfig))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -88,22 +88,7 @@ func BenchmarkFanoutNode(b *testing.B) {
 func hostExec(b testing.TB, command []string) (stdout, stderr []byte) {
 	b.Helper()
 	dir := b.TempDir()
-	src := filepath.Join(repo, "examples/kubelet-root")
-	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		content, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(rel)), 0o755); err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dir, rel), content, 0o600)
-	})
-	if err != nil {
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join(repo, "examples/kubelet-root"))); err != nil {
 		b.Fatal(err)
 	}
 	cmd := exec.Command(command[0], command[1:]...)

@@ -26,13 +26,15 @@ func benchContainers() []testContainer {
 	return ctrs
 }
 
+// benchConfig is the benchmarks' kubelet config: the static CPU policy, CPU 0 reserved.
+const benchConfig = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncpuManagerPolicy: static\nreservedSystemCPUs: \"0\"\n"
+
 // benchNode writes the node into dir with a kubelet config for the restart check; the machine
 // is this host's (/sys, /proc), which the state does not fit, so the restart check also
 // searches for a fix: its slowest path.
 func benchNode(tb testing.TB, dir string) LocalConfig {
 	lc := writeNode(tb, dir, "0-1", benchContainers())
-	config := "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncpuManagerPolicy: static\nreservedSystemCPUs: \"0\"\n"
-	if err := os.WriteFile(filepath.Join(lc.RootDir, KubeletConfigFile), []byte(config), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(lc.RootDir, KubeletConfigFile), []byte(benchConfig), 0o644); err != nil {
 		tb.Fatal(err)
 	}
 	return lc

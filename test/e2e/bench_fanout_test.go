@@ -321,19 +321,14 @@ func idleControlPlane(t *testing.T, nodes int) float64 {
 	t.Helper()
 	waited, rate := quiet(t, 0.25, 3*time.Minute)
 	t.Logf("control plane quiet after node creation in %s, at %.2f cores", waited, rate)
-	procs := []string{"etcd", "kube-apiserver", "kwok"}
-	before := make([]time.Duration, len(procs))
-	for i, p := range procs {
-		before[i] = controlPlaneCPU(t, p)
-	}
+	before := controlPlaneParts(t)
 	const window = 20 * time.Second
 	time.Sleep(window)
 	line := fmt.Sprintf("fanout idle nodes=%d", nodes)
 	var all time.Duration
-	for i, p := range procs {
-		d := controlPlaneCPU(t, p) - before[i]
-		all += d
-		line += fmt.Sprintf(" %s=%.2f", p, d.Seconds()/window.Seconds())
+	for _, p := range controlPlaneParts(t).since(before) {
+		all += p.cpu
+		line += fmt.Sprintf(" %s=%.2f", p.name, p.cpu.Seconds()/window.Seconds())
 	}
 	cores := all.Seconds() / window.Seconds()
 	line += fmt.Sprintf(" control_plane_cores=%.2f", cores)

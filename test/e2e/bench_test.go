@@ -119,7 +119,6 @@ func measureExit(t *testing.T, ns string, okExit []int, bin string, args ...stri
 	t.Helper()
 	before, verbsBefore := requestCount(t)
 	harnessBefore := harnessRequests.Load()
-	clusterBefore := controlPlaneCPU(t)
 	partsBefore := controlPlaneParts(t)
 	ctx, cancel := context.WithTimeout(context.Background(), benchRunTimeout)
 	defer cancel()
@@ -170,11 +169,10 @@ func measureExit(t *testing.T, ns string, okExit []int, bin string, args ...stri
 	}
 	WaitNoManagedPods(t, ns, 2*time.Minute)
 	time.Sleep(time.Second) // let the API server record the requests that ended with the process (watches, execs)
-	r.clusterCPU = controlPlaneCPU(t) - clusterBefore
-	parts := controlPlaneParts(t)
 	var partsText []string
-	for _, name := range slices.Sorted(maps.Keys(parts)) {
-		partsText = append(partsText, fmt.Sprintf("%s %s", name, (parts[name]-partsBefore[name]).Round(10*time.Millisecond)))
+	for _, p := range controlPlaneParts(t).since(partsBefore) {
+		r.clusterCPU += p.cpu
+		partsText = append(partsText, fmt.Sprintf("%s %s", p.name, p.cpu.Round(10*time.Millisecond)))
 	}
 	after, verbsAfter := requestCount(t)
 	r.requests = after - before - (harnessRequests.Load() - harnessBefore)
@@ -223,8 +221,11 @@ func controlPlaneCPU(t testing.TB, names ...string) time.Duration {
 	return time.Duration(ticks) * time.Second / 100 // USER_HZ
 }
 
-// controlPlaneParts is controlPlaneCPU of each control-plane process, by name.
-func controlPlaneParts(t testing.TB) map[string]time.Duration {
+// cpuParts is controlPlaneCPU of each control-plane process, by name.
+type cpuParts map[string]time.Duration
+
+// controlPlaneParts is what each control-plane process has used so far (controlPlaneCPU).
+func controlPlaneParts(t testing.TB) cpuParts {
 	t.Helper()
 	cp.mu.Lock()
 	var names []string
@@ -232,11 +233,26 @@ func controlPlaneParts(t testing.TB) map[string]time.Duration {
 		names = append(names, p.name)
 	}
 	cp.mu.Unlock()
-	parts := map[string]time.Duration{}
+	parts := cpuParts{}
 	for _, name := range names {
 		parts[name] = controlPlaneCPU(t, name)
 	}
 	return parts
+}
+
+// cpuPart is one process's CPU over a span.
+type cpuPart struct {
+	name string
+	cpu  time.Duration
+}
+
+// since is what each process used after before, by name.
+func (now cpuParts) since(before cpuParts) []cpuPart {
+	var out []cpuPart
+	for _, name := range slices.Sorted(maps.Keys(now)) {
+		out = append(out, cpuPart{name, now[name] - before[name]})
+	}
+	return out
 }
 
 // procStatus reads the named fields (e.g. "VmHWM:") of /proc/PID/status in KiB, 0 for each
