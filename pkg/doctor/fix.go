@@ -31,7 +31,7 @@ func setting(apply func(*replay.KubeletConfig), fields ...string) candidate {
 
 // try is the input with the candidate applied to a copy of its config.
 func (c candidate) try(in replay.StartInput) replay.StartInput {
-	cfg := cloneConfig(in.Config)
+	cfg := in.Config.DeepCopy()
 	c.apply(cfg)
 	in.Config = cfg
 	return in
@@ -454,13 +454,6 @@ func reservedMatchingAllocatable(in replay.StartInput) []replay.MemoryReservatio
 	return []replay.MemoryReservation{{NumaNode: int32(ids[0]), Limits: limits}}
 }
 
-func cloneConfig(c *replay.KubeletConfig) *replay.KubeletConfig {
-	b, _ := json.Marshal(c)
-	var out replay.KubeletConfig
-	_ = json.Unmarshal(b, &out)
-	return &out
-}
-
 func cloneMap(m map[string]string) map[string]string {
 	out := map[string]string{}
 	for k, v := range m {
@@ -481,7 +474,7 @@ func systemReservedFor(in replay.StartInput, rm []replay.MemoryReservation) (str
 	if want.IsZero() {
 		return "", false
 	}
-	cfg := cloneConfig(in.Config)
+	cfg := in.Config.DeepCopy()
 	if cfg.SystemReserved != nil {
 		delete(cfg.SystemReserved, string(v1.ResourceMemory))
 	}

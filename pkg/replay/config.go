@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -66,6 +67,31 @@ func (m *ResourceMap) UnmarshalJSON(b []byte) error {
 	}
 	*m = out
 	return nil
+}
+
+// DeepCopy is a copy of c that shares no map, slice or quantity with it: doctor changes copies
+// of the user's config to try its fixes.
+func (c *KubeletConfig) DeepCopy() *KubeletConfig {
+	out := *c
+	out.CPUManagerPolicyOptions = maps.Clone(c.CPUManagerPolicyOptions)
+	out.KubeReserved = maps.Clone(c.KubeReserved)
+	out.SystemReserved = maps.Clone(c.SystemReserved)
+	if c.EvictionHard != nil {
+		evictionHard := maps.Clone(*c.EvictionHard)
+		out.EvictionHard = &evictionHard
+	}
+	if c.ReservedMemory != nil {
+		out.ReservedMemory = make([]MemoryReservation, len(c.ReservedMemory))
+		for i, r := range c.ReservedMemory {
+			out.ReservedMemory[i] = MemoryReservation{NumaNode: r.NumaNode, Limits: maps.Clone(r.Limits)}
+			for name, q := range r.Limits {
+				out.ReservedMemory[i].Limits[name] = q.DeepCopy()
+			}
+		}
+	}
+	out.TopologyManagerPolicyOptions = maps.Clone(c.TopologyManagerPolicyOptions)
+	out.FeatureGates = maps.Clone(c.FeatureGates)
+	return &out
 }
 
 // The v1beta1 defaults of the fields above.

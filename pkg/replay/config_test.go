@@ -1,9 +1,12 @@
 package replay
 
 import (
+	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
@@ -51,6 +54,69 @@ featureGates:
 			t.Errorf("%q: no error", bad)
 		}
 	}
+}
+
+// TestDeepCopySharesNothing: every field of a config with all of them set is copied, equal, and
+// no map, slice or pointer of the copy is the original's (a fix tried on the copy must leave
+// the user's config alone). A field added to KubeletConfig fails the first check until it is
+// set here.
+func TestDeepCopySharesNothing(t *testing.T) {
+	c, err := ParseKubeletConfig([]byte(`kind: KubeletConfiguration
+apiVersion: kubelet.config.k8s.io/v1beta1
+cpuManagerPolicy: static
+cpuManagerPolicyOptions: {full-pcpus-only: "true"}
+reservedSystemCPUs: "0"
+kubeReserved: {cpu: 1}
+systemReserved: {memory: 1Gi}
+evictionHard: {memory.available: 100Mi}
+memoryManagerPolicy: Static
+reservedMemory: [{numaNode: 0, limits: {memory: 1124Mi}}]
+topologyManagerPolicy: single-numa-node
+topologyManagerScope: pod
+topologyManagerPolicyOptions: {prefer-closest-numa-nodes: "true"}
+featureGates: {CPUManagerPolicyAlphaOptions: true}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig := reflect.ValueOf(c).Elem()
+	for i := range orig.NumField() {
+		if orig.Field(i).IsZero() {
+			t.Fatalf("the fixture leaves %s unset", orig.Type().Field(i).Name)
+		}
+	}
+	cp := c.DeepCopy()
+	if !equality.Semantic.DeepEqual(c, cp) {
+		t.Fatalf("copy differs:\n%+v\n%+v", c, cp)
+	}
+	var shared func(path string, a, b reflect.Value)
+	shared = func(path string, a, b reflect.Value) {
+		switch a.Kind() {
+		case reflect.Map, reflect.Slice, reflect.Pointer:
+			if !a.IsNil() && a.Pointer() == b.Pointer() {
+				t.Errorf("%s: the copy shares the original's %s", path, a.Kind())
+			}
+		}
+		switch a.Kind() {
+		case reflect.Pointer:
+			if !a.IsNil() {
+				shared(path, a.Elem(), b.Elem())
+			}
+		case reflect.Struct:
+			for i := range a.NumField() {
+				shared(path+"."+a.Type().Field(i).Name, a.Field(i), b.Field(i))
+			}
+		case reflect.Slice:
+			for i := range a.Len() {
+				shared(fmt.Sprintf("%s[%d]", path, i), a.Index(i), b.Index(i))
+			}
+		case reflect.Map:
+			for _, k := range a.MapKeys() {
+				shared(fmt.Sprintf("%s[%v]", path, k), a.MapIndex(k), b.MapIndex(k))
+			}
+		}
+	}
+	shared("config", orig, reflect.ValueOf(cp).Elem())
 }
 
 func TestMachineParse(t *testing.T) {
