@@ -193,9 +193,8 @@ spec:
 			}
 			order := slices.Clone(verbs)
 			runs := map[string][]benchRun{}
-			// The first runs after node creation cost the control plane less than the later ones
-			// (stop 39: 823 s against 947-985 s for the same requests); they are run and dropped,
-			// so that no measured run has that advantage.
+			// The first run after node creation may find the control plane in a state no later
+			// run does (its caches, etcd before any compaction): it is run and dropped.
 			warm := order[0]
 			if !isFloor(warm) {
 				warm = floorOf(warm)
