@@ -226,6 +226,12 @@ func (m *execMapper) sync(ctx context.Context, key string) error {
 	// exec in a thousand failed with "no exec found"): wait until an exec goes through before
 	// letting the pod become Running. kwok serves exec on a Pending pod too.
 	if err := m.probeExec(ctx, pod); err != nil {
+		// After an API server restart kwok's cache of Exec objects can lag longer than the probe
+		// waits (CI, stop 40: a debug pod made Running then failed its exec with "no exec
+		// found"): keep the pod Pending and sync again, until kwok serves the exec.
+		if strings.Contains(err.Error(), "no exec found") {
+			return err
+		}
 		logf2("exec mapper: %v", err) // e.g. a node kwok does not manage: let the test see it
 	}
 	// The uid makes the patch fail if the pod was replaced meanwhile.
