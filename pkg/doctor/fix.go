@@ -20,7 +20,8 @@ import (
 // the error; only those with which the replayed start succeeds are offered as verified.
 type candidate struct {
 	// fields are the KubeletConfiguration fields apply sets; the fix names each with the value
-	// it has after apply, so that setting them as written is the change replayed.
+	// it has after apply, so that setting them as written is the change replayed. apply gets a
+	// copy of the user's config (try), its maps its own.
 	fields []string
 	apply  func(*replay.KubeletConfig)
 }
@@ -265,7 +266,7 @@ func configCandidates(in replay.StartInput, p replay.Prediction) []candidate {
 				// static needs a CPU reservation; the smallest one.
 				out = append(out, setting(func(c *replay.KubeletConfig) {
 					c.CPUManagerPolicy = pol
-					c.KubeReserved = cloneMap(c.KubeReserved)
+					c.KubeReserved = orEmpty(c.KubeReserved)
 					c.KubeReserved["cpu"] = "1"
 				}, "cpuManagerPolicy", "kubeReserved"))
 			}
@@ -281,10 +282,7 @@ func configCandidates(in replay.StartInput, p replay.Prediction) []candidate {
 					if strings.Contains(cpuErr, strings.TrimPrefix(strings.TrimSuffix(g, "Options"), "CPUManagerPolicy")+"-level") {
 						g := g
 						out = append(out, setting(func(c *replay.KubeletConfig) {
-							c.FeatureGates = maps.Clone(c.FeatureGates)
-							if c.FeatureGates == nil {
-								c.FeatureGates = map[string]bool{}
-							}
+							c.FeatureGates = orEmpty(c.FeatureGates)
 							c.FeatureGates[g] = true
 						}, "featureGates"))
 					}
@@ -329,9 +327,9 @@ func configCandidates(in replay.StartInput, p replay.Prediction) []candidate {
 				fields = append(fields, "systemReserved")
 			}
 			out = append(out, setting(func(c *replay.KubeletConfig) {
-				c.KubeReserved = cloneMap(c.KubeReserved)
+				c.KubeReserved = orEmpty(c.KubeReserved)
 				c.KubeReserved["cpu"] = "1"
-				c.SystemReserved = cloneMap(c.SystemReserved)
+				c.SystemReserved = orEmpty(c.SystemReserved)
 				delete(c.SystemReserved, "cpu")
 			}, fields...))
 		}
@@ -359,7 +357,7 @@ func configCandidates(in replay.StartInput, p replay.Prediction) []candidate {
 			if sys, ok := systemReservedFor(in, rm); ok {
 				out = append(out, setting(func(c *replay.KubeletConfig) {
 					c.ReservedMemory = rm
-					c.SystemReserved = cloneMap(c.SystemReserved)
+					c.SystemReserved = orEmpty(c.SystemReserved)
 					c.SystemReserved["memory"] = sys
 				}, "reservedMemory", "systemReserved"))
 			}
@@ -367,7 +365,7 @@ func configCandidates(in replay.StartInput, p replay.Prediction) []candidate {
 		// systemReserved memory adjusted so node allocatable matches reservedMemory.
 		if sys, ok := systemReservedFor(in, in.Config.ReservedMemory); ok {
 			out = append(out, setting(func(c *replay.KubeletConfig) {
-				c.SystemReserved = cloneMap(c.SystemReserved)
+				c.SystemReserved = orEmpty(c.SystemReserved)
 				c.SystemReserved["memory"] = sys
 			}, "systemReserved"))
 		}
@@ -454,12 +452,12 @@ func reservedMatchingAllocatable(in replay.StartInput) []replay.MemoryReservatio
 	return []replay.MemoryReservation{{NumaNode: int32(ids[0]), Limits: limits}}
 }
 
-func cloneMap(m map[string]string) map[string]string {
-	out := map[string]string{}
-	for k, v := range m {
-		out[k] = v
+// orEmpty is m, or an empty map to write into when m is nil.
+func orEmpty[M ~map[K]V, K comparable, V any](m M) M {
+	if m == nil {
+		return M{}
 	}
-	return out
+	return m
 }
 
 // systemReservedFor is the systemReserved memory with which the node-allocatable memory

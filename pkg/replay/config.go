@@ -83,9 +83,12 @@ func (c *KubeletConfig) DeepCopy() *KubeletConfig {
 	if c.ReservedMemory != nil {
 		out.ReservedMemory = make([]MemoryReservation, len(c.ReservedMemory))
 		for i, r := range c.ReservedMemory {
-			out.ReservedMemory[i] = MemoryReservation{NumaNode: r.NumaNode, Limits: maps.Clone(r.Limits)}
-			for name, q := range r.Limits {
-				out.ReservedMemory[i].Limits[name] = q.DeepCopy()
+			out.ReservedMemory[i] = MemoryReservation{NumaNode: r.NumaNode}
+			if r.Limits != nil {
+				out.ReservedMemory[i].Limits = make(map[string]resource.Quantity, len(r.Limits))
+				for name, q := range r.Limits {
+					out.ReservedMemory[i].Limits[name] = q.DeepCopy()
+				}
 			}
 		}
 	}

@@ -154,10 +154,8 @@ spec:
 		profileDir = t.TempDir()
 	}
 
-	warmup := map[int]int{}
-	for _, size := range sizes {
-		warmup[size] = envInts(t, "NODESTATE_BENCH_FANOUT_WARMUP", "1")[0]
-	}
+	warmups := envInts(t, "NODESTATE_BENCH_FANOUT_WARMUP", "1")[0]
+	warmed := map[int]bool{} // sizes whose nodes had their warm-up runs (the first state's)
 	for _, state := range states {
 		files := len(rootFiles)
 		switch state {
@@ -199,13 +197,16 @@ spec:
 			if !isFloor(warm) {
 				warm = floorOf(warm)
 			}
-			for range warmup[size] {
+			for range warmups {
+				if warmed[size] {
+					break
+				}
 				settle(t, idle)
 				r := measureExit(t, ns, []int{0}, floor, args[warm]...)
 				checkFanout(t, warm, state, r, size, files)
 				t.Logf("warm-up run of %s dropped", warm)
 			}
-			warmup[size] = 0
+			warmed[size] = true
 			for round := range rounds {
 				for _, verb := range order {
 					bin, ok := plugin, []int{0, 1} // doctor and admit exit 1 when the kubelet would not start

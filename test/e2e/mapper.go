@@ -229,7 +229,7 @@ func (m *execMapper) sync(ctx context.Context, key string) error {
 		// After an API server restart kwok's cache of Exec objects can lag longer than the probe
 		// waits (CI, stop 40: a debug pod made Running then failed its exec with "no exec
 		// found"): keep the pod Pending and sync again, until kwok serves the exec.
-		if strings.Contains(err.Error(), "no exec found") {
+		if strings.Contains(err.Error(), kwokExecLag) {
 			return err
 		}
 		logf2("exec mapper: %v", err) // e.g. a node kwok does not manage: let the test see it
@@ -243,6 +243,9 @@ func (m *execMapper) sync(ctx context.Context, key string) error {
 	return err
 }
 
+// kwokExecLag is kwok's answer to an exec whose Exec object its cache does not hold yet.
+const kwokExecLag = "no exec found"
+
 // probeExec runs `true` in the pod until kwok's exec handler knows its Exec object.
 func (m *execMapper) probeExec(ctx context.Context, pod *corev1.Pod) error {
 	if len(pod.Spec.Containers) == 0 {
@@ -253,7 +256,7 @@ func (m *execMapper) probeExec(ctx context.Context, pod *corev1.Pod) error {
 	// other failure keeps the short budget, so a paused API server does not hold the mapper.
 	var err error
 	lagUntil := time.Now().Add(15 * time.Second)
-	for tries := 0; tries < 50 || (strings.Contains(fmt.Sprint(err), "no exec found") && time.Now().Before(lagUntil)); tries++ {
+	for tries := 0; tries < 50 || (strings.Contains(fmt.Sprint(err), kwokExecLag) && time.Now().Before(lagUntil)); tries++ {
 		if _, _, err = ExecInPod(ctx, pod.Namespace, pod.Name, pod.Spec.Containers[0].Name, []string{"true"}); err == nil {
 			return nil
 		}
