@@ -2,6 +2,7 @@ package decode
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -94,9 +95,14 @@ func refusedOf(kind Kind, k Kubelet) *Refusal {
 // writing e whose restore checks e's own rule first (1.36 with the gate off writes V2 files but
 // first tries a name no release wrote, so the V2 home is 1.35). Gates a writer needs are on.
 func homeOf(ix *eraIndex, e *era) *Kubelet {
-	for i := len(releases) - 1; i >= 0; i-- {
+	// Releases first; a pre-release homes only an era no release writes.
+	candidates := append(slices.Clone(releases), preReleases...)
+	for i := len(candidates) - 1; i >= 0; i-- {
+		if i >= len(releases) && homeFromReleases(e) {
+			continue
+		}
 		for _, w := range e.Writes {
-			k := Kubelet{Version: releases[i], Gates: map[string]bool{}}
+			k := Kubelet{Version: candidates[i], Gates: map[string]bool{}}
 			if w.gate != "" {
 				k.Gates[w.gate] = w.gateOn
 			}
@@ -114,6 +120,18 @@ func homeOf(ix *eraIndex, e *era) *Kubelet {
 		}
 	}
 	panic("era " + e.ID + ": no release in the releases list writes it and reads it back")
+}
+
+// homeFromReleases: some release writes e.
+func homeFromReleases(e *era) bool {
+	for _, v := range releases {
+		for _, w := range e.Writes {
+			if w.containsVersion(v) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func parseReleases(labels ...string) []*version.Version {

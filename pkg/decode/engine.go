@@ -109,6 +109,9 @@ type layoutSpec[T, P any] struct {
 	New func() *T
 	// Data returns the embedded data document (nil: the layout has none).
 	Data func(*T) string
+	// Payload, when set, decodes the document itself (its decoding depends on the envelope:
+	// the 1.38 allocation checkpoint's version); its errors are worded as DataError says.
+	Payload func(*T) (*P, error)
 	// DataError words a failure to decode it (%w is the JSON error).
 	DataError string
 	// AfterVerify decodes the document only once the checksum passed (DRA, pod allocation).
@@ -132,7 +135,9 @@ func layoutOf[T, P any](s layoutSpec[T, P]) *layout {
 			return s.Model(v.(*T), p)
 		},
 	}
-	if s.Data != nil {
+	if s.Payload != nil {
+		l.payload = func(v any) (any, error) { return s.Payload(v.(*T)) }
+	} else if s.Data != nil {
 		l.payload = func(v any) (any, error) {
 			p := new(P)
 			return p, unmarshalPayload(s.Data(v.(*T)), p)

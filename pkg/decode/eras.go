@@ -31,6 +31,9 @@ type era struct {
 	// Adds is the field this era added to the previous one: kubelets reading its files through an
 	// older layout drop it (said in the checksum prose).
 	Adds string
+	// AlwaysMarked: every file this era's writers write carries its Shape's mark (a version), so
+	// unlike a sub-era that only adds a field, they never write a file of an older era.
+	AlwaysMarked bool
 	// Writes is the kubelets writing this era.
 	Writes []span
 	// Sums is the stored checksums, the one that decides for this era's own readers first.
@@ -154,9 +157,9 @@ var files = map[Kind]fileSpec{
 	// non-recoverable failure".
 	KindPodStatus: {Keys: []string{"allocationentries", "resizestatusentries", "checksum", "data"}, Wrap: []wording{{every, wrapPodStatus}},
 		Refused: []refusal{{every, stops("the status manager panics, and the kubelet with it")}}},
-	KindAllocated: {Keys: []string{"data", "checksum"}, Wrap: []wording{{every, wrapPodInfo}}, Refused: []refusal{{every, allocationPanics}}},
+	KindAllocated: {Keys: []string{"version", "data", "checksum"}, Wrap: []wording{{every, wrapPodInfo}}, Refused: []refusal{{every, allocationPanics}}},
 	// 1.35+ open actuated_pods_state in kuberuntime, which returns the error (kuberuntime_manager.go:384).
-	KindActuated: {Keys: []string{"data", "checksum"}, Wrap: []wording{{between("", "1.35"), wrapPodInfo}, {every, wrapActuated}},
+	KindActuated: {Keys: []string{"version", "data", "checksum"}, Wrap: []wording{{between("", "1.35"), wrapPodInfo}, {every, wrapActuated}},
 		Refused: []refusal{{between("", "1.35"), allocationPanics},
 			{every, stops("the container runtime manager cannot be created, and the kubelet does not start")}}},
 }
@@ -326,11 +329,18 @@ var eras = []*era{
 		Reads:  []read{{By: between("1.27", "1.32")}}},
 
 	// allocated_pods_state / actuated_pods_state (1.33+): one envelope, "(string)"+data; the data
-	// document grows.
+	// document grows. 1.38.0-beta.0 adds a version: "v2" files hold the pods (protobuf PodList)
+	// and, for older kubelets, the V1 entries; it reads every file through its own layout
+	// (GetPodList: V2 by its podList, an unversioned file migrated from its entries). Older
+	// kubelets ignore the version and podList, and restore a V2 file's entries.
+	{ID: "alloc-v2", Kinds: kinds(KindAllocated, KindActuated), Layout: allocV2Layout, Shape: hasAnyKey("version"),
+		Adds: "podList", AlwaysMarked: true, Writes: spans(from(alloc138Beta)),
+		Sums:  []sum{{"checksum", stringData("alloc-v1", allocV2Envelope)}},
+		Reads: []read{{By: from(alloc138Beta)}}},
 	{ID: "alloc-v1c", Kinds: kinds(KindAllocated, KindActuated), Layout: allocV1cLayout, Shape: allocDataHasPodKey("EmptyDirVolumeLimits"),
-		Adds: "EmptyDirVolumeLimits", Writes: spans(from("1.37")),
+		Adds: "EmptyDirVolumeLimits", Writes: spans(between("1.37", alloc138Beta)),
 		Sums:  []sum{{"checksum", stringData("alloc-v1", allocV1cEnvelope)}},
-		Reads: []read{{By: from("1.37")}}},
+		Reads: []read{{By: between("1.37", alloc138Beta)}}},
 	{ID: "alloc-v1b", Kinds: kinds(KindAllocated, KindActuated), Layout: allocV1bLayout, Shape: allocDataHasPodKey("PodLevelResources"),
 		Adds: "PodLevelResources", Writes: spans(between("1.35", "1.37")),
 		Sums:  []sum{{"checksum", stringData("alloc-v1", allocV1bEnvelope)}},
@@ -365,6 +375,10 @@ func crcData[T any](envelope func(*T) (string, uint64)) *checksumRule {
 func stringData[T any](id string, envelope func(*T) (string, uint64)) *checksumRule {
 	return dataSum(id, algStringFNV, envelope)
 }
+
+// 1.38.0-beta.0 is the first build measured writing alloc-v2 (the module proxy serves no
+// 1.38.0-alpha.1-3; alpha.0 still wrote V1): re-check the bound at rc.0.
+const alloc138Beta = "1.38.0-beta.0"
 
 // keepsAll is, for a layout, the older layouts of the same data document it has every field
 // of (the DRA v2 and pod allocation sub-eras only add fields): a file of one, whose marks say it

@@ -31,6 +31,7 @@ func TestEraDerivations(t *testing.T) {
 		"dra-v1a":       {"v1.27.16", []string{"kubelet 1.27-1.30 (1.28-1.30 through their legacy check)"}},
 		"podstatus-v2":  {"v1.32.13", []string{"kubelet 1.32 only"}},
 		"podstatus-v1":  {"v1.31.14", []string{"kubelet 1.27-1.31"}},
+		"alloc-v2":      {"v1.38.0-beta.0", []string{"kubelet 1.33+ (1.33-1.37 drop podList)"}},
 		"alloc-v1c":     {HomeKubelet, []string{"kubelet 1.33+ (1.33-1.36 drop EmptyDirVolumeLimits)"}},
 		"alloc-v1b":     {"v1.36.4", []string{"kubelet 1.33+ (1.33-1.34 drop PodLevelResources)"}},
 		"alloc-v1a":     {"v1.34.10", []string{"kubelet 1.33+"}},

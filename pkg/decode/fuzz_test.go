@@ -1,14 +1,17 @@
 package decode
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	alloc138 "github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode/internal/kubelet/allocstate138"
 )
 
 // fuzzReaders are the kubelets each fuzz input is also judged for.
-var fuzzReaders = []string{"v1.17.17", "v1.20.15", "v1.35.8", "v1.36.4", "v1.36.4+PodLevelResourceManagers", HomeKubelet}
+var fuzzReaders = []string{"v1.17.17", "v1.20.15", "v1.35.8", "v1.36.4", "v1.36.4+PodLevelResourceManagers", HomeKubelet, "v1.38.0-beta.0"}
 
 // seedFuzz adds every vector of a kind as a seed.
 func seedFuzz(f *testing.F, kind Kind) {
@@ -44,9 +47,45 @@ func fuzzDecode(f *testing.F, kind Kind) {
 	})
 }
 
-func FuzzDecodeCPU(f *testing.F)     { fuzzDecode(f, KindCPU) }
-func FuzzDecodeMemory(f *testing.F)  { fuzzDecode(f, KindMemory) }
-func FuzzDecodeDevices(f *testing.F) { fuzzDecode(f, KindDevices) }
+func FuzzDecodeCPU(f *testing.F)       { fuzzDecode(f, KindCPU) }
+func FuzzDecodeMemory(f *testing.F)    { fuzzDecode(f, KindMemory) }
+func FuzzDecodeDevices(f *testing.F)   { fuzzDecode(f, KindDevices) }
+func FuzzDecodeAllocated(f *testing.F) { fuzzDecode(f, KindAllocated) }
+
+// FuzzAllocV2PodList decodes any bytes as a V2 file's podList (the checksum, which a fuzzed
+// file rarely matches, is skipped): GetPodList and the model must not panic, and a list it
+// accepts yields one pod per UID. Seeds: the podLists of the 1.38 vectors.
+func FuzzAllocV2PodList(f *testing.F) {
+	for _, e := range loadManifest(f) {
+		if e.Component != string(KindAllocated) || !strings.HasPrefix(e.Format, "alloc-v2") {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join(vectorsDir, e.File))
+		if err != nil {
+			f.Fatal(err)
+		}
+		var cp alloc138.Checkpoint
+		var data alloc138.CheckpointData
+		if json.Unmarshal(raw, &cp) == nil && json.Unmarshal([]byte(cp.Data), &data) == nil {
+			f.Add(data.PodListProto)
+		}
+	}
+	f.Fuzz(func(t *testing.T, podList []byte) {
+		doc, _ := json.Marshal(alloc138.CheckpointData{PodListProto: podList})
+		d, err := allocV2Payload(&alloc138.Checkpoint{Version: alloc138.VersionV2, Data: string(doc)})
+		if err != nil {
+			return
+		}
+		m := allocV2Model(d)
+		uids := map[string]bool{}
+		for _, p := range d.Pods.Items {
+			uids[string(p.UID)] = true
+		}
+		if len(m.Pods) != len(uids) {
+			t.Errorf("%d pods for %d UIDs", len(m.Pods), len(uids))
+		}
+	})
+}
 
 // FuzzAllocResp runs every era's AllocResp rules on any bytes: they must not panic, and, as
 // protobuf parses field after field, two pieces each era accepts must be accepted together.

@@ -1,6 +1,7 @@
 package decode
 
 import (
+	"slices"
 	"sort"
 	"strings"
 )
@@ -26,7 +27,8 @@ type WritingRelease struct {
 	Apart []FileFormat
 }
 
-// ChooseWritingRelease picks the release (from the releases the era table knows) that writes the most of
+// ChooseWritingRelease picks the release (from the releases the era table knows, then its
+// pre-releases) that writes the most of
 // files in their detected formats: all of them when one can, the newest on a tie, with the
 // feature gates at their defaults unless a format needs one on. Files whose format the era
 // table does not know are left out. It reports false when no file has a known format.
@@ -60,9 +62,14 @@ func ChooseWritingRelease(files []FileFormat) (WritingRelease, bool) {
 	var best WritingRelease
 	bestCount := -1
 	// Newest release first, defaults before gates turned on: only a strictly better count wins.
-	for i := len(releases) - 1; i >= 0; i-- {
+	// Pre-releases come last, so one judges only files that no release writes as many of (a
+	// node whose files only a 1.38 beta writes).
+	candidates := slices.Clone(releases)
+	slices.Reverse(candidates)
+	candidates = append(candidates, preReleases...)
+	for _, v := range candidates {
 		for mask := 0; mask < 1<<len(names); mask++ {
-			k := Kubelet{Version: releases[i], Gates: map[string]bool{}}
+			k := Kubelet{Version: v, Gates: map[string]bool{}}
 			for j, g := range names {
 				if mask&(1<<j) != 0 {
 					k.Gates[g] = true
@@ -142,7 +149,9 @@ func writersOf(kind Kind, format string) []span {
 		}
 		out = append(out, e.Writes...)
 		for j := i - 1; j >= 0 && rows[j].Adds != "" && rows[j].ID != format; j-- {
-			out = append(out, rows[j].Writes...)
+			if !rows[j].AlwaysMarked {
+				out = append(out, rows[j].Writes...)
+			}
 		}
 	}
 	return out

@@ -119,6 +119,10 @@ func parseBound(v string) *version.Version {
 	if v == "" {
 		return nil
 	}
+	// A pre-release bound ("1.38.0-beta.0") is ordered as ParseKubelet orders the readers.
+	if strings.Contains(v, "-") {
+		return version.MustParseSemantic(v)
+	}
 	return version.MustParseGeneric(v)
 }
 

@@ -2,6 +2,8 @@ package decode
 
 import (
 	"encoding/json"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -33,6 +35,14 @@ func podAllocKubeletView(kind Kind) func(any) any {
 				}
 			}
 			return map[string]any{"allocationEntries": alloc, "resizeStatusEntries": resize}
+		}
+		if m.FromPodList {
+			// 1.38+: the pods it restored, by UID.
+			pods := []any{}
+			for _, uid := range slices.Sorted(maps.Keys(m.Pods)) {
+				pods = append(pods, m.Pods[uid].Pod)
+			}
+			return map[string]any{"pods": pods}
 		}
 		entries := map[string]any{}
 		for uid, p := range m.Pods {

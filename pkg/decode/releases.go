@@ -12,6 +12,11 @@ var releases = parseReleases("v1.17.17", "v1.18.20", "v1.19.16", "v1.20.15", "v1
 	"v1.27.16", "v1.28.15", "v1.29.15", "v1.30.14", "v1.31.14", "v1.32.13", "v1.33.13", "v1.34.10", "v1.35.8",
 	"v1.36.4", "v1.37.1")
 
+// preReleases are builds before a release (a beta, an rc) that write a format no release
+// writes yet: only such an era's home reader comes from them (HomeKubelet and the release
+// judging a node's files stay releases). Drop one when its release joins releases.
+var preReleases = []*version.Version{version.MustParseSemantic("1.38.0-beta.0")}
+
 // HomeKubelet is the newest release the table knows: it judges files whose formats it writes
 // when nothing else names a kubelet. Tests name it so, not by its number.
 var HomeKubelet = "v" + releases[len(releases)-1].String()

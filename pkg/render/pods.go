@@ -51,6 +51,10 @@ func PodRows(in []PodAllocations) []PodRow {
 		var node []PodRow
 		for uid, p := range n.State.Pods {
 			ns, name := podName(n.Names, uid)
+			if name == "" {
+				// A 1.38+ V2 file names its pods itself (podList).
+				ns, name = p.Namespace, p.Name
+			}
 			base := PodRow{Node: n.Node, Namespace: ns, Pod: name, PodUID: uid, Source: podSources[n.File],
 				LimitsKnown: !n.State.RequestsOnly, ResizeStatus: p.ResizeStatus, DebugPod: isDebugPod(n.Names, uid)}
 			for c, res := range p.Containers {

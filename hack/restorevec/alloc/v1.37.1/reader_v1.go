@@ -1,0 +1,1 @@
+../shapes/reader_v1.go
