@@ -223,3 +223,37 @@ func TestNodeColumnWidth(t *testing.T) {
 		}
 	}
 }
+
+// --reader=binary runs the plugin's own image unless --image names one (its mirror); the shell
+// reader keeps --image's default; an unknown reader is refused.
+func TestLiveReader(t *testing.T) {
+	for _, tc := range []struct {
+		args      []string
+		wantImage string
+		wantErr   string
+	}{
+		{nil, DefaultImage, ""},
+		{[]string{"--reader=binary"}, "", ""},
+		{[]string{"--reader=binary", "--image=mirror.example.com/kubectl-nodestate:v1"}, "mirror.example.com/kubectl-nodestate:v1", ""},
+		{[]string{"--reader=shell", "--image=mirror.example.com/busybox:1.37"}, "mirror.example.com/busybox:1.37", ""},
+		{[]string{"--reader=python"}, "", "--reader must be shell or binary"},
+	} {
+		o := &LiveOptions{}
+		cmd := &cobra.Command{}
+		o.AddFlags(cmd)
+		if err := cmd.ParseFlags(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		err := o.Validate([]string{"n1"})
+		switch {
+		case tc.wantErr != "":
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%q: %v, want %q", tc.args, err, tc.wantErr)
+			}
+		case err != nil:
+			t.Errorf("%q: %v", tc.args, err)
+		case o.DebugImage() != tc.wantImage:
+			t.Errorf("%q: image %q, want %q", tc.args, o.DebugImage(), tc.wantImage)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
@@ -21,6 +22,12 @@ type LiveOptions struct {
 	Image           string
 	ImagePullSecret string
 	Timeout         time.Duration
+	// Reader is what reads the node in the debug pod (--reader): nodestate.ReaderShell or
+	// nodestate.ReaderBinary.
+	Reader string
+
+	// image is --image's flag, to tell its default from a choice.
+	image *pflag.Flag
 
 	// Resolved is the node list being read, once known (after --all-nodes listed them).
 	Resolved []string
@@ -40,6 +47,9 @@ func (o *LiveOptions) AddFlags(cmd *cobra.Command) {
 	f.StringVarP(&o.Selector, "selector", "l", "", "Label selector of the nodes to read with --all-nodes")
 	f.IntVar(&o.Concurrency, "concurrency", DefaultConcurrency, "How many nodes to read at once")
 	f.StringVar(&o.Image, "image", DefaultImage, "Image of the debug pod; it needs sh and tar (use a mirror in air-gapped clusters)")
+	o.image = f.Lookup("image")
+	f.StringVar(&o.Reader, "reader", nodestate.ReaderShell, "What reads the node in the debug pod: shell (--image's sh and tar) or binary (the plugin's own image, "+
+		"which also asks the kubelet's PodResources API; --image defaults to this version's image, or give its mirror)")
 	f.StringVar(&o.ImagePullSecret, "image-pull-secret", "", "Name of a pull secret for --image in the debug pod's namespace")
 	f.DurationVar(&o.Timeout, "pod-running-timeout", DefaultTimeout, "How long to wait for each debug pod to run (image pull included), and for each copy")
 }
@@ -55,8 +65,19 @@ func (o *LiveOptions) Validate(nodes []string) error {
 		return fmt.Errorf("--concurrency must be at least 1")
 	case o.Timeout <= 0:
 		return fmt.Errorf("--pod-running-timeout must be positive")
+	case o.Reader != "" && o.Reader != nodestate.ReaderShell && o.Reader != nodestate.ReaderBinary:
+		return fmt.Errorf("--reader must be %s or %s", nodestate.ReaderShell, nodestate.ReaderBinary)
 	}
 	return nil
+}
+
+// DebugImage is the debug pod's image: --image, or under --reader=binary without --image, ""
+// (the plugin's own image of this version, the library's default for that reader).
+func (o *LiveOptions) DebugImage() string {
+	if o.Reader == nodestate.ReaderBinary && (o.image == nil || !o.image.Changed) {
+		return ""
+	}
+	return o.Image
 }
 
 // CompleteNodeNames completes node names for NODE arguments.

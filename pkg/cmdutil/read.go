@@ -53,7 +53,8 @@ func (o *ReadOptions) Config() (nodestate.Config, error) {
 	cfg.Nodes, cfg.AllNodes, cfg.Selector = o.Nodes, live.AllNodes, live.Selector
 	cfg.Client, cfg.RESTConfig, cfg.Concurrency = client, config, live.Concurrency
 	cfg.Machine, cfg.KubeletConfig = o.ReadMachine, o.ReadKubeletConfig
-	cfg.DebugPod = nodestate.DebugPod{Namespace: ns, Image: live.Image, ImagePullSecret: live.ImagePullSecret, Timeout: live.Timeout}
+	cfg.DebugPod = nodestate.DebugPod{Namespace: ns, Image: live.DebugImage(), ImagePullSecret: live.ImagePullSecret, Timeout: live.Timeout,
+		Reader: live.Reader}
 	return cfg, nil
 }
 

@@ -158,6 +158,9 @@ func (f *Fetcher) collect(parent context.Context, pod *corev1.Pod, opts Options)
 
 // Command is what the debug pod runs: the tar of f.Paths, and the dumps after it.
 func (f *Fetcher) Command() []string {
+	if f.Options.Reader == ReaderBinary {
+		return NodeReadCommand(f.Paths, f.Dumps)
+	}
 	if len(f.Dumps) > 0 {
 		return CollectDumpsCommand(f.Paths, f.Dumps)
 	}
@@ -256,8 +259,12 @@ func execError(pod *corev1.Pod, err error, stderr string) error {
 	if s := text.OneLine(stderr); s != "" {
 		msg += " (stderr: " + s + ")"
 	}
-	if strings.Contains(err.Error(), "executable file not found") {
-		msg += "; the image needs sh and tar, pick one with --image"
+	if strings.Contains(err.Error(), "executable file not found") || strings.Contains(err.Error(), "no such file or directory") {
+		if c := pod.Spec.Containers; len(c) > 0 && len(c[0].Command) > 0 && c[0].Command[0] == ReaderPath {
+			msg += "; --reader=binary needs the plugin's own image (" + ReaderImageRepo + "), pick it or its mirror with --image"
+		} else if strings.Contains(err.Error(), "executable file not found") {
+			msg += "; the image needs sh and tar, pick one with --image"
+		}
 	}
 	return &Error{Reason: ReasonExec, Short: "exec failed", Message: msg, Err: err}
 }

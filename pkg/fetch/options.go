@@ -35,6 +35,23 @@ const (
 	DefaultConcurrency = 20
 )
 
+// The debug pod's readers (Options.Reader): what runs in it and reads the node.
+const (
+	// ReaderShell is the collect script (CollectCommand) in an image with sh and tar
+	// (DefaultImage): it works with any kubelet, but cannot speak gRPC.
+	ReaderShell = "shell"
+	// ReaderBinary is the plugin's own binary, the node reader (NodeReadCommand), in the
+	// plugin's image (ReaderImageRepo, tagged with the plugin's version: the caller, which knows
+	// it, gives the image), which holds nothing else: the same files and sections, and the
+	// kubelet's PodResources API.
+	ReaderBinary = "binary"
+
+	// ReaderPath is where the plugin's image holds its binary (its entrypoint; hack/image.sh).
+	ReaderPath = "/kubectl-nodestate"
+	// ReaderImageRepo is the plugin's image, tagged with each release's version.
+	ReaderImageRepo = "ghcr.io/kubectl-nodestate/kubectl-nodestate"
+)
+
 // TarLimits caps what ReadTar keeps in memory. A zero field means the default.
 type TarLimits struct {
 	MaxFileSize  int64 // per file
@@ -44,7 +61,8 @@ type TarLimits struct {
 // Options shape the debug pod and bound how long each step may take.
 type Options struct {
 	Namespace       string // where the debug pod is created
-	Image           string // needs sh and tar
+	Image           string // needs sh and tar (ReaderShell), or is the plugin's (ReaderBinary: no default)
+	Reader          string // ReaderShell ("") or ReaderBinary
 	ImagePullSecret string // name of a docker-registry secret in Namespace, optional
 	KubeletRootDir  string // the kubelet's --root-dir on the node
 	// HostDirs are other node directories the pod mounts read-only (for Fetcher.Dumps).
@@ -62,7 +80,10 @@ func (o Options) WithDefaults() Options {
 	if o.Namespace == "" {
 		o.Namespace = DefaultNamespace
 	}
-	if o.Image == "" {
+	if o.Reader == "" {
+		o.Reader = ReaderShell
+	}
+	if o.Image == "" && o.Reader == ReaderShell {
 		o.Image = DefaultImage
 	}
 	if o.KubeletRootDir == "" {
@@ -98,6 +119,12 @@ func (o Options) Validate() error {
 	o = o.WithDefaults()
 	if errs := content.IsDNS1123Label(o.Namespace); len(errs) > 0 {
 		return invalid("namespace %q is not a valid namespace name: %s", o.Namespace, strings.Join(errs, "; "))
+	}
+	if o.Reader != ReaderShell && o.Reader != ReaderBinary {
+		return invalid("reader %q is not %s or %s", o.Reader, ReaderShell, ReaderBinary)
+	}
+	if o.Image == "" {
+		return invalid("the %s reader needs the plugin's own image (%s:<version>)", ReaderBinary, ReaderImageRepo)
 	}
 	if o.ImagePullSecret != "" {
 		if errs := content.IsDNS1123Subdomain(o.ImagePullSecret); len(errs) > 0 {

@@ -62,7 +62,7 @@ func GenerateDebugPod(node *corev1.Node, opts Options) *corev1.Pod {
 				// IfNotPresent lets an image already on the node work in an air-gapped cluster.
 				ImagePullPolicy: corev1.PullIfNotPresent,
 				// Something to exec into; it ends by itself at the deadline.
-				Command:    []string{"sleep", strconv.FormatInt(opts.ActiveDeadlineSeconds, 10)},
+				Command:    podCommand(opts),
 				WorkingDir: MountPath,
 				// Recursively read-only where the runtime can (KEP-3857): the kubelet dir holds the
 				// pods' secret, token and configMap volumes as mounts of their own, which a plain
@@ -114,6 +114,15 @@ func GenerateDebugPod(node *corev1.Node, opts Options) *corev1.Pod {
 		pod.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: opts.ImagePullSecret}}
 	}
 	return pod
+}
+
+// podCommand is what the debug pod's container runs while the exec reads: nothing, until the
+// pod's deadline.
+func podCommand(opts Options) []string {
+	if opts.Reader == ReaderBinary {
+		return NodeReadPodCommand(opts.ActiveDeadlineSeconds)
+	}
+	return []string{"sleep", strconv.FormatInt(opts.ActiveDeadlineSeconds, 10)}
 }
 
 const (

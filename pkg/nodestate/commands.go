@@ -24,12 +24,19 @@ type DebugPod struct {
 	Namespace       string
 	Image           string
 	ImagePullSecret string
+	// Reader is what reads the node in the pod: fetch.ReaderShell ("", busybox's sh and tar) or
+	// fetch.ReaderBinary (the plugin's own image, which also asks the kubelet's PodResources API).
+	Reader string
 	// Timeout bounds the wait for each debug pod to run (image pull included), and each copy.
 	Timeout time.Duration
 }
 
 func (d DebugPod) fetchOptions() fetch.Options {
-	return fetch.Options{Namespace: d.Namespace, Image: d.Image, ImagePullSecret: d.ImagePullSecret,
+	image := d.Image
+	if image == "" && d.Reader == ReaderBinary {
+		image = ReaderImage()
+	}
+	return fetch.Options{Namespace: d.Namespace, Image: image, ImagePullSecret: d.ImagePullSecret, Reader: d.Reader,
 		PodRunningTimeout: d.Timeout, ExecTimeout: d.Timeout}
 }
 
@@ -42,6 +49,12 @@ const (
 	DefaultRootDir     = decode.DefaultRootDir
 	// DebugPodLabel is the label every debug pod carries, as "key=value".
 	DebugPodLabel = fetch.LabelManagedBy + "=" + fetch.ManagedBy
+)
+
+// DebugPod.Reader's values.
+const (
+	ReaderShell  = fetch.ReaderShell
+	ReaderBinary = fetch.ReaderBinary
 )
 
 // ClientRate is the client's QPS and burst for reading concurrency nodes at once (client-go's

@@ -8,6 +8,7 @@ import (
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/machine"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodefs"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodelocal"
 )
 
 // The sections a node's read prints beside its files (fetch.StderrDump), and their names in a bundle:
@@ -19,6 +20,9 @@ const (
 	CDIFile     = "cdi.specs"
 	CgroupsFile = "cgroups.cpusets"
 	PCIFile     = "pci.numa"
+	// PodResourcesFile is the kubelet's PodResources API's answer, which only the node reader
+	// (fetch.ReaderBinary) prints.
+	PodResourcesFile = "kubelet.podresources"
 )
 
 // cdiDirs are the CDI spec dirs where the debug pod mounts them (read-only, fetch.HostDir).
@@ -34,8 +38,9 @@ type bundleDump struct {
 	File string
 	Dump fetch.StderrDump
 	// machine: asked for by Config.Machine; cgroups: by Config.Cgroups; pci: by Config.Machine
-	// or Config.Admit (the devices' NUMA nodes); else by Config.NodeFiles.
-	machine, cgroups, pci bool
+	// or Config.Admit (the devices' NUMA nodes); podResources: by Config.Admit (the devices as
+	// the kubelet holds them); else by Config.NodeFiles.
+	machine, cgroups, pci, podResources bool
 }
 
 // nodePaths are where the sections' scripts find the node's directories: the debug pod's
@@ -54,11 +59,27 @@ var (
 func bundleDumps(at nodePaths) []bundleDump {
 	return []bundleDump{
 		{File: SysfsFile, machine: true, Dump: sysfsDump},
-		{File: PCIFile, pci: true, Dump: fetch.StderrDump{Header: machine.PCIHeader, End: machine.PCIEnd, Script: machine.PCIScript, Max: machine.MaxPCIBytes}},
-		{File: SocketsFile, Dump: fetch.StderrDump{Header: nodefs.SocketsHeader, End: nodefs.End, Script: nodefs.SocketsScript, Max: nodefs.MaxSocketsBytes}},
-		{File: CDIFile, Dump: fetch.StderrDump{Header: nodefs.CDIHeader, End: nodefs.End, Script: nodefs.CDIScript(at.cdi), Max: nodefs.MaxCDIBytes}},
-		{File: CgroupsFile, cgroups: true, Dump: fetch.StderrDump{Header: cgroup.Header, End: cgroup.End, Script: cgroup.Script(at.cgroups), Max: cgroup.MaxBytes}},
+		{File: PCIFile, pci: true, Dump: fetch.StderrDump{Header: machine.PCIHeader, End: machine.PCIEnd, Script: machine.PCIScript,
+			ReaderSection: nodelocal.SectionPCI, Max: machine.MaxPCIBytes}},
+		{File: SocketsFile, Dump: fetch.StderrDump{Header: nodefs.SocketsHeader, End: nodefs.End, Script: nodefs.SocketsScript,
+			ReaderSection: nodelocal.SectionSockets, Max: nodefs.MaxSocketsBytes}},
+		{File: CDIFile, Dump: fetch.StderrDump{Header: nodefs.CDIHeader, End: nodefs.End, Script: nodefs.CDIScript(at.cdi),
+			ReaderSection: nodelocal.SectionArg(nodelocal.SectionCDI, cdiHere(at.cdi)...), Max: nodefs.MaxCDIBytes}},
+		{File: CgroupsFile, cgroups: true, Dump: fetch.StderrDump{Header: cgroup.Header, End: cgroup.End, Script: cgroup.Script(at.cgroups),
+			ReaderSection: nodelocal.SectionArg(nodelocal.SectionCgroups, at.cgroups), Max: cgroup.MaxBytes}},
+		// No script: sh cannot speak gRPC; the shell reader leaves it out, and the read says why.
+		{File: PodResourcesFile, podResources: true, Dump: fetch.StderrDump{Header: machine.PodResourcesHeader, End: machine.PodResourcesEnd,
+			ReaderSection: nodelocal.SectionPodResources, Max: machine.MaxPodResourcesBytes}},
 	}
+}
+
+// cdiHere are where the CDI dirs are read.
+func cdiHere(dirs []nodefs.CDIDir) []string {
+	var out []string
+	for _, d := range dirs {
+		out = append(out, d.Here)
+	}
+	return out
 }
 
 // dumps are the sections the config asks the debug pod for.
@@ -67,7 +88,8 @@ func (r *Runner) dumps() []fetch.StderrDump {
 	for _, d := range bundleDumps(inPod) {
 		switch {
 		case d.machine && r.cfg.Machine, d.cgroups && r.cfg.Cgroups, d.pci && (r.cfg.Machine || r.cfg.Admit != nil),
-			!d.machine && !d.cgroups && !d.pci && r.cfg.NodeFiles:
+			d.podResources && r.cfg.Admit != nil,
+			!d.machine && !d.cgroups && !d.pci && !d.podResources && r.cfg.NodeFiles:
 			out = append(out, d.Dump)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/machine"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodelocal"
 )
 
 // KubeletConfigFile is the kubelet config kubeadm writes into the kubelet root dir; the debug
@@ -80,7 +81,7 @@ func (r *Runner) withExtras(ctx context.Context, f *fetch.Fetcher) {
 }
 
 // sysfsDump is the machine's sysfs dump, run in the exec that reads the files.
-var sysfsDump = fetch.StderrDump{Script: machine.SysfsScript, Header: machine.SysfsHeader, End: machine.SysfsEnd, Max: machine.MaxSysfsBytes}
+var sysfsDump = fetch.StderrDump{Script: machine.SysfsScript, ReaderSection: nodelocal.SectionSysfs, Header: machine.SysfsHeader, End: machine.SysfsEnd, Max: machine.MaxSysfsBytes}
 
 // addExtras moves config.yaml out of the snapshot's checkpoint files and fills in the node's
 // machine and kubelet config.

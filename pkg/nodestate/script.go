@@ -28,6 +28,9 @@ func CollectScript(rootDir, version string) string {
 	}
 	var dumps strings.Builder
 	for _, d := range bundleDumps(onNode) {
+		if d.Dump.Script == "" {
+			continue // the node reader's only (PodResources)
+		}
 		fmt.Fprintf(&dumps, "{ %s; } >\"$out/%s\" 2>/dev/null\n", d.Dump.Script, d.File)
 	}
 	r := strings.NewReplacer(
