@@ -41,6 +41,9 @@ type Input struct {
 	// Devices is the node's device plugins and device checkpoint; nil when the devices'
 	// topology is not known (device requests are then not judged).
 	Devices *replay.DeviceInput
+	// DevicesNotReplayed says why Devices is nil, in the not-judged pods' reasons ("" : a
+	// default text).
+	DevicesNotReplayed string
 	// DeviceTopology says, per resource, where its devices' NUMA nodes came from, or why they
 	// are not known (Result.DeviceTopology).
 	DeviceTopology map[string]string
@@ -100,9 +103,15 @@ type Admission struct {
 	Pod       string `json:"pod"`
 	Namespace string `json:"namespace,omitempty"`
 	UID       string `json:"uid,omitempty"`
-	Admitted  bool   `json:"admitted"`
-	Reason    string `json:"reason"`
-	Message   string `json:"message"`
+	// Verdict is VerdictAdmitted, VerdictRefused or VerdictNotJudged. Admitted is true only
+	// for VerdictAdmitted; a pod not judged has no Reason, Message or Containers.
+	Verdict  string `json:"verdict"`
+	Admitted bool   `json:"admitted"`
+	// NotJudged says why the replay cannot tell (devices not replayed, a pod before it not
+	// judged); Why keeps what the replay without them said.
+	NotJudged []string `json:"notJudged,omitempty"`
+	Reason    string   `json:"reason"`
+	Message   string   `json:"message"`
 	// Hangs: the kubelet never answers for this pod (Message says where); the pod stays
 	// Pending and the kubelet admits no pod after it until it restarts.
 	Hangs bool `json:"hangs,omitempty"`
@@ -190,6 +199,8 @@ func predict(in Input, keepStates bool) (Result, []replay.State, error) {
 	if in.Node != nil {
 		bound = append(bound, in.Node.Pods...)
 	}
+	// notJudged is the first pod not judged: every pod after it finds a node not replayed.
+	notJudged := ""
 	for _, pod := range in.Pods {
 		a := Admission{Pod: pod.Name, Namespace: pod.Namespace, UID: string(pod.UID), Containers: []Container{}, Unreplayed: unreplayed(pod, in.Devices)}
 		pa := node.Admit(pod)
@@ -221,6 +232,12 @@ func predict(in Input, keepStates bool) (Result, []replay.State, error) {
 			a.Before = describe(node, pod, pa)
 			nameHolders(a.Before, in.PodNames, in.KnownPods)
 			a.Why = why(&a)
+		}
+		if judgeDevices(&a, pa, pod, in, notJudged) && notJudged == "" {
+			notJudged = pod.Name
+			if pod.Namespace != "" {
+				notJudged = pod.Namespace + "/" + pod.Name
+			}
 		}
 		if keepStates {
 			states = append(states, node.State())

@@ -119,7 +119,6 @@ func TestNodeResourcesPredicate(t *testing.T) {
 		{"OutOfhugepages-2Mi", "Node didn't have enough resource: hugepages-2Mi, requested: 2097152, used: 0, capacity: 0"},
 		{"", ""},
 		{"OutOfpods", "Node didn't have enough resource: pods, requested: 1, used: 2, capacity: 2"},
-		{"OutOfpods", "Node didn't have enough resource: pods, requested: 1, used: 2, capacity: 2"},
 	}
 	for i, w := range want {
 		a := res.Admissions[i]
@@ -134,8 +133,15 @@ func TestNodeResourcesPredicate(t *testing.T) {
 			t.Errorf("%s: status message %q, want %q", a.Pod, a.StatusMessage, wantStatus)
 		}
 	}
-	if u := res.Admissions[4].Unreplayed; len(u) != 1 || !strings.HasPrefix(u[0], "devices: device plugin resource example.com/gpu") {
+	// Without the devices the pod asking for one is not judged: the device manager's own checks
+	// come before the predicate's. What the replay without them said is kept as a note.
+	dev := res.Admissions[4]
+	if u := dev.Unreplayed; len(u) != 1 || !strings.HasPrefix(u[0], "devices: device plugin resource example.com/gpu") {
 		t.Errorf("device pod: unreplayed %q", u)
+	}
+	if dev.Verdict != VerdictNotJudged || dev.Admitted || dev.Reason != "" || len(dev.NotJudged) != 1 || !strings.Contains(dev.NotJudged[0], "example.com/gpu") ||
+		len(dev.Why) != 1 || !strings.Contains(dev.Why[0], "replayed without its devices: refused, OutOfpods") {
+		t.Errorf("device pod: %+v", dev)
 	}
 	if strings.Join(res.Replayed, ",") != "cpu,memory" || strings.Join(res.NotReplayed, ",") != "devices,dra" {
 		t.Errorf("providers %v / %v", res.Replayed, res.NotReplayed)
@@ -188,18 +194,23 @@ func TestPredictNotJudgedDevices(t *testing.T) {
 	in.Devices = &replay.DeviceInput{Plugins: map[string][]replay.Device{"intel.com/sriov": {vf}},
 		NotJudged: map[string]string{"nvidia.com/gpu": "device ID \"GPU-1\" is not a PCI address"}}
 	in.DeviceTopology = map[string]string{"intel.com/sriov": "sysfs", "nvidia.com/gpu": "not known: device ID \"GPU-1\" is not a PCI address"}
-	in.Pods = []*v1.Pod{guaranteed("gpu", "2", "1Gi", "nvidia.com/gpu"), guaranteed("vf", "2", "1Gi", "intel.com/sriov")}
+	in.Pods = []*v1.Pod{guaranteed("vf", "2", "1Gi", "intel.com/sriov"), guaranteed("gpu", "2", "1Gi", "nvidia.com/gpu"), guaranteed("after", "1", "1Gi")}
 	res, err := Predict(in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	gpu, nic := res.Admissions[0], res.Admissions[1]
-	if !gpu.Admitted || len(gpu.Containers[0].Devices) != 0 || len(gpu.Unreplayed) != 1 ||
-		!strings.Contains(gpu.Unreplayed[0], "nvidia.com/gpu not judged") || !strings.Contains(gpu.Unreplayed[0], "not a PCI address") {
-		t.Errorf("gpu pod: admitted %v, devices %v, unreplayed %q", gpu.Admitted, gpu.Containers, gpu.Unreplayed)
+	nic, gpu, after := res.Admissions[0], res.Admissions[1], res.Admissions[2]
+	if gpu.Admitted || gpu.Verdict != VerdictNotJudged || len(gpu.Containers) != 0 || len(gpu.Unreplayed) != 1 ||
+		!strings.Contains(gpu.Unreplayed[0], "nvidia.com/gpu not judged") || len(gpu.NotJudged) != 1 || !strings.Contains(gpu.NotJudged[0], "not a PCI address") ||
+		len(gpu.Why) != 1 || !strings.HasPrefix(gpu.Why[0], "replayed without its devices: admitted (app CPUs ") {
+		t.Errorf("gpu pod: %+v", gpu)
 	}
-	if !nic.Admitted || fmt.Sprint(nic.Containers[0].Devices) != "map[intel.com/sriov:[0000:af:02.0]]" || !onNUMA1(nic.Containers[0].CPUs) || len(nic.Unreplayed) != 0 {
+	if !nic.Admitted || nic.Verdict != VerdictAdmitted || fmt.Sprint(nic.Containers[0].Devices) != "map[intel.com/sriov:[0000:af:02.0]]" || !onNUMA1(nic.Containers[0].CPUs) || len(nic.Unreplayed) != 0 {
 		t.Errorf("vf pod: admitted %v, containers %+v, unreplayed %q", nic.Admitted, nic.Containers, nic.Unreplayed)
+	}
+	// A pod asking for no device, after the one not judged, finds CPUs nobody replayed.
+	if after.Admitted || after.Verdict != VerdictNotJudged || len(after.NotJudged) != 1 || !strings.Contains(after.NotJudged[0], "after pod default/gpu") {
+		t.Errorf("pod after: %+v", after)
 	}
 	if res.Replayed[0] != ProviderDevices || res.DeviceTopology["intel.com/sriov"] != "sysfs" {
 		t.Errorf("replayed %v, device topology %v", res.Replayed, res.DeviceTopology)

@@ -144,9 +144,10 @@ func caseInput(t testing.TB, c vectorpack.Case, kubelet string, devices bool) In
 		t.Fatal(err)
 	}
 	in := Input{Machine: m, Config: cfg, Kubelet: k}
-	// A device set's case runs the device manager, with no plugin when it has no devices.json.
+	// Every case's kubelet ran its device manager: with no plugin registered outside the device
+	// sets, and in a device set's case without devices.json.
+	in.Devices = &replay.DeviceInput{}
 	if devices {
-		in.Devices = &replay.DeviceInput{}
 		if b, ok := c.Files["devices.json"]; ok {
 			plugins, err := replay.ParseDevicePlugins(b)
 			if err != nil {
@@ -167,7 +168,7 @@ func caseInput(t testing.TB, c vectorpack.Case, kubelet string, devices bool) In
 		case decode.KindMemory:
 			in.Memory = rep
 		case decode.KindDevices:
-			if in.Devices == nil {
+			if !devices {
 				t.Fatalf("%s: a device checkpoint outside a device set", c.Name)
 			}
 			in.Devices.Checkpoint = rep

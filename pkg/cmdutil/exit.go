@@ -17,6 +17,10 @@ const (
 	// ExitUsage: the command line is wrong (unknown flag, flags that do not go together); nothing
 	// was read. Distinct from 1 so a script can tell "my invocation is wrong" from "a file is bad".
 	ExitUsage = 3
+	// ExitNotJudged (admit): a pod was not judged (its devices not replayed, or it follows one
+	// that was not) and none was refused. A refusal (1), a node not read (2) and a usage error
+	// (3) take precedence: a script sees "not judged" only where nothing worse happened.
+	ExitNotJudged = 4
 )
 
 // ExitStatusHelp is the exit-status paragraph of the reading commands' help.

@@ -27,6 +27,7 @@ import (
 const (
 	SectionSysfs        = "sysfs"   // machine.SysfsScript's, from SysRoot and ProcRoot
 	SectionPCI          = "pci"     // machine.PCIScript's, from SysRoot
+	SectionNVIDIA       = "nvidia"  // machine.NVIDIAScript's, from ProcRoot
 	SectionSockets      = "sockets" // nodefs.SocketsScript's, from the kubelet root dir
 	SectionCDI          = "cdi"     // nodefs.CDIScript's, from the section's dirs
 	SectionCgroups      = "cgroups" // cgroup.Script's, from the section's one dir
@@ -92,14 +93,14 @@ func parseSectionArg(s string) (string, []string, error) {
 		}
 	}
 	switch name {
-	case SectionSysfs, SectionPCI, SectionSockets, SectionPodResources:
+	case SectionSysfs, SectionPCI, SectionNVIDIA, SectionSockets, SectionPodResources:
 		if hasDirs {
 			return "", nil, fmt.Errorf("section %s takes no dirs", name)
 		}
 	case SectionCDI, SectionCgroups:
 	default:
 		return "", nil, fmt.Errorf("unknown section %q (this reader knows %s)", name,
-			strings.Join([]string{SectionSysfs, SectionPCI, SectionSockets, SectionCDI, SectionCgroups, SectionPodResources}, ", "))
+			strings.Join([]string{SectionSysfs, SectionPCI, SectionNVIDIA, SectionSockets, SectionCDI, SectionCgroups, SectionPodResources}, ", "))
 	}
 	return name, dirs, nil
 }
@@ -137,6 +138,8 @@ func (r NodeRead) section(ctx context.Context, s string) []byte {
 		return sysfsDump(r.SysRoot, r.ProcRoot)
 	case SectionPCI:
 		return pciSection(r.SysRoot)
+	case SectionNVIDIA:
+		return nvidiaSection(r.ProcRoot)
 	case SectionSockets:
 		return socketsSection(r.RootDir)
 	case SectionCDI:

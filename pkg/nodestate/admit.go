@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -86,6 +87,8 @@ func (r *Runner) admit(n *NodeResult) *AdmitResult {
 		for _, line := range deviceTopologyNotes(d) {
 			note("%s", line)
 		}
+	} else {
+		in.Devices, in.DevicesNotReplayed = noDevicePlugins(n, mi)
 	}
 	if n.Node != "" && len(n.Snapshot.Allocatable) > 0 && n.Snapshot.Pods != nil {
 		in.Node = &admit.NodeResources{Allocatable: n.Snapshot.Allocatable, Pods: n.Snapshot.Pods.Running}
@@ -114,7 +117,7 @@ func (r *Runner) admit(n *NodeResult) *AdmitResult {
 	empty := in
 	empty.Pods = nil
 	for i, a := range res.Admissions {
-		if a.Admitted {
+		if a.Verdict != admit.VerdictRefused {
 			continue
 		}
 		n, err := admit.LargestCPURequest(empty, in.Pods[i])
@@ -150,13 +153,21 @@ func (r *Runner) admit(n *NodeResult) *AdmitResult {
 	return out
 }
 
-// nodeDevices joins what the node's files, status and sysfs say of its devices with --devices.
+// nodeDevices joins what the node's files, status, PodResources API, sysfs and NVIDIA driver say of
+// its devices with --devices.
 func (r *Runner) nodeDevices(n *NodeResult, mi managerInputs) *nodeDevices {
 	in := nodeDeviceInput{file: r.cfg.Admit.Devices, topologyNone: mi.config.TopologyPolicy() == "none"}
 	if s := n.Snapshot; s != nil {
 		in.status = s.Devices
 		if dump, ok := s.Dumps[machine.PCIHeader]; ok {
 			in.pci, in.pciErr = machine.ParsePCINUMA(dump)
+		}
+		if dump, ok := s.Dumps[machine.NVIDIAHeader]; ok {
+			in.nvidia, in.nvidiaErr = machine.ParseNVIDIAGPUs(dump)
+		}
+		// Only the node reader (--reader=binary) prints it; absent, the join says so.
+		if dump, ok := s.Dumps[machine.PodResourcesHeader]; ok {
+			in.podResources, in.podResourcesErr = machine.ParsePodResources(dump)
 		}
 	}
 	for _, row := range mi.rows {
@@ -165,4 +176,30 @@ func (r *Runner) nodeDevices(n *NodeResult, mi managerInputs) *nodeDevices {
 		}
 	}
 	return joinNodeDevices(in)
+}
+
+// noDevicePlugins is the device manager of a node nodeDevices knows no device of. A node whose
+// status is known and counts no extended resource (its checkpoint registering none) has no
+// plugin registered: the device manager is replayed with none, on its checkpoint, and a pod's
+// extended resources are not its. Otherwise (offline, no --devices) the plugins are not known:
+// nil, and why, which the pods asking for devices say as they are not judged.
+func noDevicePlugins(n *NodeResult, mi managerInputs) (*replay.DeviceInput, string) {
+	var checkpoint *decode.Report
+	var registered []string
+	for _, row := range mi.rows {
+		if rep := row.Report; rep != nil && rep.Kind == decode.KindDevices {
+			checkpoint = rep
+			if rep.Decoded.Devices != nil {
+				registered = slices.Sorted(maps.Keys(rep.Decoded.Devices.RegisteredDevices))
+			}
+		}
+	}
+	if n.Snapshot != nil && n.Snapshot.Devices != nil {
+		return &replay.DeviceInput{Checkpoint: checkpoint}, ""
+	}
+	const give = "give --devices FILE (the device plugin API's Device messages; an empty {\"resources\": {}}: no plugin registered yet)"
+	if len(registered) > 0 {
+		return nil, fmt.Sprintf("the device checkpoint registers %s, whose plugins and devices are not known offline: %s", strings.Join(registered, ", "), give)
+	}
+	return nil, "the node's device plugins are not known offline: " + give
 }

@@ -20,6 +20,8 @@ const (
 	CDIFile     = "cdi.specs"
 	CgroupsFile = "cgroups.cpusets"
 	PCIFile     = "pci.numa"
+	// NVIDIAFile is the NVIDIA driver's GPUs (procfs): UUID, PCI address, minor.
+	NVIDIAFile = "nvidia.gpus"
 	// PodResourcesFile is the kubelet's PodResources API's answer, which only the node reader
 	// (fetch.ReaderBinary) prints.
 	PodResourcesFile = "kubelet.podresources"
@@ -38,7 +40,8 @@ type bundleDump struct {
 	File string
 	Dump fetch.StderrDump
 	// machine: asked for by Config.Machine; cgroups: by Config.Cgroups; pci: by Config.Machine
-	// or Config.Admit (the devices' NUMA nodes); podResources: by Config.Admit (the devices as
+	// or Config.Admit (the devices' NUMA nodes: sysfs, and the NVIDIA driver's GPUs that map
+	// the NVIDIA plugins' IDs to their PCI addresses); podResources: by Config.Admit (the devices as
 	// the kubelet holds them); else by Config.NodeFiles.
 	machine, cgroups, pci, podResources bool
 }
@@ -61,6 +64,8 @@ func bundleDumps(at nodePaths) []bundleDump {
 		{File: SysfsFile, machine: true, Dump: sysfsDump},
 		{File: PCIFile, pci: true, Dump: fetch.StderrDump{Header: machine.PCIHeader, End: machine.PCIEnd, Script: machine.PCIScript,
 			ReaderSection: nodelocal.SectionPCI, Max: machine.MaxPCIBytes}},
+		{File: NVIDIAFile, pci: true, Dump: fetch.StderrDump{Header: machine.NVIDIAHeader, End: machine.NVIDIAEnd, Script: machine.NVIDIAScript,
+			ReaderSection: nodelocal.SectionNVIDIA, Max: machine.MaxNVIDIABytes}},
 		{File: SocketsFile, Dump: fetch.StderrDump{Header: nodefs.SocketsHeader, End: nodefs.End, Script: nodefs.SocketsScript,
 			ReaderSection: nodelocal.SectionSockets, Max: nodefs.MaxSocketsBytes}},
 		{File: CDIFile, Dump: fetch.StderrDump{Header: nodefs.CDIHeader, End: nodefs.End, Script: nodefs.CDIScript(at.cdi),

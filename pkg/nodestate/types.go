@@ -74,6 +74,13 @@ type (
 	StaleDeviceHolder = admit.StaleHolder
 )
 
+// An admission's three answers (Admission.Verdict).
+const (
+	AdmissionAdmitted  = admit.VerdictAdmitted
+	AdmissionRefused   = admit.VerdictRefused
+	AdmissionNotJudged = admit.VerdictNotJudged
+)
+
 // How the kubelet came to a container's devices (AdmittedContainer.DevicesPick).
 const (
 	DevicePickForced     = admit.PickForced

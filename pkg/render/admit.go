@@ -31,6 +31,9 @@ type AdmitResult struct {
 // AdmitListKind is the kind of admit's json/yaml list.
 const AdmitListKind = "AdmitResultList"
 
+// NotJudged is the ADMITTED column of a pod the replay cannot judge (nodestate.AdmissionNotJudged).
+const NotJudged = "not judged"
+
 // Admit prints one row per container of an admitted pod and one per refused pod, then, for
 // each refusal, why; json and yaml print the result itself for one node, a list for several.
 // A DEVICES column (each resource's device IDs and their NUMA nodes) is shown when the pods ask
@@ -79,6 +82,21 @@ func Admit(w io.Writer, o Options, results []AdmitResult) error {
 		}
 		for _, a := range r.Admissions {
 			name := admittedPod(a)
+			where := name
+			if r.Node != "" {
+				where += " on " + r.Node
+			}
+			if a.Verdict == nodestate.AdmissionNotJudged {
+				// Neither yes nor no: the CPUs the replay without its devices found are no answer.
+				row(r.Node, []string{name, NotJudged, "", ""}, "", "", "", "", "")
+				for _, reason := range a.NotJudged {
+					why = append(why, where+": not judged: "+reason)
+				}
+				for _, line := range a.Why {
+					why = append(why, where+": "+line)
+				}
+				continue
+			}
 			if !a.Admitted {
 				admitted, reason := "no", a.Reason
 				switch {
@@ -88,10 +106,6 @@ func Admit(w io.Writer, o Options, results []AdmitResult) error {
 					admitted = "waits"
 				}
 				row(r.Node, []string{name, admitted, "", ""}, "", "", "", reason, text.OneLine(a.Message))
-				where := name
-				if r.Node != "" {
-					where += " on " + r.Node
-				}
 				for _, line := range a.Why {
 					why = append(why, where+": "+line)
 				}
@@ -112,10 +126,6 @@ func Admit(w io.Writer, o Options, results []AdmitResult) error {
 					cpus += " (shared)"
 				}
 				row(r.Node, []string{name, "yes", containerLabel(c), cpus}, numaText(c.CPUNUMANodes), numaText(c.MemoryNUMANodes), devicesText(c, picks), "", "")
-				where := name
-				if r.Node != "" {
-					where += " on " + r.Node
-				}
 				for _, res := range c.DevicesApart {
 					why = append(why, fmt.Sprintf("%s: container %s: its CPUs are on NUMA %s, its %s devices on none of them: admitted, not aligned (the topology policy allows it)", where, c.Name, numaText(c.CPUNUMANodes), res))
 				}

@@ -104,3 +104,84 @@ func TestAdmitDevicesJSON(t *testing.T) {
 		t.Errorf("%v\n%s", err, out.String())
 	}
 }
+
+// threeAnswers: gpu-a admits both pods, gpu-b refuses the first (proven before any device), and
+// gpu-c, whose devices were not replayed, cannot judge the GPU pod nor the pod after it.
+func threeAnswers() []AdmitResult {
+	admitted := func(pod string) nodestate.Admission {
+		return nodestate.Admission{Pod: pod, Namespace: "ml", Verdict: nodestate.AdmissionAdmitted, Admitted: true,
+			Containers: []nodestate.AdmittedContainer{{Name: "app", CPUs: "2-3", Exclusive: true, CPUNUMANodes: []int{0}, MemoryNUMANodes: []int{0}}}}
+	}
+	yes := AdmitResult{Node: "gpu-a", AdmitPrediction: nodestate.AdmitPrediction{Admissions: []nodestate.Admission{admitted("train"), admitted("side")}}}
+	no := AdmitResult{Node: "gpu-b", AdmitPrediction: nodestate.AdmitPrediction{Admissions: []nodestate.Admission{{Pod: "train", Namespace: "ml", Verdict: nodestate.AdmissionRefused,
+		Reason: "TopologyAffinityError", Message: "Resources cannot be allocated with Topology locality"}, admitted("side")}}}
+	unknown := AdmitResult{Node: "gpu-c", AdmitPrediction: nodestate.AdmitPrediction{Admissions: []nodestate.Admission{
+		{Pod: "train", Namespace: "ml", Verdict: nodestate.AdmissionNotJudged, Containers: []nodestate.AdmittedContainer{},
+			NotJudged: []string{"devices: device plugin resource nvidia.com/gpu: give --devices FILE"},
+			Why:       []string{"replayed without its devices: admitted (app CPUs 2-3, memory NUMA 0)"}},
+		{Pod: "side", Namespace: "ml", Verdict: nodestate.AdmissionNotJudged, Containers: []nodestate.AdmittedContainer{},
+			NotJudged: []string{"after pod ml/train, which is not judged: where its CPUs, memory and devices land decides what this pod finds"},
+			Why:       []string{"replayed after the pods before it as the replay without their devices left the node: admitted (app CPUs 4-5, memory NUMA 0)"}},
+	}}}
+	out := []AdmitResult{yes, no, unknown}
+	for i := range out {
+		out[i].KubeletStart.Starts = true
+	}
+	return out
+}
+
+// The ADMITTED column says yes, no or not judged; a pod not judged shows no CPUs (the replay
+// without its devices is no answer), and the notes say why and what that replay said.
+func TestAdmitThreeAnswers(t *testing.T) {
+	var out bytes.Buffer
+	if err := Admit(&out, Options{Format: Table, ShowNode: true}, threeAnswers()); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "admit-three-answers-table", out.Bytes())
+	rows := map[string]string{}
+	for _, line := range strings.Split(out.String(), "\n") {
+		if f := strings.Fields(line); len(f) > 2 && strings.HasPrefix(f[0], "gpu-") {
+			rows[f[0]+" "+f[1]] = strings.Join(f[2:], " ")
+		}
+	}
+	for row, want := range map[string]string{
+		"gpu-a ml/train": "yes app 2-3 0",
+		"gpu-b ml/train": "no - - - TopologyAffinityError",
+		"gpu-b ml/side":  "yes app 2-3 0",
+		"gpu-c ml/train": "not judged - - - - -",
+		"gpu-c ml/side":  "not judged - - - - -",
+	} {
+		if !strings.HasPrefix(rows[row], want) {
+			t.Errorf("row %s: %q, want %q...", row, rows[row], want)
+		}
+	}
+	for _, want := range []string{
+		"ml/train on gpu-c: not judged: devices: device plugin resource nvidia.com/gpu: give --devices FILE",
+		"ml/train on gpu-c: replayed without its devices: admitted (app CPUs 2-3, memory NUMA 0)",
+		"ml/side on gpu-c: not judged: after pod ml/train, which is not judged",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("notes lack %q:\n%s", want, out.String())
+		}
+	}
+	// The JSON: the verdict and reasons; no "admitted": true for a pod not judged.
+	out.Reset()
+	if err := Admit(&out, Options{Format: JSON}, threeAnswers()[2:]); err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Admissions []struct {
+			Verdict   string   `json:"verdict"`
+			Admitted  *bool    `json:"admitted"`
+			NotJudged []string `json:"notJudged"`
+		} `json:"admissions"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil || len(got.Admissions) != 2 {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	for _, a := range got.Admissions {
+		if a.Verdict != "notJudged" || a.Admitted == nil || *a.Admitted || len(a.NotJudged) != 1 {
+			t.Errorf("not judged in JSON: %+v\n%s", a, out.String())
+		}
+	}
+}

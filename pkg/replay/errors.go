@@ -44,6 +44,9 @@ type AdmitResult struct {
 	Hangs bool
 	// NotReached: a pod before this one hangs, so the kubelet never gets to it.
 	NotReached bool
+	// RefusedContainer is, in container scope, the container whose merged hint the policy
+	// refused (TopologyAffinityError): the containers before it were allocated, none after.
+	RefusedContainer string
 }
 
 // podAdmitResult is admission.GetPodAdmitResult.

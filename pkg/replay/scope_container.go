@@ -19,10 +19,13 @@ func (s *containerScope) Admit(pod *v1.Pod, podLevel bool) AdmitResult {
 		c := &containers[i]
 		best, admit := s.calculateAffinity(pod, c)
 		if !admit {
+			err := error(errTopologyAffinity)
 			if podLevel {
-				return podAdmitResult(reasonError{ReasonTopologyAffinity, podLevelAffinityPrefix + podLevelContainerScopeMsg})
+				err = reasonError{ReasonTopologyAffinity, podLevelAffinityPrefix + podLevelContainerScopeMsg}
 			}
-			return podAdmitResult(errTopologyAffinity)
+			res := podAdmitResult(err)
+			res.RefusedContainer = c.Name
+			return res
 		}
 		s.setTopologyHints(string(pod.UID), c.Name, best)
 		if err := s.allocateAlignedResources(pod, c); err != nil {

@@ -156,8 +156,8 @@ func TestAdmitDevicesPredictsRealKubelet(t *testing.T) {
 	// not known, and a pod asking for one says so.
 	probe := devicePod("accel-probe", accelResource, 1)
 	res := admitResult(t, dir, probe, live...)
-	if src := res.DeviceTopology[pciResource]; src != "sysfs" {
-		t.Errorf("%s: topology from %q, want sysfs", pciResource, src)
+	if src := res.DeviceTopology[pciResource]; src != "sysfs (assumed: its plugin reports numa_node)" {
+		t.Errorf("%s: topology from %q, want sysfs (assumed: its plugin reports numa_node)", pciResource, src)
 	}
 	if src := res.DeviceTopology[accelResource]; !strings.HasPrefix(src, "not known: ") || !strings.Contains(src, "not a PCI address") {
 		t.Errorf("%s: topology %q, want not known (IDs not PCI addresses)", accelResource, src)

@@ -96,8 +96,14 @@ func NewCmdAdmit(flags *genericclioptions.ConfigFlags, streams genericiooptions.
 			--all-nodes the last line names the nodes that admit every pod, with the NUMA nodes
 			they put them on.
 
-			Exit status: 0 when every pod is admitted, 1 when one is not (or the kubelet would
-			not start), 2 when a node could not be read, 3 on a usage error.`),
+			A pod is admitted (yes), refused (no), or not judged: it asks for device-plugin
+			devices whose devices were not replayed (no --devices offline; a resource whose
+			devices' NUMA nodes are not known on a live node), or it follows such a pod on the same
+			node. The notes say why, and what the replay without those devices said.
+
+			Exit status: 0 when every pod is admitted, 1 when one is refused (or the kubelet would
+			not start), 4 when one is not judged and none refused, 2 when a node could not be read,
+			3 on a usage error; 3 before 2 before 1 before 4.`),
 		Example:           example,
 		ValidArgsFunction: cmdutil.CompleteNodeNames(flags),
 		RunE:              cmdutil.RunE(o),
@@ -271,6 +277,7 @@ func (o *Options) Run(ctx context.Context) error {
 	one := !o.Live.AllNodes && len(o.Nodes) == 1
 	results := cmdutil.NewResults(&o.Live, o.Out, ro, render.AdmitListKind, render.Admit, !o.Source.Offline() && !one)
 	var sum admitSummary
+	notJudged := false
 	add := func(r render.AdmitResult) {
 		sum.add(r)
 		results.Add(r)
@@ -295,8 +302,11 @@ func (o *Options) Run(ctx context.Context) error {
 			run.Worst = max(run.Worst, cmdutil.ExitNotValid)
 		}
 		for _, adm := range a.Admissions {
-			if !adm.Admitted {
+			switch adm.Verdict {
+			case nodestate.AdmissionRefused:
 				run.Worst = max(run.Worst, cmdutil.ExitNotValid)
+			case nodestate.AdmissionNotJudged:
+				notJudged = true
 			}
 		}
 		add(render.AdmitResult{Node: n.Node, AdmitPrediction: a.Result, LargestCPURequest: a.Largest, LargestDeviceRequest: a.LargestDevices})
@@ -319,24 +329,50 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return cmdutil.Exit(run.Worst)
+	return cmdutil.Exit(exitCode(run.Worst, notJudged))
 }
 
-// admitSummary counts the nodes that admit every pod, and where, as they come.
+// exitCode is the worst exit status seen, or ExitNotJudged when that is ExitOK and a pod was not
+// judged: "not judged" never hides a refusal or a node not read.
+func exitCode(worst int, notJudged bool) int {
+	if worst == cmdutil.ExitOK && notJudged {
+		return cmdutil.ExitNotJudged
+	}
+	return worst
+}
+
+// admitSummary counts, as they come, the nodes that admit every pod (and where), those that
+// refuse one (or whose kubelet would not start), those that could not judge one and refuse none,
+// and those not read.
 type admitSummary struct {
-	nodes int
-	yes   []string
+	nodes            int
+	yes, notJudged   []string
+	refuses, notRead int
 }
 
 func (s *admitSummary) add(r render.AdmitResult) {
 	s.nodes++
-	if r.Error != "" || !r.KubeletStart.Starts {
+	switch {
+	case r.Error != "":
+		s.notRead++
+		return
+	case !r.KubeletStart.Starts:
+		s.refuses++
 		return
 	}
+	judged := true
 	for _, a := range r.Admissions {
-		if !a.Admitted {
+		switch a.Verdict {
+		case nodestate.AdmissionRefused:
+			s.refuses++
 			return
+		case nodestate.AdmissionNotJudged:
+			judged = false
 		}
+	}
+	if !judged {
+		s.notJudged = append(s.notJudged, r.Node)
+		return
 	}
 	if where := render.AdmitWhere(r); where != "" {
 		s.yes = append(s.yes, r.Node+" ("+where+")")
@@ -345,13 +381,27 @@ func (s *admitSummary) add(r render.AdmitResult) {
 	s.yes = append(s.yes, r.Node)
 }
 
-// String says which nodes admit every pod.
+// String says which nodes admit every pod, then how many refuse, which could not judge, and how
+// many were not read.
 func (s admitSummary) String() string {
+	var b strings.Builder
 	if len(s.yes) == 0 {
-		return fmt.Sprintf("no node of %d admits the pods", s.nodes)
+		fmt.Fprintf(&b, "no node of %d admits the pods", s.nodes)
+	} else {
+		sort.Strings(s.yes)
+		fmt.Fprintf(&b, "%d of %d nodes admit the pods: %s", len(s.yes), s.nodes, strings.Join(s.yes, ", "))
 	}
-	sort.Strings(s.yes)
-	return fmt.Sprintf("%d of %d nodes admit the pods: %s", len(s.yes), s.nodes, strings.Join(s.yes, ", "))
+	if s.refuses > 0 {
+		fmt.Fprintf(&b, "; %d %s", s.refuses, map[bool]string{true: "refuses", false: "refuse"}[s.refuses == 1])
+	}
+	if len(s.notJudged) > 0 {
+		sort.Strings(s.notJudged)
+		fmt.Fprintf(&b, "; %d could not judge: %s", len(s.notJudged), strings.Join(s.notJudged, ", "))
+	}
+	if s.notRead > 0 {
+		fmt.Fprintf(&b, "; %d not read", s.notRead)
+	}
+	return b.String()
 }
 
 func orNone(s string) string {

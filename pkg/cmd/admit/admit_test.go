@@ -107,6 +107,79 @@ func TestAdmitExitCodes(t *testing.T) {
 	}
 }
 
+// deviceCase writes a case of the real v1.37.1's device set as a kubelet root dir, and returns
+// admit's arguments for it, without --devices, and the dir (its devices.json is the plugins').
+func deviceCase(t *testing.T, name string) ([]string, string) {
+	t.Helper()
+	set, err := vectorpack.ReadFile("../../../testdata/admission/v1.37.1-devices" + vectorpack.Ext)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, ok := set.Case(name)
+	if !ok {
+		t.Fatalf("no case %s in %s", name, set.Name)
+	}
+	dir := filepath.Join(t.TempDir(), name)
+	if err := c.WriteDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		Kubelet map[string]any `json:"kubelet"`
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "machine.json"))
+	if err != nil || json.Unmarshal(b, &m) != nil {
+		t.Fatalf("%s: %v", dir, err)
+	}
+	m.Kubelet["apiVersion"], m.Kubelet["kind"] = "kubelet.config.k8s.io/v1beta1", "KubeletConfiguration"
+	config := filepath.Join(t.TempDir(), "config.json")
+	b, _ = json.Marshal(m.Kubelet)
+	if err := os.WriteFile(config, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return []string{"admit", "--from-dir", dir, "--machine", filepath.Join(dir, "machine.json"), "--kubelet-config", config,
+		"--kubelet-version", "v1.37.1", "-f", filepath.Join(dir, "pod.json")}, dir
+}
+
+// The third answer offline: a device checkpoint registers nvidia.com/gpu and no --devices says
+// its plugin's devices, so the GPU pod is not judged (exit 4, never "yes"), and the JSON carries
+// no "admitted": true. An empty --devices file is "no plugin registered yet": judged, as the
+// kubelet refuses it then. With the plugin's devices it is the real kubelet's refusal.
+func TestAdmitNotJudgedOffline(t *testing.T) {
+	cmdtest.Isolate(t)
+	args, dir := deviceCase(t, "s1n2c4t2__mismatch-layout__cpu-static-fpo__tm-restricted-pod__mem-None")
+	out, stderr, code := cmdtest.Run(t, args...)
+	flat := strings.Join(strings.Fields(out), " ")
+	if code != 4 || !strings.Contains(flat, "default/p not judged -") ||
+		!strings.Contains(out, "default/p: not judged: devices: device plugin resource nvidia.com/gpu: the device checkpoint registers nvidia.com/gpu, whose plugins and devices are not known offline: give --devices FILE") ||
+		!strings.Contains(out, "default/p: replayed without its devices: ") || strings.Contains(flat, "default/p yes") {
+		t.Errorf("no --devices: exit %d, want 4:\n%s%s", code, out, stderr)
+	}
+	out, _, code = cmdtest.Run(t, append(args, "-o", "json")...)
+	var got struct {
+		Admissions []struct {
+			Verdict   string   `json:"verdict"`
+			Admitted  bool     `json:"admitted"`
+			NotJudged []string `json:"notJudged"`
+		} `json:"admissions"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil || code != 4 || len(got.Admissions) != 1 ||
+		got.Admissions[0].Verdict != "notJudged" || got.Admissions[0].Admitted || len(got.Admissions[0].NotJudged) != 1 {
+		t.Errorf("json: exit %d, %v: %+v\n%s", code, err, got, out)
+	}
+	empty := filepath.Join(t.TempDir(), "none.json")
+	if err := os.WriteFile(empty, []byte(`{"resources": {}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code = cmdtest.Run(t, append(args, "--devices", empty)...)
+	if code != 1 || strings.Contains(out, "not judged") || !strings.Contains(strings.Join(strings.Fields(out), " "), "default/p no") {
+		t.Errorf("empty --devices: exit %d, want 1 (judged: refused):\n%s%s", code, out, stderr)
+	}
+	out, _, code = cmdtest.Run(t, append(args, "--devices", filepath.Join(dir, "devices.json"))...)
+	if code != 1 || !strings.Contains(out, "TopologyAffinityError") || strings.Contains(out, "not judged") {
+		t.Errorf("with the plugin's devices: exit %d, want 1:\n%s", code, out)
+	}
+}
+
 // A pod whose exclusive CPUs send the kubelet's NUMA-distributed picker into its endless loop
 // (examples/admit-hang, from the real-kubelet vector hang__s2n4c8t2__rsc0_4_8_12__n22__fpo+dan):
 // admit answers at once that the kubelet never will, and that the pod after it waits.
@@ -141,34 +214,9 @@ func TestAdmitHang(t *testing.T) {
 // the checkpoint knows is the kubelet's own refusal. Cases of the real v1.37.1's device set.
 func TestAdmitDevices(t *testing.T) {
 	cmdtest.Isolate(t)
-	set, err := vectorpack.ReadFile("../../../testdata/admission/v1.37.1-devices" + vectorpack.Ext)
-	if err != nil {
-		t.Fatal(err)
-	}
 	run := func(name string, extra ...string) (string, string, int) {
-		c, ok := set.Case(name)
-		if !ok {
-			t.Fatalf("no case %s in %s", name, set.Name)
-		}
-		dir := filepath.Join(t.TempDir(), name)
-		if err := c.WriteDir(dir); err != nil {
-			t.Fatal(err)
-		}
-		var m struct {
-			Kubelet map[string]any `json:"kubelet"`
-		}
-		b, err := os.ReadFile(filepath.Join(dir, "machine.json"))
-		if err != nil || json.Unmarshal(b, &m) != nil {
-			t.Fatalf("%s: %v", dir, err)
-		}
-		m.Kubelet["apiVersion"], m.Kubelet["kind"] = "kubelet.config.k8s.io/v1beta1", "KubeletConfiguration"
-		config := filepath.Join(t.TempDir(), "config.json")
-		b, _ = json.Marshal(m.Kubelet)
-		if err := os.WriteFile(config, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return cmdtest.Run(t, append([]string{"admit", "--from-dir", dir, "--machine", filepath.Join(dir, "machine.json"), "--kubelet-config", config,
-			"--kubelet-version", "v1.37.1", "-f", filepath.Join(dir, "pod.json"), "--devices", filepath.Join(dir, "devices.json")}, extra...)...)
+		args, dir := deviceCase(t, name)
+		return cmdtest.Run(t, append(append(args, "--devices", filepath.Join(dir, "devices.json")), extra...)...)
 	}
 	out, stderr, code := run("s1n2c4t2__init-sidecar__gpu1pn__cpu-none__tm-best-effort-container__mem-None", "-o", "json")
 	if code != 0 {
