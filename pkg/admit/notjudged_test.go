@@ -9,6 +9,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/replay"
 )
 
 // TestNotJudgedOnDeviceVectors runs every case of every device set as on a node whose device
@@ -181,5 +183,37 @@ func TestRefusedBeforeAnyDevice(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A DRA-backed extended resource (the pod's status.extendedResourceClaimStatus maps it) is not
+// the device manager's even where the device manager is replayed: the pod is not judged, and
+// says DRA serves it; the same request with no such mapping is the device manager's.
+func TestDRABackedExtendedResourceNotJudged(t *testing.T) {
+	res := v1.ResourceList{v1.ResourceCPU: resource.MustParse("1"), v1.ResourceMemory: resource.MustParse("256Mi"), "nvidia.com/gpu": resource.MustParse("1")}
+	gpuPod := func(mapped bool) *v1.Pod {
+		p := &v1.Pod{}
+		p.Name, p.Namespace, p.UID = "p", "default", "uid-p"
+		p.Spec.Containers = []v1.Container{{Name: "train", Resources: v1.ResourceRequirements{Requests: res, Limits: res}}}
+		if mapped {
+			p.Status.ExtendedResourceClaimStatus = &v1.PodExtendedResourceClaimStatus{ResourceClaimName: "p-extended-resources-x",
+				RequestMappings: []v1.ContainerExtendedResourceRequest{{ContainerName: "train", ResourceName: "nvidia.com/gpu", RequestName: "container-0-request-0"}}}
+		}
+		return p
+	}
+	for _, mapped := range []bool{true, false} {
+		in := node8(t, `{"cpuManagerPolicy":"static","reservedSystemCPUs":"0,4"}`)
+		in.Devices = &replay.DeviceInput{}
+		in.Pods = []*v1.Pod{gpuPod(mapped)}
+		got, err := Predict(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := got.Admissions[0]
+		draReason := len(a.NotJudged) == 1 && strings.HasPrefix(a.NotJudged[0], "dra: extended resource nvidia.com/gpu: served by DRA") &&
+			strings.Contains(a.NotJudged[0], "claim p-extended-resources-x")
+		if mapped != (a.Verdict == VerdictNotJudged && draReason) || a.Admitted && mapped {
+			t.Errorf("mapped=%v: %+v", mapped, a)
+		}
 	}
 }

@@ -31,26 +31,37 @@ const (
 // devicesNotReplayed is the default reason the device manager is not replayed (Input.Devices nil).
 const devicesNotReplayed = "the device manager is not replayed (the node's device plugins and their devices are not known)"
 
-// unjudgedDevices are the device-plugin resources pod asks for whose devices the replay does not
-// hold, each with why, and the index (init containers first) of the first container asking for
+// unjudgedDevices are the extended resources pod asks for whose devices the replay does not
+// hold, each with the reason the pod says, and the index (init containers first) of the first container asking for
 // one (-1: none).
 func unjudgedDevices(pod *v1.Pod, in Input) (map[string]string, int) {
 	out, first := map[string]string{}, -1
+	// A DRA-backed extended resource (KEP-5004) is DRA's, not the device manager's, which skips
+	// it (1.35+): the scheduler's claim holds its devices, and DRA is not replayed.
+	draBacked := map[[2]string]string{}
+	if st := pod.Status.ExtendedResourceClaimStatus; st != nil {
+		for _, m := range st.RequestMappings {
+			draBacked[[2]string{m.ContainerName, m.ResourceName}] = st.ResourceClaimName
+		}
+	}
 	for i, c := range podContainersOf(pod) {
 		for _, name := range slices.Concat(slices.Collect(maps.Keys(c.Resources.Requests)), slices.Collect(maps.Keys(c.Resources.Limits))) {
 			if !isExtendedResource(name) {
 				continue
 			}
 			r := string(name)
+			claim, byDRA := draBacked[[2]string{c.Name, r}]
 			switch {
+			case byDRA:
+				out[r] = fmt.Sprintf("%s: extended resource %s: served by DRA, not a device plugin (status.extendedResourceClaimStatus: claim %s); DRA's allocation is not replayed", ProviderDRA, r, claim)
 			case in.Devices == nil:
 				why := in.DevicesNotReplayed
 				if why == "" {
 					why = devicesNotReplayed
 				}
-				out[r] = why
+				out[r] = deviceReason(r, why)
 			case in.Devices.NotJudged[r] != "":
-				out[r] = "its devices' NUMA nodes are not known: " + in.Devices.NotJudged[r]
+				out[r] = deviceReason(r, "its devices' NUMA nodes are not known: "+in.Devices.NotJudged[r])
 			default:
 				continue
 			}
@@ -60,6 +71,11 @@ func unjudgedDevices(pod *v1.Pod, in Input) (map[string]string, int) {
 		}
 	}
 	return out, first
+}
+
+// deviceReason is why a device plugin resource is not judged, as a pod's reason says it.
+func deviceReason(resource, why string) string {
+	return fmt.Sprintf("%s: device plugin resource %s: %s", ProviderDevices, resource, why)
 }
 
 // isExtendedResource is v1helper.IsExtendedResourceName: a device plugin can serve it.
@@ -108,7 +124,7 @@ func judgeDevices(a *Admission, pa replay.PodAdmission, pod *v1.Pod, in Input, a
 		reasons = append(reasons, fmt.Sprintf("after pod %s, which is not judged: where its CPUs, memory and devices land decides what this pod finds", afterNotJudged))
 	}
 	for _, r := range slices.Sorted(maps.Keys(devices)) {
-		reasons = append(reasons, fmt.Sprintf("%s: device plugin resource %s: %s", ProviderDevices, r, devices[r]))
+		reasons = append(reasons, devices[r])
 	}
 	if len(reasons) == 0 {
 		return false
