@@ -15,7 +15,10 @@ build_releases() {
       cp "$BINDIR/$rel" "$out/$rel"
     else
       echo "building $rel" >&2
-      (cd "$rel" && go build -o "$out/$rel" .)
+      # A release needing a newer Go than the project's names it in its go.mod's toolchain line.
+      local tc
+      tc=$(sed -n 's/^toolchain //p' "$rel/go.mod")
+      (cd "$rel" && GOTOOLCHAIN=${tc:-$(go env GOTOOLCHAIN)} go build -o "$out/$rel" .)
     fi
   done
 }

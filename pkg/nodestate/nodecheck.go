@@ -316,26 +316,57 @@ func orFiles(kubelet string) string {
 	return kubelet
 }
 
-// judgeRestart is doctor's start prediction.
+// judgeRestart is doctor's start prediction, and the files the kubelet refuses and cannot
+// start without: the prediction replays the CPU and memory managers only, while a refused
+// allocation file makes the allocation manager panic (a V2 file a 1.38 kubelet cannot decode,
+// a V1 one after a rollback) and a refused DRA file stops the kubelet too.
 func judgeRestart(cr *CheckResult, res *NodeResult, versionErr, configErr error) {
 	start := res.Doctor.KubeletStart
+	refused := stoppingRefusal(res)
 	switch {
 	case versionErr != nil && res.Judged.Basis != BasisRecorded && res.Judged.Basis != BasisConfig:
 		cr.Status, cr.Summary = CheckUnknown, "cannot judge: kubelet version: "+versionErr.Error()
 	case configErr != nil:
 		cr.Status, cr.Summary = CheckUnknown, "cannot judge: "+configErr.Error()
-	case start.Phase == replay.PhaseNotPredicted:
-		cr.Status, cr.Summary = CheckUnknown, "cannot judge: "+strings.Join(res.Doctor.Skipped, "; ")
-	case !start.Starts:
+	case start.Phase != replay.PhaseNotPredicted && !start.Starts:
 		for _, f := range res.Doctor.Findings {
 			if f.Check == "kubelet-start" {
 				cr.Problems = append(cr.Problems, f)
 			}
 		}
 		cr.Status, cr.Summary = CheckProblem, fmt.Sprintf("kubelet %s would not start: %s", start.Kubelet, start.Error)
+	case refused != nil:
+		// Known without the prediction: no config or machine makes that kubelet read the file.
+		for _, f := range res.Doctor.Findings {
+			if f.Check == "file-refused" && f.File == refused.File {
+				cr.Problems = append(cr.Problems, f)
+			}
+		}
+		cr.Status, cr.Summary = CheckProblem, fmt.Sprintf("kubelet %s would not start: %s", refused.Reader, refused.Error)
+	case start.Phase == replay.PhaseNotPredicted:
+		cr.Status, cr.Summary = CheckUnknown, "cannot judge: "+strings.Join(res.Doctor.Skipped, "; ")
 	default:
 		cr.Summary = fmt.Sprintf("kubelet %s would start with its config and files", start.Kubelet)
 	}
+}
+
+// stoppingRefusal is the first file (in the kubelet's file order) that the judged kubelet
+// refuses and does not start without (decode's Refused), but the CPU and memory files: their
+// refusal is the start prediction's own error.
+func stoppingRefusal(res *NodeResult) *decode.Report {
+	if res.Judged.Kubelet == nil || res.Judged.Basis == BasisFiles {
+		return nil // no kubelet of this node's judged them
+	}
+	for _, row := range res.Rows {
+		r := row.Report
+		if r == nil || r.Refused == nil || r.Refused.KubeletStarts || r.Kind == decode.KindCPU || r.Kind == decode.KindMemory {
+			continue
+		}
+		if v := row.Verdict(); v != decode.Valid && v != decode.NotRead {
+			return r
+		}
+	}
+	return nil
 }
 
 // judgeFindings: a problem for every error or warning doctor attributes to the check;

@@ -31,9 +31,18 @@ type cpuAccumulator struct {
 	// numaFirst: NUMA nodes are the bigger unit (sockets >= NUMA nodes), else sockets.
 	numaFirst bool
 	spread    bool
+	// spreadByCore: spread takes the CPUs of each socket one core at a time, round robin over
+	// its cores (release row SpreadRoundRobinCores); before, in CPU id order.
+	spreadByCore bool
+	// uncoreFullFirst: prefer-align-cpus-by-uncorecache takes every free uncore cache it still
+	// needs whole first, each by its own size, then a partial one (release row UncoreFullFirst).
+	uncoreFullFirst bool
 	// uncoreFloor: a partial uncore cache takes needed/perCore cores, without trimming an odd
 	// request (1.32-1.33; releases.go UncorePartialRoundsUp).
 	uncoreFloor bool
+	// ownSize: a socket or core is free when all its own CPUs are (release row
+	// FreeUnitsByOwnSize); before, when it has the machine's average count of them.
+	ownSize bool
 }
 
 func newCPUAccumulator(topo *CPUTopology, available cpuset.CPUSet, numCPUs int, strategy CPUSortingStrategy) *cpuAccumulator {
@@ -108,7 +117,26 @@ func (a *cpuAccumulator) freeCPUs() []int {
 	var out []int
 	if a.spread {
 		for _, s := range a.sortAvailableSockets() {
-			out = append(out, a.details.CPUsInSockets(s).List()...)
+			if !a.spreadByCore {
+				out = append(out, a.details.CPUsInSockets(s).List()...)
+				continue
+			}
+			// The cores by free CPUs, then the i-th CPU of each in turn (sortAvailableCPUsSpread).
+			var perCore [][]int
+			for _, c := range a.sort(a.details.CoresInSockets(s).UnsortedList(), a.details.CPUsInCores) {
+				perCore = append(perCore, a.details.CPUsInCores(c).List())
+			}
+			for i := 0; ; i++ {
+				more := false
+				for _, cpus := range perCore {
+					if i < len(cpus) {
+						out, more = append(out, cpus[i]), true
+					}
+				}
+				if !more {
+					break
+				}
+			}
 		}
 		return out
 	}
@@ -147,6 +175,9 @@ func (a *cpuAccumulator) takeFullNUMANodes() {
 
 func (a *cpuAccumulator) takeFullSockets() {
 	a.takeFull(a.sortAvailableSockets(), func(id int) bool {
+		if a.ownSize {
+			return a.details.CPUsInSockets(id).Size() == a.topo.CPUDetails.CPUsInSockets(id).Size()
+		}
 		return a.details.CPUsInSockets(id).Size() == a.topo.CPUsPerSocket()
 	}, a.topo.CPUDetails.CPUsInSockets)
 }
@@ -160,6 +191,9 @@ func (a *cpuAccumulator) takeFullUncore() {
 
 func (a *cpuAccumulator) takeFullCores() {
 	a.takeFull(a.sortAvailableCores(), func(id int) bool {
+		if a.ownSize {
+			return a.details.CPUsInCores(id).Size() == a.topo.CPUDetails.CPUsInCores(id).Size()
+		}
 		return a.details.CPUsInCores(id).Size() == a.topo.CPUsPerCore()
 	}, a.topo.CPUDetails.CPUsInCores)
 }
@@ -189,6 +223,27 @@ func (a *cpuAccumulator) takePartialUncore(uncoreID int) {
 }
 
 func (a *cpuAccumulator) takeUncoreCache() {
+	if a.uncoreFullFirst {
+		// Every free uncore cache the request still covers (by its own size), then partial ones,
+		// over the order sorted once.
+		uncores := a.sortAvailableUncoreCaches()
+		all := a.topo.CPUDetails
+		for _, uncore := range uncores {
+			a.takeFull([]int{uncore}, func(id int) bool {
+				return a.details.CPUsInUncoreCaches(id).Size() == all.CPUsInUncoreCaches(id).Size()
+			}, all.CPUsInUncoreCaches)
+			if a.isSatisfied() {
+				return
+			}
+		}
+		for _, uncore := range uncores {
+			a.takePartialUncore(uncore)
+			if a.isSatisfied() {
+				return
+			}
+		}
+		return
+	}
 	perUncore := a.topo.CPUsPerUncore()
 	for _, uncore := range a.sortAvailableUncoreCaches() {
 		if a.needsAtLeast(perUncore) {
@@ -217,7 +272,7 @@ func (a *cpuAccumulator) needsAtLeast(n int) bool { return a.numCPUsNeeded >= n 
 func (a *cpuAccumulator) isSatisfied() bool       { return a.numCPUsNeeded < 1 }
 func (a *cpuAccumulator) isFailed() bool          { return a.numCPUsNeeded > a.details.CPUs().Size() }
 
-func (a *cpuAccumulator) rangeNUMANodesNeededToSatisfy(cpuGroupSize int) (minNumNUMAs, maxNumNUMAs int) {
+func (a *cpuAccumulator) rangeNUMANodesNeededToSatisfy(cpuGroupSize, minFromHint int) (minNumNUMAs, maxNumNUMAs int) {
 	numNUMANodes := a.topo.CPUDetails.NUMANodes().Size()
 	numNUMANodesAvailable := a.details.NUMANodes().Size()
 	numCPUs := a.topo.CPUDetails.CPUs().Size()
@@ -226,6 +281,9 @@ func (a *cpuAccumulator) rangeNUMANodesNeededToSatisfy(cpuGroupSize int) (minNum
 	numCPUGroupsNeeded := (a.numCPUsNeeded-1)/cpuGroupSize + 1
 	minNumNUMAs = (numCPUGroupsNeeded-1)/numCPUGroupsPerNUMANode + 1
 	maxNumNUMAs = min(numCPUGroupsNeeded, numNUMANodesAvailable)
+	if minFromHint > minNumNUMAs && minFromHint <= maxNumNUMAs {
+		minNumNUMAs = minFromHint
+	}
 	return
 }
 
@@ -237,12 +295,15 @@ func notEnoughCPUs(requested, available int) error {
 // sockets, then uncore caches (prefer-align-cpus-by-uncorecache), whole cores (unless
 // spread), then single CPUs.
 func TakeByTopologyNUMAPacked(topo *CPUTopology, available cpuset.CPUSet, numCPUs int, strategy CPUSortingStrategy, preferAlignByUncoreCache bool) (cpuset.CPUSet, error) {
-	return takeByTopologyNUMAPacked(topo, available, numCPUs, strategy, preferAlignByUncoreCache, false)
+	return takeByTopologyNUMAPacked(topo, available, numCPUs, strategy, preferAlignByUncoreCache, packedRules{})
 }
 
-func takeByTopologyNUMAPacked(topo *CPUTopology, available cpuset.CPUSet, numCPUs int, strategy CPUSortingStrategy, preferAlignByUncoreCache, uncoreFloor bool) (cpuset.CPUSet, error) {
+// packedRules are the release rows takeByTopologyNUMAPacked follows (see cpuAccumulator).
+type packedRules struct{ uncoreFloor, spreadByCore, uncoreFullFirst, ownSize bool }
+
+func takeByTopologyNUMAPacked(topo *CPUTopology, available cpuset.CPUSet, numCPUs int, strategy CPUSortingStrategy, preferAlignByUncoreCache bool, rules packedRules) (cpuset.CPUSet, error) {
 	acc := newCPUAccumulator(topo, available, numCPUs, strategy)
-	acc.uncoreFloor = uncoreFloor
+	acc.uncoreFloor, acc.spreadByCore, acc.uncoreFullFirst, acc.ownSize = rules.uncoreFloor, rules.spreadByCore, rules.uncoreFullFirst, rules.ownSize
 	if acc.isSatisfied() {
 		return acc.result, nil
 	}
@@ -269,13 +330,16 @@ func takeByTopologyNUMAPacked(topo *CPUTopology, available cpuset.CPUSet, numCPU
 	return cpuset.New(), fmt.Errorf("failed to allocate cpus")
 }
 
-func iterateCombinations(n []int, k int, f func([]int) bool) {
+func iterateCombinations(n []int, k int, copies bool, f func([]int) bool) {
 	if k < 1 {
 		return
 	}
 	var helper func(k, start int, accum []int) bool
 	helper = func(k, start int, accum []int) bool {
 		if k == 0 {
+			if copies {
+				return f(slices.Clone(accum))
+			}
 			return f(accum)
 		}
 		for i := start; i <= len(n)-k; i++ {
@@ -315,8 +379,30 @@ func standardDeviation(xs []int) float64 {
 // them, in groups of cpuGroupSize, choosing the combination that leaves the nodes most
 // balanced (align-by-socket prefers one socket).
 func TakeByTopologyNUMADistributed(topo *CPUTopology, available cpuset.CPUSet, numCPUs, cpuGroupSize int, strategy CPUSortingStrategy, alignBySocket bool) (cpuset.CPUSet, error) {
+	return takeByTopologyNUMADistributed(topo, available, numCPUs, cpuGroupSize, strategy, distributedRules{alignBySocket: alignBySocket})
+}
+
+// distributedRules are the release rows takeByTopologyNUMADistributed follows.
+type distributedRules struct {
+	// alignBySocket: align-by-socket, where the release honours it (DistributedAlignsBySocket).
+	alignBySocket bool
+	// remainderInGroups: a subset of NUMA nodes takes the remainder only when it holds it in
+	// whole groups (DistributedRemainderInGroups), so the loop handing it out always ends.
+	remainderInGroups bool
+	// copiesCombinations: each combination is a copy (CombinationsCopied); before, the kept
+	// best combination shares its array with those tried after it.
+	copiesCombinations bool
+	// minNUMAsFromHint: spread over at least this many NUMA nodes where that is feasible (the
+	// topology manager's hint, DistributedHintNUMAs); 0: the fewest that hold the CPUs.
+	minNUMAsFromHint int
+	// packed: the rows of the packed picker it calls.
+	packed packedRules
+}
+
+func takeByTopologyNUMADistributed(topo *CPUTopology, available cpuset.CPUSet, numCPUs, cpuGroupSize int, strategy CPUSortingStrategy, rules distributedRules) (cpuset.CPUSet, error) {
+	alignBySocket, remainderInGroups := rules.alignBySocket, rules.remainderInGroups
 	if numCPUs%cpuGroupSize != 0 {
-		return TakeByTopologyNUMAPacked(topo, available, numCPUs, strategy, false)
+		return takeByTopologyNUMAPacked(topo, available, numCPUs, strategy, false, rules.packed)
 	}
 	acc := newCPUAccumulator(topo, available, numCPUs, strategy)
 	if acc.isSatisfied() {
@@ -326,14 +412,14 @@ func TakeByTopologyNUMADistributed(topo *CPUTopology, available cpuset.CPUSet, n
 		return cpuset.New(), notEnoughCPUs(numCPUs, available.Size())
 	}
 	numas := acc.sortAvailableNUMANodes()
-	minNUMAs, maxNUMAs := acc.rangeNUMANodesNeededToSatisfy(cpuGroupSize)
+	minNUMAs, maxNUMAs := acc.rangeNUMANodesNeededToSatisfy(cpuGroupSize, rules.minNUMAsFromHint)
 	free := func(numa int) int { return acc.details.CPUsInNUMANodes(numa).Size() }
 	hangs := false
 	for k := minNUMAs; k <= maxNUMAs; k++ {
 		bestBalance := math.MaxFloat64
 		var bestRemainder, bestCombo []int
 		bestBalanceInOneSocket := false
-		iterateCombinations(numas, k, func(combo []int) bool {
+		iterateCombinations(numas, k, rules.copiesCombinations, func(combo []int) bool {
 			if bestBalance == 0 && (!alignBySocket || bestBalanceInOneSocket) {
 				return false
 			}
@@ -378,12 +464,16 @@ func TakeByTopologyNUMADistributed(topo *CPUTopology, available cpuset.CPUSet, n
 				bestLocalBalance = standardDeviation(slices.Collect(maps.Values(after)))
 			}
 			for k := len(remainderCombo); remainder > 0 && k >= 1 && !hangs; k-- {
-				iterateCombinations(remainderCombo, k, func(subset []int) bool {
+				iterateCombinations(remainderCombo, k, rules.copiesCombinations, func(subset []int) bool {
 					left := remainder
 					avail := maps.Clone(after)
 					total := 0
 					for _, numa := range subset {
-						total += avail[numa]
+						if remainderInGroups {
+							total += avail[numa] / cpuGroupSize * cpuGroupSize
+						} else {
+							total += avail[numa]
+						}
 					}
 					if total < left {
 						return true
@@ -440,7 +530,7 @@ func TakeByTopologyNUMADistributed(topo *CPUTopology, available cpuset.CPUSet, n
 			distribution = min(distribution, free(numa)/cpuGroupSize*cpuGroupSize)
 		}
 		for _, numa := range bestCombo {
-			cpus, _ := TakeByTopologyNUMAPacked(acc.topo, acc.details.CPUsInNUMANodes(numa), distribution, strategy, false)
+			cpus, _ := takeByTopologyNUMAPacked(acc.topo, acc.details.CPUsInNUMANodes(numa), distribution, strategy, false, rules.packed)
 			acc.take(cpus)
 		}
 		remainder := numCPUs - distribution*len(bestCombo)
@@ -456,7 +546,7 @@ func TakeByTopologyNUMADistributed(topo *CPUTopology, available cpuset.CPUSet, n
 				if free(numa) < cpuGroupSize {
 					continue
 				}
-				cpus, _ := TakeByTopologyNUMAPacked(acc.topo, acc.details.CPUsInNUMANodes(numa), cpuGroupSize, strategy, false)
+				cpus, _ := takeByTopologyNUMAPacked(acc.topo, acc.details.CPUsInNUMANodes(numa), cpuGroupSize, strategy, false, rules.packed)
 				acc.take(cpus)
 				remainder -= cpuGroupSize
 			}
@@ -469,5 +559,5 @@ func TakeByTopologyNUMADistributed(topo *CPUTopology, available cpuset.CPUSet, n
 		}
 		return acc.result, nil
 	}
-	return TakeByTopologyNUMAPacked(topo, available, numCPUs, strategy, false)
+	return takeByTopologyNUMAPacked(topo, available, numCPUs, strategy, false, rules.packed)
 }

@@ -40,7 +40,7 @@ func newStaticPolicy(e *env, topo *CPUTopology, tm *TopologyManager, n int) (*st
 		release: e.release, gates: e.podGates}
 	reserved := e.reservedSystemCPUs
 	if reserved.Size() == 0 {
-		reserved, _ = p.takeByTopology(topo.CPUs(), n)
+		reserved, _ = p.takeByTopology(topo.CPUs(), n, 0)
 	}
 	if reserved.Size() != n {
 		return nil, fmt.Errorf("[cpumanager] unable to reserve the required amount of CPUs (size of %s did not equal %d)", reserved, n)
@@ -204,7 +204,9 @@ func (p *staticPolicy) podGuaranteedCPUs(pod *v1.Pod) int {
 }
 
 // takeByTopology picks CPUs as the options say: distributed over NUMA nodes, or packed.
-func (p *staticPolicy) takeByTopology(available cpuset.CPUSet, n int) (cpuset.CPUSet, error) {
+// hintNUMAs is the NUMA node count of the topology manager's hint (0: none), which the
+// distributed picker spreads over at least where the release says so (DistributedHintNUMAs).
+func (p *staticPolicy) takeByTopology(available cpuset.CPUSet, n, hintNUMAs int) (cpuset.CPUSet, error) {
 	strategy := CPUSortingStrategyPacked
 	if p.opts.DistributeCPUsAcrossCores {
 		strategy = CPUSortingStrategySpread
@@ -214,9 +216,20 @@ func (p *staticPolicy) takeByTopology(available cpuset.CPUSet, n int) (cpuset.CP
 		if p.opts.FullPhysicalCPUsOnly {
 			group = p.cpuGroupSize
 		}
-		return TakeByTopologyNUMADistributed(p.topo, available, n, group, strategy, p.opts.AlignBySocket && p.release.has(DistributedAlignsBySocket))
+		return takeByTopologyNUMADistributed(p.topo, available, n, group, strategy, distributedRules{
+			alignBySocket:      p.opts.AlignBySocket && p.release.has(DistributedAlignsBySocket),
+			remainderInGroups:  p.release.has(DistributedRemainderInGroups),
+			copiesCombinations: p.release.has(CombinationsCopied),
+			minNUMAsFromHint:   hintNUMAs * boolInt(p.release.has(DistributedHintNUMAs)),
+			packed:             packedRules{ownSize: p.release.has(FreeUnitsByOwnSize)},
+		})
 	}
-	return takeByTopologyNUMAPacked(p.topo, available, n, strategy, p.opts.PreferAlignByUncoreCache, !p.release.has(UncorePartialRoundsUp))
+	return takeByTopologyNUMAPacked(p.topo, available, n, strategy, p.opts.PreferAlignByUncoreCache, packedRules{
+		uncoreFloor:     !p.release.has(UncorePartialRoundsUp),
+		spreadByCore:    p.release.has(SpreadRoundRobinCores),
+		uncoreFullFirst: p.release.has(UncoreFullFirst),
+		ownSize:         p.release.has(FreeUnitsByOwnSize),
+	})
 }
 
 // GetTopologyHints is the static policy's container hints (nil for policy none).
@@ -240,10 +253,24 @@ func (p *staticPolicy) GetPodTopologyHints(pod *v1.Pod) map[string][]TopologyHin
 	if requested == 0 || p.gates.skips(pod) {
 		return nil
 	}
+	stale := cpuset.New()
+	if allocated, ok := p.state.podEntries[string(pod.UID)]; ok && !allocated.IsEmpty() && p.gates.podLevel(pod) && p.release.has(PodCPUsKeptOnReadmit) {
+		if p.podAllocationStaleness(pod, allocated) == notStale {
+			if allocated.Size() != requested {
+				return map[string][]TopologyHint{string(v1.ResourceCPU): {}}
+			}
+			return map[string][]TopologyHint{string(v1.ResourceCPU): p.generateCPUTopologyHints(allocated, cpuset.New(), requested)}
+		}
+		stale = allocated // AllocatePod releases it first
+	}
 	if p.gates.podLevel(pod) {
 		if err := p.validatePodScopeResources(pod); err != nil {
 			return map[string][]TopologyHint{string(v1.ResourceCPU): {}}
 		}
+	}
+	if !stale.IsEmpty() {
+		available := p.state.defaultSet.Union(stale).Difference(p.reserved)
+		return map[string][]TopologyHint{string(v1.ResourceCPU): p.generateCPUTopologyHints(available, p.cpusToReuse[string(pod.UID)], requested)}
 	}
 	assigned := cpuset.New()
 	for _, c := range podContainers(pod) {
@@ -360,13 +387,13 @@ func (p *staticPolicy) allocateCPUs(numCPUs int, affinity BitMask, reusable cpus
 	result := cpuset.New()
 	if affinity != 0 {
 		aligned := p.getAlignedCPUs(affinity, allocatable)
-		taken, err := p.takeByTopology(aligned, min(numCPUs, aligned.Size()))
+		taken, err := p.takeByTopology(aligned, min(numCPUs, aligned.Size()), affinity.Count())
 		if err != nil {
 			return cpuset.New(), err
 		}
 		result = result.Union(taken)
 	}
-	rest, err := p.takeByTopology(allocatable.Difference(result), numCPUs-result.Size())
+	rest, err := p.takeByTopology(allocatable.Difference(result), numCPUs-result.Size(), 0)
 	if err != nil {
 		return cpuset.New(), err
 	}
@@ -470,6 +497,16 @@ func (p *staticPolicy) AllocatePod(pod *v1.Pod) error {
 	if total == 0 {
 		return nil
 	}
+	if podSet, ok := p.state.podEntries[uid]; ok && !podSet.IsEmpty() && p.release.has(PodCPUsKeptOnReadmit) {
+		switch p.podAllocationStaleness(pod, podSet) {
+		case notStale:
+			return p.restorePodAllocation(pod, podSet)
+		case staleOverlap:
+			delete(p.state.podEntries, uid) // its CPUs are in the shared pool already
+		default:
+			p.releasePodAllocation(uid, podSet)
+		}
+	}
 	if err := p.validatePodScopeResources(pod); err != nil {
 		return reasonError{ReasonEmptyPodSharedPool, err.Error()}
 	}
@@ -483,34 +520,9 @@ func (p *staticPolicy) AllocatePod(pod *v1.Pod) error {
 		return err
 	}
 	p.state.podEntries[uid] = podSet
-	exclusive := map[string]cpuset.CPUSet{}
-	sidecars := cpuset.New()
-	for i := range pod.Spec.InitContainers {
-		c := &pod.Spec.InitContainers[i]
-		if n := p.guaranteedCPUs(pod, c); n > 0 {
-			set, err := p.takeByTopology(podSet.Difference(sidecars), n)
-			if err != nil {
-				return err
-			}
-			exclusive[c.Name] = set
-			if isRestartableInitContainer(c) {
-				sidecars = sidecars.Union(set)
-			}
-		} else if !isRestartableInitContainer(c) {
-			exclusive[c.Name] = podSet.Difference(sidecars)
-		}
-	}
-	shared := podSet.Difference(sidecars)
-	for i := range pod.Spec.Containers {
-		c := &pod.Spec.Containers[i]
-		if n := p.guaranteedCPUs(pod, c); n > 0 {
-			set, err := p.takeByTopology(shared, n)
-			if err != nil {
-				return err
-			}
-			exclusive[c.Name] = set
-			shared = shared.Difference(set)
-		}
+	exclusive, shared, _, err := p.partitionPodCPUs(pod, podSet, nil, hint.NUMANodeAffinity.Count())
+	if err != nil {
+		return err
 	}
 	for _, c := range containers {
 		if set, ok := exclusive[c.Name]; ok {
@@ -520,4 +532,133 @@ func (p *staticPolicy) AllocatePod(pod *v1.Pod) error {
 		}
 	}
 	return nil
+}
+
+// partitionPodCPUs carves a pod's CPU set into its containers' (init containers first, a
+// sidecar's CPUs kept from those after it): the exclusive sets, the pod's shared pool, and how
+// many containers were not in restored (assignments kept from the state, PodCPUsKeptOnReadmit).
+func (p *staticPolicy) partitionPodCPUs(pod *v1.Pod, podSet cpuset.CPUSet, restored map[string]cpuset.CPUSet, hintNUMAs int) (map[string]cpuset.CPUSet, cpuset.CPUSet, int, error) {
+	exclusive := map[string]cpuset.CPUSet{}
+	sidecars := cpuset.New()
+	missing := 0
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		kept, isKept := restored[c.Name]
+		if !isKept {
+			missing++
+		}
+		if n := p.guaranteedCPUs(pod, c); n > 0 {
+			set := kept
+			if !isKept {
+				var err error
+				if set, err = p.takeByTopology(podSet.Difference(sidecars), n, hintNUMAs); err != nil {
+					return nil, cpuset.New(), 0, err
+				}
+			}
+			exclusive[c.Name] = set
+			if isRestartableInitContainer(c) {
+				sidecars = sidecars.Union(set)
+			}
+		} else if !isRestartableInitContainer(c) {
+			exclusive[c.Name] = podSet.Difference(sidecars)
+			if isKept {
+				exclusive[c.Name] = kept
+			}
+		}
+	}
+	shared := podSet.Difference(sidecars)
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		kept, isKept := restored[c.Name]
+		if !isKept {
+			missing++
+		}
+		if n := p.guaranteedCPUs(pod, c); n > 0 {
+			set := kept
+			if !isKept {
+				var err error
+				if set, err = p.takeByTopology(shared, n, hintNUMAs); err != nil {
+					return nil, cpuset.New(), 0, err
+				}
+			}
+			exclusive[c.Name] = set
+			shared = shared.Difference(set)
+		}
+	}
+	return exclusive, shared, missing, nil
+}
+
+// The staleness of a pod-level CPU set found in the state at (re-)admission
+// (podAllocationStaleness, 1.38).
+const (
+	notStale     = iota
+	staleOverlap // it overlaps the shared pool: an interrupted release
+	staleNonPrefix
+)
+
+func (p *staticPolicy) podAllocationStaleness(pod *v1.Pod, podSet cpuset.CPUSet) int {
+	if !podSet.Intersection(p.state.defaultSet).IsEmpty() {
+		return staleOverlap
+	}
+	// The container assignments must cover a prefix of the pod's containers, and only them.
+	assigned := p.state.assignments[string(pod.UID)]
+	matched, gap := 0, false
+	for _, c := range podContainers(pod) {
+		if _, ok := assigned[c.Name]; !ok {
+			gap = true
+			continue
+		}
+		if gap {
+			return staleNonPrefix
+		}
+		matched++
+	}
+	if matched != len(assigned) {
+		return staleNonPrefix
+	}
+	return notStale
+}
+
+// restorePodAllocation keeps a re-admitted pod's CPU set and the assignments the state holds,
+// and carves the missing ones from it; when they cannot be, the pod releases everything.
+func (p *staticPolicy) restorePodAllocation(pod *v1.Pod, podSet cpuset.CPUSet) error {
+	uid := string(pod.UID)
+	restored := maps.Clone(p.state.assignments[uid])
+	if restored == nil {
+		restored = map[string]cpuset.CPUSet{} // nil would mean "allocate every container"
+	}
+	containers := podContainers(pod)
+	hint := p.affinity.GetAffinity(uid, containers[0].Name)
+	exclusive, shared, missing, err := p.partitionPodCPUs(pod, podSet, restored, hint.NUMANodeAffinity.Count())
+	if err != nil {
+		p.releasePodAllocation(uid, podSet)
+		return err
+	}
+	if missing == 0 {
+		return nil
+	}
+	for _, c := range containers {
+		if set, ok := exclusive[c.Name]; ok {
+			p.state.set(uid, c.Name, set)
+		} else {
+			p.state.set(uid, c.Name, shared)
+		}
+	}
+	return nil
+}
+
+// releasePodAllocation gives a pod's whole CPU set back to the shared pool.
+func (p *staticPolicy) releasePodAllocation(uid string, podSet cpuset.CPUSet) {
+	for ctr := range p.state.assignments[uid] {
+		p.state.delete(uid, ctr)
+	}
+	p.state.defaultSet = p.state.defaultSet.Union(podSet)
+	delete(p.state.podEntries, uid)
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -81,6 +81,7 @@ func newMemoryManager(e *env, tm *TopologyManager) (*MemoryManager, error) {
 		return &MemoryManager{Policy: name, policy: &memoryStaticPolicy{systemReserved: reserved, affinity: tm, gates: e.podGates,
 			sidecarAware: e.release.has(SidecarAware), violationCheck: e.release.has(MemoryAffinityViolationCheck),
 			skipsNoRequest:               e.release.has(MemorySkipsNoRequest),
+			keepsPodMemory:               e.release.has(PodMemoryKeptOnReadmit),
 			initContainersReusableMemory: map[string]map[string]map[string]uint64{}}}, nil
 	case name == MemoryPolicyBestEffort && e.release.has(BestEffortMemory):
 		return nil, fmt.Errorf("policy %q is not available for platform %q", MemoryPolicyBestEffort, "linux")

@@ -27,8 +27,9 @@ type memoryStaticPolicy struct {
 	// frees for the containers after it.
 	initContainersReusableMemory map[string]map[string]map[string]uint64
 	gates                        podGates
-	// sidecarAware, violationCheck and skipsNoRequest are the release's rows (releases.go).
-	sidecarAware, violationCheck, skipsNoRequest bool
+	// sidecarAware, violationCheck and skipsNoRequest are the release's rows (releases.go);
+	// keepsPodMemory is PodMemoryKeptOnReadmit.
+	sidecarAware, violationCheck, skipsNoRequest, keepsPodMemory bool
 }
 
 // restore keeps the checkpoint as the state the allocations start from (a deep copy: the
@@ -246,6 +247,11 @@ func (p *memoryStaticPolicy) GetPodTopologyHints(pod *v1.Pod) map[string][]Topol
 	}
 	if len(reqs) == 0 {
 		return nil
+	}
+	if p.keepsPodMemory && p.gates.podLevel(pod) {
+		if blocks, ok := p.podEntries[string(pod.UID)]; ok {
+			return regenerateHints(blocks, reqs)
+		}
 	}
 	for _, c := range podContainers(pod) {
 		if blocks := p.blocks(string(pod.UID), c.Name); blocks != nil {
@@ -537,6 +543,9 @@ func (p *memoryStaticPolicy) AllocatePod(pod *v1.Pod) error {
 		return nil
 	}
 	uid := string(pod.UID)
+	if _, ok := p.podEntries[uid]; ok && p.keepsPodMemory {
+		return nil // re-admitted: it keeps the memory it holds
+	}
 	total, err := p.podRequests(pod)
 	if err != nil {
 		return nil // the kubelet logs it and allocates nothing

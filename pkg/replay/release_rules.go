@@ -83,6 +83,46 @@ const (
 	// from every node of the machine (1.35 topology_hints.go:156, 1.34 :150), so masks adding
 	// device-less nodes are hints too (not preferred).
 	DeviceHintsOnDeviceNodes
+	// DistributedRemainderInGroups: takeByTopologyNUMADistributed keeps a subset of NUMA nodes
+	// for the remainder only if their free CPUs hold it in whole groups (1.38.0-beta.0
+	// cpu_assignment.go:1072); before, if their free CPUs add up to it (1.37
+	// cpu_assignment.go:1034), and where they are not whole groups the kubelet loops forever.
+	DistributedRemainderInGroups
+	// CombinationsCopied: the NUMA combinations takeByTopologyNUMADistributed tries are each a
+	// copy (1.38.0-beta.0 cpu_assignment.go:738); before, one kept as the best shares its array
+	// with those tried after it, which overwrite it (1.37 cpu_assignment.go:711).
+	CombinationsCopied
+	// SpreadRoundRobinCores: distribute-cpus-across-cores (the spread strategy) takes each
+	// socket's CPUs round robin over its cores, fewest free CPUs first (1.38.0-beta.0
+	// cpu_assignment.go:505); before, in CPU id order (1.37 cpu_assignment.go:516).
+	SpreadRoundRobinCores
+	// DistributedHintNUMAs: distribute-cpus-across-numa spreads CPUs taken for a topology hint
+	// over at least the hint's NUMA node count, where that many can hold them (1.38.0-beta.0
+	// cpu_assignment.go:696; policy_static.go:1022 and, pod-level, :576, :639); before, over the
+	// fewest that hold them (1.37 cpu_assignment.go:677).
+	DistributedHintNUMAs
+	// UncoreFullFirst: prefer-align-cpus-by-uncorecache first takes every free uncore cache the
+	// request still covers, each by its own size, then partial ones (1.38.0-beta.0
+	// cpu_assignment.go:616); before, uncore cache by uncore cache, full ones only while the
+	// request is at least the machine's average uncore size (1.37 cpu_assignment.go:608).
+	UncoreFullFirst
+	// PodMemoryKeptOnReadmit: with PodLevelResourceManagers, a pod-level pod whose pod-level
+	// memory is in the state is re-admitted with it: its hints come from those blocks
+	// (1.38.0-beta.0 memorymanager/policy_static.go:890) and AllocatePod leaves it alone (:206);
+	// before, from its first container's blocks against the pod's request, and AllocatePod
+	// allocates it again (1.37 policy_static.go:193).
+	PodMemoryKeptOnReadmit
+	// PodCPUsKeptOnReadmit: with PodLevelResourceManagers, a pod-level pod whose CPU set is in
+	// the state is re-admitted with it (1.38.0-beta.0 cpumanager/policy_static.go:423, hints
+	// :1265): its kept assignments stay, missing ones are carved from it; a set overlapping the
+	// shared pool, or assignments that are no prefix of the pod's containers, are released first
+	// (:777). Before, the pod is allocated afresh (1.37 policy_static.go:412).
+	PodCPUsKeptOnReadmit
+	// FreeUnitsByOwnSize: the CPU picker takes a socket or a core whole when all its own CPUs are
+	// free (1.38.0-beta.0 cpu_assignment.go:330, :342); before, when it has as many free CPUs as
+	// the machine's average socket or core (1.37 cpu_assignment.go:333, :345), which a core
+	// with an offline sibling never has and a half-free core can.
+	FreeUnitsByOwnSize
 
 	behaviourCount // not a behaviour: the number of them
 )
@@ -113,7 +153,19 @@ var behaviourRanges = []behaviourRange{
 	{Behaviour: DistributedAlignsBySocket, Since: decode.Release("1.37")},
 	{Behaviour: DeviceSidecarKeeps, Since: decode.Release("1.29")},
 	{Behaviour: DeviceHintsOnDeviceNodes, Since: decode.Release("1.36")},
+	{Behaviour: DistributedRemainderInGroups, Since: release138Beta},
+	{Behaviour: CombinationsCopied, Since: release138Beta},
+	{Behaviour: SpreadRoundRobinCores, Since: release138Beta},
+	{Behaviour: DistributedHintNUMAs, Since: release138Beta},
+	{Behaviour: UncoreFullFirst, Since: release138Beta},
+	{Behaviour: PodMemoryKeptOnReadmit, Since: release138Beta},
+	{Behaviour: PodCPUsKeptOnReadmit, Since: release138Beta},
+	{Behaviour: FreeUnitsByOwnSize, Since: release138Beta},
 }
+
+// release138Beta bounds the rows 1.38 adds: its first build measured (1.38.0-beta.0, a
+// pre-release, orders before 1.38.0, so Release("1.38") would leave it out). Re-check at rc.0.
+var release138Beta = version.MustParseSemantic("1.38.0-beta.0")
 
 // optionLevel is a policy option's maturity, which decides the gate it needs.
 type optionLevel int
