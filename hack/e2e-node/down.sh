@@ -76,6 +76,14 @@ for l in /var/log/containers/*; do
   [[ -L $l && $(readlink "$l") == "$S/"* ]] && rm -f "$l"
 done
 
+# The kubelet's pod-resources dir bind-mounted at /var/lib/kubelet/pod-resources by
+# TestAdmitGPUShapedDevicesBinaryReader (it undoes it itself; this is for a test binary that died).
+if [[ -f $S/pod-resources-bind ]]; then
+  d=$(cat "$S/pod-resources-bind")
+  ! mountpoint -q "$d" || umount "$d" || { log "umount $d failed"; status=1; }
+  [[ -f $S/created-pod-resources-dir ]] && { rmdir "$d" 2>/dev/null || { log "$d not empty: left"; status=1; }; }
+fi
+
 # The sample device plugin's sockets (it removes its own on SIGTERM; a killed one leaves it),
 # and the device checkpoint the kubelet wrote for it.
 rm -f /var/lib/kubelet/device-plugins/nodestate-e2e-*.sock

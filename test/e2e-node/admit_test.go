@@ -238,8 +238,12 @@ func admitResult(t *testing.T, dir string, p *corev1.Pod, extra ...string) rende
 		t.Fatalf("admit: no admission predicted:\n%s", r)
 	}
 	a := res.Admissions[0]
-	if wantCode := map[bool]int{true: 0, false: 1}[a.Admitted]; r.code != wantCode {
-		t.Fatalf("admit: admitted %v but exit %d:\n%s", a.Admitted, r.code, r)
+	wantCode := map[bool]int{true: 0, false: 1}[a.Admitted]
+	if a.Verdict == admit.VerdictNotJudged {
+		wantCode = 4 // a pod not judged, none refused (cmdutil.ExitNotJudged)
+	}
+	if r.code != wantCode {
+		t.Fatalf("admit: admitted %v (verdict %q) but exit %d:\n%s", a.Admitted, a.Verdict, r.code, r)
 	}
 	return res
 }

@@ -80,6 +80,9 @@ type controlPlane struct {
 	apiserverArgs []string
 	// faultDir holds the exec fault injector (faultDir/bin/tar) and one mode file per node.
 	faultDir string
+	// readerProxy is in front of kwok for the nodes whose debug pods run the node reader
+	// (readerproxy.go).
+	readerProxy *readerProxy
 }
 
 // ---------------------------------------------------------------- processes
@@ -167,6 +170,7 @@ func (cp *controlPlane) stopAll() {
 	procs := cp.procs
 	cp.procs = nil
 	cp.mu.Unlock()
+	cp.readerProxy.close()
 	for i := len(procs) - 1; i >= 0; i-- {
 		procs[i].stop(10 * time.Second)
 		logf2("stopped %s (pid %d)", procs[i].name, procs[i].cmd.Process.Pid)
@@ -568,6 +572,9 @@ func startControlPlane(repoRoot, toolsBin string) (cp *controlPlane, err error) 
 		return cp, err
 	}
 	if err := <-warmed; err != nil {
+		return cp, err
+	}
+	if cp.readerProxy, err = startReaderProxy(cp.ca.cert, kwokPort, kwokCrt, kwokKey); err != nil {
 		return cp, err
 	}
 	logf2("kwok ready at 127.0.0.1:%d; control plane up in %s", kwokPort, time.Since(begin).Round(time.Millisecond))

@@ -10,7 +10,9 @@ package e2e
 // annotation, else an empty dir), then annotates the pod
 // nodestate-e2e/exec-ready=true; the pod-ready stage waits for that
 // annotation, so the pod is Running only once exec will land in the right
-// dir. The Exec is deleted when the pod is gone.
+// dir. The Exec is deleted when the pod is gone. A pod whose container runs the node reader
+// (--reader=binary) is marked, and its node pointed at the node reader proxy (readerproxy.go),
+// which runs the reader's exec as the plugin binary under test, in the same dir.
 
 import (
 	"context"
@@ -26,6 +28,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
 )
 
 const mapperWorkers = 16
@@ -169,6 +173,7 @@ func (m *execMapper) sync(ctx context.Context, key string) error {
 	pod, exists := m.pods[key]
 	m.mu.Unlock()
 	if !exists {
+		readerPods.Delete(key)
 		// Pod gone: delete its Exec unless it already belongs to a newer
 		// pod of the same name (the store would show that pod then).
 		ex, err := execs.Get(ctx, name, metav1.GetOptions{})
@@ -190,6 +195,12 @@ func (m *execMapper) sync(ctx context.Context, key string) error {
 	}
 	if pod.Annotations[execReadyAnnotation] == "true" {
 		return nil
+	}
+	if isNodeReaderPod(pod) {
+		readerPods.Store(key, true)
+		if err := m.pointNodeAtReaderProxy(ctx, pod.Spec.NodeName); err != nil {
+			return err
+		}
 	}
 	workDir := emptyDir
 	if d, ok := kubeDirs.Load(pod.Spec.NodeName); ok {
@@ -254,10 +265,16 @@ func (m *execMapper) probeExec(ctx context.Context, pod *corev1.Pod) error {
 	// kwok's lag alone ("no exec found") is waited out for up to 15 s: with a hundred Exec
 	// objects created at once on a busy machine it exceeded a second (TestSmokeScale). Any
 	// other failure keeps the short budget, so a paused API server does not hold the mapper.
+	// A node reader pod's probe is an empty read by the reader itself: it goes through only once
+	// the API server sends the node's exec to the reader proxy.
+	probe := []string{"true"}
+	if isNodeReaderPod(pod) {
+		probe = fetch.NodeReadCommand(nil, nil)
+	}
 	var err error
 	lagUntil := time.Now().Add(15 * time.Second)
 	for tries := 0; tries < 50 || (strings.Contains(fmt.Sprint(err), kwokExecLag) && time.Now().Before(lagUntil)); tries++ {
-		if _, _, err = ExecInPod(ctx, pod.Namespace, pod.Name, pod.Spec.Containers[0].Name, []string{"true"}); err == nil {
+		if _, _, err = ExecInPod(ctx, pod.Namespace, pod.Name, pod.Spec.Containers[0].Name, probe); err == nil {
 			return nil
 		}
 		if ctx.Err() != nil {

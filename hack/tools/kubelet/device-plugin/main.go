@@ -3,13 +3,16 @@
 // kubelet's device-plugins dir, registers a resource of N healthy fake devices, answers
 // Allocate with an environment variable per device, and on SIGTERM stops serving and removes
 // its socket, as a real plugin's pod does when it is deleted. -ids names the devices and their
-// NUMA nodes (the device plugin API's TopologyInfo), as a plugin that reports topology does.
-// -pod-resources lists, through the kubelet's PodResources API (List), the devices each
-// container was given, as JSON, and exits.
+// NUMA nodes (the device plugin API's TopologyInfo) in the shapes real plugins send: ID (no
+// Topology: the NVIDIA and GKE plugins for numa_node -1, SR-IOV's excludeTopology pools), ID@N
+// (one node; ID@-1 is the AMD plugin's explicit {ID: -1}) and ID@ (a Topology with zero nodes,
+// as Intel's plugins can send). -pod-resources lists, through the kubelet's PodResources API
+// (List), the devices each container was given, as JSON, and exits; -allocatable with it lists
+// GetAllocatableResources instead: each device's NUMA nodes as the kubelet reports them.
 //
 //	device-plugin -resource example.com/widget -devices 2 -socket widget.sock [-dir /var/lib/kubelet/device-plugins]
-//	device-plugin -resource example.com/accel -ids accel-0@0,accel-1@0,accel-2 -socket accel.sock
-//	device-plugin -pod-resources /var/lib/kubelet/pod-resources/kubelet.sock
+//	device-plugin -resource example.com/accel -ids accel-0@0,accel-1@0,accel-2,accel-3@-1,accel-4@ -socket accel.sock
+//	device-plugin -pod-resources /var/lib/kubelet/pod-resources/kubelet.sock [-allocatable]
 package main
 
 import (
@@ -70,12 +73,17 @@ func main() {
 	count := flag.Int("devices", 2, "how many healthy devices")
 	dir := flag.String("dir", pluginapi.DevicePluginPath, "the kubelet's device-plugins dir")
 	socket := flag.String("socket", "widget.sock", "this plugin's socket name in -dir")
-	ids := flag.String("ids", "", "the devices, comma-separated, each ID or ID@NUMA (its NUMA node); overrides -devices")
+	ids := flag.String("ids", "", "the devices, comma-separated, each ID (no topology), ID@NUMA (its NUMA node, -1 too) or ID@ (a topology of zero nodes); overrides -devices")
 	podResources := flag.String("pod-resources", "", "list the containers' devices through this PodResources socket, as JSON, and exit")
+	allocatable := flag.Bool("allocatable", false, "with -pod-resources: list GetAllocatableResources (resource -> ID -> NUMA nodes, null for none) instead")
 	flag.Parse()
 
 	if *podResources != "" {
-		if err := listPodResources(*podResources); err != nil {
+		list := listPodResources
+		if *allocatable {
+			list = listAllocatable
+		}
+		if err := list(*podResources); err != nil {
 			log.Fatal(err)
 		}
 		return
@@ -126,13 +134,18 @@ func main() {
 	log.Printf("stopped; removed %s", path)
 }
 
-// parseIDs reads -ids: ID or ID@NUMA, comma-separated.
+// parseIDs reads -ids: ID, ID@NUMA or ID@, comma-separated.
 func parseIDs(list string) ([]*pluginapi.Device, error) {
 	var out []*pluginapi.Device
 	for _, item := range strings.Split(list, ",") {
 		id, numa, hasNUMA := strings.Cut(item, "@")
 		d := &pluginapi.Device{ID: id, Health: pluginapi.Healthy}
-		if hasNUMA {
+		switch {
+		case id == "":
+			return nil, fmt.Errorf("-ids %q: an empty device ID", item)
+		case hasNUMA && numa == "":
+			d.Topology = &pluginapi.TopologyInfo{Nodes: []*pluginapi.NUMANode{}}
+		case hasNUMA:
 			n, err := strconv.ParseInt(numa, 10, 64)
 			if err != nil {
 				return nil, fmt.Errorf("-ids %q: NUMA node %q: %v", item, numa, err)
@@ -144,17 +157,58 @@ func parseIDs(list string) ([]*pluginapi.Device, error) {
 	return out, nil
 }
 
-// listPodResources prints {"namespace/pod/container": {"resource": [ids]}} of every container
-// holding devices, as the kubelet's PodResources List says.
-func listPodResources(socket string) error {
+// podResourcesClient connects to the kubelet's PodResources socket.
+func podResourcesClient(socket string) (podresourcesapi.PodResourcesListerClient, func(), error) {
 	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, nil, err
+	}
+	return podresourcesapi.NewPodResourcesListerClient(conn), func() { conn.Close() }, nil
+}
+
+// listAllocatable prints {"resource": {"id": [NUMA nodes] or null}} of every device
+// GetAllocatableResources lists: the kubelet lists a device once per NUMA node its plugin sent
+// (the nodes are gathered here), with no topology when the plugin sent none, and not at all
+// when its Topology had zero nodes.
+func listAllocatable(socket string) error {
+	client, closeConn, err := podResourcesClient(socket)
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
+	defer closeConn()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	resp, err := podresourcesapi.NewPodResourcesListerClient(conn).List(ctx, &podresourcesapi.ListPodResourcesRequest{})
+	resp, err := client.GetAllocatableResources(ctx, &podresourcesapi.AllocatableResourcesRequest{})
+	if err != nil {
+		return fmt.Errorf("PodResources GetAllocatableResources: %w", err)
+	}
+	out := map[string]map[string][]int64{}
+	for _, d := range resp.Devices {
+		if out[d.ResourceName] == nil {
+			out[d.ResourceName] = map[string][]int64{}
+		}
+		for _, id := range d.DeviceIds {
+			nodes := out[d.ResourceName][id]
+			for _, n := range d.GetTopology().GetNodes() {
+				nodes = append(nodes, n.GetID())
+			}
+			out[d.ResourceName][id] = nodes
+		}
+	}
+	return json.NewEncoder(os.Stdout).Encode(out)
+}
+
+// listPodResources prints {"namespace/pod/container": {"resource": [ids]}} of every container
+// holding devices, as the kubelet's PodResources List says.
+func listPodResources(socket string) error {
+	client, closeConn, err := podResourcesClient(socket)
+	if err != nil {
+		return err
+	}
+	defer closeConn()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := client.List(ctx, &podresourcesapi.ListPodResourcesRequest{})
 	if err != nil {
 		return fmt.Errorf("PodResources List: %w", err)
 	}
