@@ -524,6 +524,13 @@ func (p *staticPolicy) AllocatePod(pod *v1.Pod) error {
 	if err != nil {
 		return err
 	}
+	p.assignPodContainers(uid, containers, exclusive, shared)
+	return nil
+}
+
+// assignPodContainers records each container's part of a pod's CPU set: its exclusive set, or
+// the pod's shared pool.
+func (p *staticPolicy) assignPodContainers(uid string, containers []v1.Container, exclusive map[string]cpuset.CPUSet, shared cpuset.CPUSet) {
 	for _, c := range containers {
 		if set, ok := exclusive[c.Name]; ok {
 			p.state.set(uid, c.Name, set)
@@ -531,7 +538,6 @@ func (p *staticPolicy) AllocatePod(pod *v1.Pod) error {
 			p.state.set(uid, c.Name, shared)
 		}
 	}
-	return nil
 }
 
 // partitionPodCPUs carves a pod's CPU set into its containers' (init containers first, a
@@ -637,13 +643,7 @@ func (p *staticPolicy) restorePodAllocation(pod *v1.Pod, podSet cpuset.CPUSet) e
 	if missing == 0 {
 		return nil
 	}
-	for _, c := range containers {
-		if set, ok := exclusive[c.Name]; ok {
-			p.state.set(uid, c.Name, set)
-		} else {
-			p.state.set(uid, c.Name, shared)
-		}
-	}
+	p.assignPodContainers(uid, containers, exclusive, shared)
 	return nil
 }
 
