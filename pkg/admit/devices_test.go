@@ -71,7 +71,11 @@ func TestDeviceNUMAAndPickOnVectors(t *testing.T) {
 						for _, d := range in.Devices.Plugins[r] {
 							if d.ID == id && d.Topology != nil {
 								for _, n := range d.Topology.Nodes {
-									wantNodes = append(wantNodes, int(n.ID))
+									// Node -1 is the kubelet's nodeWithoutTopology: such a device is
+									// recorded as without topology (allocateContainerResources).
+									if n.ID >= 0 {
+										wantNodes = append(wantNodes, int(n.ID))
+									}
 								}
 							}
 						}

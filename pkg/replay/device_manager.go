@@ -410,7 +410,9 @@ func (m *DeviceManager) pickAmong(resource string, candidates []string) DevicePi
 	signature := func(id string) string {
 		sig := fmt.Sprint(m.healthy[resource].Has(id), holders[id])
 		if m.topologyCounts {
-			sig += fmt.Sprint(m.allDevices[resource][id].numaIDs())
+			// As a set: the kubelet never looks at their order (mask.AnySet, filterByAffinity's
+			// per-node sets), so [1,0] is [0,1] to it.
+			sig += fmt.Sprint(slices.Sorted(slices.Values(m.allDevices[resource][id].numaIDs())))
 		}
 		return sig
 	}
@@ -452,7 +454,10 @@ func (m *DeviceManager) Picks(podUID, ctr string) map[string]DevicePick {
 // filterByAffinity splits the available devices: on a NUMA node of the container's affinity,
 // on another node, without topology. A device on several nodes goes with its first node in
 // the kubelet's order (affinity nodes first, the fake node -1 last), so with the affinity
-// whenever one of its nodes is in it.
+// whenever one of its nodes is in it. A device without topology is on node -1, and so is one
+// whose plugin names node -1 itself (manager.go:773-786 files it under perNodeDevices[-1],
+// :841 takes that as without topology): after the devices on any other node, the machine's or
+// not.
 func (m *DeviceManager) filterByAffinity(podUID, ctr, resource string, available sets.Set[string]) (aligned, unaligned, noAffinity sets.Set[string]) {
 	hint := m.affinity.GetAffinity(podUID, ctr)
 	aligned, unaligned, noAffinity = sets.New[string](), sets.New[string](), sets.New[string]()
@@ -460,14 +465,14 @@ func (m *DeviceManager) filterByAffinity(podUID, ctr, resource string, available
 		return aligned, unaligned, available.Clone()
 	}
 	for d := range available {
-		dev := m.allDevices[resource][d]
+		nodes := m.allDevices[resource][d].numaIDs()
 		switch {
-		case !dev.hasTopology():
-			noAffinity.Insert(d)
-		case slices.ContainsFunc(dev.Topology.Nodes, func(n DeviceNUMANode) bool { return hint.NUMANodeAffinity.IsSet(int(n.ID)) }):
+		case slices.ContainsFunc(nodes, hint.NUMANodeAffinity.IsSet):
 			aligned.Insert(d)
-		default:
+		case slices.ContainsFunc(nodes, func(n int) bool { return n != nodeWithoutTopology }):
 			unaligned.Insert(d)
+		default:
+			noAffinity.Insert(d)
 		}
 	}
 	return aligned, unaligned, noAffinity
