@@ -57,6 +57,13 @@ mutations=(
   'join-checkpoint-above-status :: if healthy != len(ids) { :: s/if healthy != len\(ids\) \{/if healthy > len(ids) {/'
   'largest-device-request-zero :: for n := asked - 1; n >= 0; n-- { :: s/for n := asked - 1; n >= 0; n-- \{/for n := asked - 1; n > 0; n-- {/'
   'device-pick-holders-held :: sig := fmt.Sprint(m.healthy[resource].Has(id), holders[id]) :: s/Has\(id\), holders\[id\]\)/Has(id), len(holders[id]) > 0)/'
+  # Issue 42's device sources (pkg/nodestate/devicetopology.go): PodResources not the first
+  # source, a GPU whose numa_node is -1 placed on node -1, the checkpoint's -1 taken as "no
+  # topology" for any plugin, a healthy device PodResources leaves out taken as no topology.
+  'join-podresources-ignored :: if x.pr != nil && d.Health == replay.DeviceHealthy { :: s/if x\.pr != nil && d\.Health == replay\.DeviceHealthy \{/if false \&\& x.pr != nil \&\& d.Health == replay.DeviceHealthy {/'
+  'join-nvidia-minus1-a-node :: if node == machine.NoNUMANode { :: s/if node == machine\.NoNUMANode \{/if node == machine.NoNUMANode \&\& false {/'
+  'join-checkpoint-minus1-any-plugin :: case isNVIDIA: :: s/case isNVIDIA:/case isNVIDIA || true:/'
+  'join-podresources-zero-nodes-none :: topology: topologyOf([]int64{})}, TopologyFromPodResources :: s/topology: topologyOf\(\[\]int64\{\}\)\}, TopologyFromPodResources/topology: nil}, TopologyFromPodResources/'
   # Issue 42's third answer (admit): a pod not judged printed yes, admitted in the JSON, exit 0;
   # the pods after it judged; a refusal taken as proof though a device container came first.
   'not-judged-prints-yes :: []string{name, NotJudged, "", ""} :: s/\[\]string\{name, NotJudged, /[]string{name, "yes", /'
