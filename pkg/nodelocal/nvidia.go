@@ -2,9 +2,8 @@ package nodelocal
 
 import (
 	"bytes"
-	"io"
-	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/machine"
@@ -16,28 +15,9 @@ import (
 func nvidiaSection(procRoot string) []byte {
 	var b bytes.Buffer
 	b.WriteString(machine.NVIDIAHeader + "\n")
-	dir := filepath.Join(procRoot, "driver", "nvidia", "gpus")
-	matches, _ := filepath.Glob(filepath.Join(dir, "*", "information"))
-	for _, m := range matches {
-		rel, err := filepath.Rel(dir, m)
-		if err != nil {
-			continue
-		}
-		f, err := os.Open(m)
-		if err != nil {
-			continue
-		}
-		data, _ := io.ReadAll(io.LimitReader(f, maxSysfsFile))
-		f.Close()
-		for _, line := range strings.Split(string(data), "\n") {
-			for _, k := range machine.NVIDIAKeys {
-				if strings.HasPrefix(line, k) {
-					b.WriteString(filepath.ToSlash(rel) + ":" + line + "\n")
-					break
-				}
-			}
-		}
-	}
+	grepLines(&b, filepath.Join(procRoot, "driver", "nvidia", "gpus"), "*/information", "", func(line string) bool {
+		return slices.ContainsFunc(machine.NVIDIAKeys, func(k string) bool { return strings.HasPrefix(line, k) })
+	})
 	b.WriteString(machine.NVIDIAEnd + "\n")
 	return b.Bytes()
 }

@@ -114,6 +114,14 @@ const maxSysfsFile = 64 << 10
 // grepGlob prints, for every file matching glob under dir (sorted, as the shell expands it),
 // the lines holding want (any non-empty line when want is ""), named prefix+its path.
 func grepGlob(b *bytes.Buffer, dir, glob, prefix, want string) {
+	grepLines(b, dir, glob, prefix, func(line string) bool {
+		return line != "" && (want == "" || strings.Contains(line, want))
+	})
+}
+
+// grepLines prints, for every file matching glob under dir (sorted, as the shell expands it),
+// the lines keep keeps, named prefix+its path.
+func grepLines(b *bytes.Buffer, dir, glob, prefix string, keep func(line string) bool) {
 	matches, _ := filepath.Glob(filepath.Join(dir, filepath.FromSlash(glob)))
 	for _, m := range matches {
 		rel, err := filepath.Rel(dir, m)
@@ -127,7 +135,7 @@ func grepGlob(b *bytes.Buffer, dir, glob, prefix, want string) {
 		data, _ := io.ReadAll(io.LimitReader(f, maxSysfsFile))
 		f.Close()
 		for _, line := range strings.Split(string(data), "\n") {
-			if line == "" || (want != "" && !strings.Contains(line, want)) {
+			if !keep(line) {
 				continue
 			}
 			b.WriteString(prefix + filepath.ToSlash(rel) + ":" + line + "\n")

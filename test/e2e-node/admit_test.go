@@ -207,9 +207,9 @@ func predictAdmission(t *testing.T, dir string, p *corev1.Pod) admit.Admission {
 	return admitResult(t, dir, p).Admissions[0]
 }
 
-// admitResult runs `admit NODE -f p.yaml -o json` with extra arguments, and checks it predicted
-// one admission and exited accordingly.
-func admitResult(t *testing.T, dir string, p *corev1.Pod, extra ...string) render.AdmitResult {
+// runAdmitJSON writes p to a manifest in dir and runs `admit NODE -f p.yaml -o json` with extra
+// arguments.
+func runAdmitJSON(t *testing.T, dir string, p *corev1.Pod, extra ...string) result {
 	t.Helper()
 	// A manifest names its kind, as kubectl's -f requires.
 	typed := p.DeepCopy()
@@ -222,7 +222,14 @@ func admitResult(t *testing.T, dir string, p *corev1.Pod, extra ...string) rende
 	if err := os.WriteFile(manifest, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r := nodestate(t, "admit", append([]string{"-f", manifest, "-o", "json"}, extra...)...)
+	return nodestate(t, "admit", append([]string{"-f", manifest, "-o", "json"}, extra...)...)
+}
+
+// admitResult runs `admit NODE -f p.yaml -o json` with extra arguments, and checks it predicted
+// one admission and exited accordingly.
+func admitResult(t *testing.T, dir string, p *corev1.Pod, extra ...string) render.AdmitResult {
+	t.Helper()
+	r := runAdmitJSON(t, dir, p, extra...)
 	// One node: the result itself, or a list of one (as the command prints it for a named node).
 	var list render.List[render.AdmitResult]
 	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil {

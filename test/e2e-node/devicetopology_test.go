@@ -91,66 +91,24 @@ func TestAdmitDevicesPredictsRealKubelet(t *testing.T) {
 		coveredReasons = append(coveredReasons, "UnexpectedAdmissionError")
 	}
 
-	orig, err := os.ReadFile(node.KubeletConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	savedCheckpoint, err := os.ReadFile(devicePluginCheckpoint)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		t.Fatal(err)
-	}
-	script := filepath.Join(node.Repo, "hack/e2e-node/kubelet.sh")
-	var created []string
-	var plugins []*exec.Cmd
-	t.Cleanup(func() {
-		// Pods, then plugins, then the kubelet's own state as it was: its device checkpoint
-		// (the plugins' resources gone) and its configuration.
-		for _, name := range created {
-			_ = node.Client.CoreV1().Pods(ns).Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
-		}
-		for _, p := range plugins {
-			stopDevicePlugin(t, p)
-		}
-		if out, err := exec.Command(script, "stop").CombinedOutput(); err != nil {
-			t.Errorf("stop the kubelet: %v\n%s", err, out)
-		}
-		if savedCheckpoint == nil {
-			err = os.Remove(devicePluginCheckpoint)
-		} else {
-			err = os.WriteFile(devicePluginCheckpoint, savedCheckpoint, 0o644)
-		}
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			t.Errorf("put back the device checkpoint: %v", err)
-		}
-		if out, err := exec.Command(script, "start").CombinedOutput(); err != nil {
-			t.Errorf("restart the kubelet with its configuration: %v\n%s", err, out)
-		}
-	})
-
-	config, _ := writeKubeletConfig(t, orig, "admit-devices", func(cfg map[string]any) { cfg["topologyManagerPolicy"] = "restricted" })
-	if out, err := exec.Command(script, "stop").CombinedOutput(); err != nil {
-		t.Fatalf("stop the kubelet: %v\n%s", err, out)
-	}
-	if out, err := exec.Command(script, "start", config).CombinedOutput(); err != nil {
-		t.Fatalf("start the kubelet with %s: %v\n%s", config, err, out)
-	}
+	k := restartDeviceKubelet(t, "admit-devices", func(cfg map[string]any) { cfg["topologyManagerPolicy"] = "restricted" })
 	// The kubelet wipes the device-plugins dir at start: the plugins register after it.
 	pciList := make([]string, 0, nPCI)
 	for _, id := range pciIDs {
 		pciList = append(pciList, deviceArg(id, pci[id]))
 	}
-	plugins = append(plugins, startTopologyPlugin(t, pciResource, "pcidev", strings.Join(pciList, ",")))
+	k.startPlugin(t, pciResource, "pcidev", strings.Join(pciList, ","))
 	var accelList []string
 	for _, id := range slices.Sorted(maps.Keys(accel)) {
 		accelList = append(accelList, deviceArg(id, accel[id]))
 	}
-	plugins = append(plugins, startTopologyPlugin(t, accelResource, "accel", strings.Join(accelList, ",")))
+	k.startPlugin(t, accelResource, "accel", strings.Join(accelList, ","))
 	waitResource(t, pciResource, int64(nPCI), int64(nPCI))
 	waitResource(t, accelResource, int64(len(accel)), int64(len(accel)))
 
 	dir := t.TempDir()
 	devicesFile := writeDevicesFile(t, dir, accelResource, accel)
-	live := []string{"--kubelet-root-dir", devicePluginRoot, "--kubelet-config", config}
+	live := []string{"--kubelet-root-dir", devicePluginRoot, "--kubelet-config", k.config}
 
 	// Without --devices: the PCI devices' NUMA nodes come from sysfs, the accelerators' are
 	// not known, and a pod asking for one says so.
@@ -180,11 +138,7 @@ func TestAdmitDevicesPredictsRealKubelet(t *testing.T) {
 			t.Fatalf("%s: %s not judged: %s", s.name, s.resource, src)
 		}
 		want := res.Admissions[0]
-		if _, err := node.Client.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("create pod %s: %v", p.Name, err)
-		}
-		created = append(created, p.Name)
-		real := waitPod(t, p.Name, func(p *corev1.Pod) bool { return running(p) || p.Status.Phase == corev1.PodFailed })
+		real := k.runPod(t, p)
 		compared++
 		seen[want.Reason] = true
 		if diff := compareDevicePod(t, want, real, s.resource, held, numaOf[s.resource]); diff != "" {
@@ -333,6 +287,81 @@ func writeDevicesFile(t *testing.T, dir, resourceName string, numa map[string]in
 		t.Fatal(err)
 	}
 	return file
+}
+
+// deviceKubelet is the kubelet restarted for a device plugin test with a configuration of its
+// own, and what the test made on it: its pods and sample plugins, taken away at the end.
+type deviceKubelet struct {
+	config  string      // the configuration file the kubelet runs with
+	created []string    // the test's pods, in ns
+	plugins []*exec.Cmd // the test's sample plugins
+}
+
+// restartDeviceKubelet restarts the kubelet with its configuration changed by change (written
+// as kubelet-NAME.yaml in the state dir). At the end it deletes the test's pods, then stops its
+// plugins, then puts the kubelet's own state back as it was: its device checkpoint (the
+// plugins' resources gone) and its configuration.
+func restartDeviceKubelet(t *testing.T, name string, change func(cfg map[string]any)) *deviceKubelet {
+	t.Helper()
+	orig, err := os.ReadFile(node.KubeletConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	savedCheckpoint, err := os.ReadFile(devicePluginCheckpoint)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal(err)
+	}
+	script := filepath.Join(node.Repo, "hack/e2e-node/kubelet.sh")
+	k := &deviceKubelet{}
+	t.Cleanup(func() {
+		for _, name := range k.created {
+			_ = node.Client.CoreV1().Pods(ns).Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+		}
+		for _, p := range k.plugins {
+			stopDevicePlugin(t, p)
+		}
+		if out, err := exec.Command(script, "stop").CombinedOutput(); err != nil {
+			t.Errorf("stop the kubelet: %v\n%s", err, out)
+		}
+		var err error
+		if savedCheckpoint == nil {
+			err = os.Remove(devicePluginCheckpoint)
+		} else {
+			err = os.WriteFile(devicePluginCheckpoint, savedCheckpoint, 0o644)
+		}
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("put back the device checkpoint: %v", err)
+		}
+		if out, err := exec.Command(script, "start").CombinedOutput(); err != nil {
+			t.Errorf("restart the kubelet with its configuration: %v\n%s", err, out)
+		}
+	})
+
+	k.config, _ = writeKubeletConfig(t, orig, name, change)
+	if out, err := exec.Command(script, "stop").CombinedOutput(); err != nil {
+		t.Fatalf("stop the kubelet: %v\n%s", err, out)
+	}
+	if out, err := exec.Command(script, "start", k.config).CombinedOutput(); err != nil {
+		t.Fatalf("start the kubelet with %s: %v\n%s", k.config, err, out)
+	}
+	return k
+}
+
+// startPlugin starts the sample device plugin (startTopologyPlugin), stopped at the end. The
+// kubelet wipes the device-plugins dir at start: plugins are started after it.
+func (k *deviceKubelet) startPlugin(t *testing.T, resourceName, name, ids string) {
+	t.Helper()
+	k.plugins = append(k.plugins, startTopologyPlugin(t, resourceName, name, ids))
+}
+
+// runPod creates p, deleted at the end, and returns it once it runs or has failed.
+func (k *deviceKubelet) runPod(t *testing.T, p *corev1.Pod) *corev1.Pod {
+	t.Helper()
+	if _, err := node.Client.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create pod %s: %v", p.Name, err)
+	}
+	k.created = append(k.created, p.Name)
+	return waitPod(t, p.Name, func(p *corev1.Pod) bool { return running(p) || p.Status.Phase == corev1.PodFailed })
 }
 
 // startTopologyPlugin runs the sample device plugin for resourceName with the devices of

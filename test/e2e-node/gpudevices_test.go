@@ -3,7 +3,6 @@
 package e2enode
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -26,7 +25,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/admit"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
@@ -178,54 +176,13 @@ func TestAdmitGPUShapedDevicesBinaryReader(t *testing.T) {
 	}
 
 	ctx := context.Background()
-	orig, err := os.ReadFile(node.KubeletConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	savedCheckpoint, err := os.ReadFile(devicePluginCheckpoint)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		t.Fatal(err)
-	}
-	script := filepath.Join(node.Repo, "hack/e2e-node/kubelet.sh")
-	var created []string
-	var plugins []*exec.Cmd
-	t.Cleanup(func() {
-		// Pods, then plugins, then the kubelet's own state as it was: its device checkpoint
-		// (the plugins' resources gone) and its configuration; then the resources the node's
-		// status still counts (0 after the restart) are taken out of it.
-		for _, name := range created {
-			_ = node.Client.CoreV1().Pods(ns).Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
-		}
-		for _, p := range plugins {
-			stopDevicePlugin(t, p)
-		}
-		if out, err := exec.Command(script, "stop").CombinedOutput(); err != nil {
-			t.Errorf("stop the kubelet: %v\n%s", err, out)
-		}
-		if savedCheckpoint == nil {
-			err = os.Remove(devicePluginCheckpoint)
-		} else {
-			err = os.WriteFile(devicePluginCheckpoint, savedCheckpoint, 0o644)
-		}
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			t.Errorf("put back the device checkpoint: %v", err)
-		}
-		if out, err := exec.Command(script, "start").CombinedOutput(); err != nil {
-			t.Errorf("restart the kubelet with its configuration: %v\n%s", err, out)
-		}
-		dropStatusResources(t, resources)
-	})
-
-	config, _ := writeKubeletConfig(t, orig, "admit-gpu-shaped", func(cfg map[string]any) { cfg["topologyManagerPolicy"] = "restricted" })
-	if out, err := exec.Command(script, "stop").CombinedOutput(); err != nil {
-		t.Fatalf("stop the kubelet: %v\n%s", err, out)
-	}
-	if out, err := exec.Command(script, "start", config).CombinedOutput(); err != nil {
-		t.Fatalf("start the kubelet with %s: %v\n%s", config, err, out)
-	}
+	// After the kubelet is back with its configuration, the resources the node's status still
+	// counts (0 after the restart) are taken out of it.
+	t.Cleanup(func() { dropStatusResources(t, resources) })
+	k := restartDeviceKubelet(t, "admit-gpu-shaped", func(cfg map[string]any) { cfg["topologyManagerPolicy"] = "restricted" })
 	// The kubelet wipes the device-plugins dir at start: the plugins register after it.
 	for _, r := range resources {
-		plugins = append(plugins, startTopologyPlugin(t, r.name, r.socket, strings.Join(r.items, ",")))
+		k.startPlugin(t, r.name, r.socket, strings.Join(r.items, ","))
 	}
 	for _, r := range resources {
 		waitResource(t, corev1.ResourceName(r.name), int64(len(r.items)), int64(len(r.items)))
@@ -235,7 +192,7 @@ func TestAdmitGPUShapedDevicesBinaryReader(t *testing.T) {
 	image := importPluginImage(t)
 
 	dir := t.TempDir()
-	live := []string{"--kubelet-root-dir", devicePluginRoot, "--kubelet-config", config}
+	live := []string{"--kubelet-root-dir", devicePluginRoot, "--kubelet-config", k.config}
 	binary := append(slices.Clone(live), "--reader=binary", "--image", image)
 	probe := devicePod("gpu-probe", "nvidia.com/gpu", 1)
 
@@ -278,11 +235,7 @@ func TestAdmitGPUShapedDevicesBinaryReader(t *testing.T) {
 		if wantCode := map[bool]int{true: 0, false: 1}[want.Admitted]; why == "" && r.code != wantCode {
 			t.Errorf("%s: admitted %v but exit %d:\n%s", s.name, want.Admitted, r.code, r)
 		}
-		if _, err := node.Client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("create pod %s: %v", p.Name, err)
-		}
-		created = append(created, p.Name)
-		real := waitPod(t, p.Name, func(p *corev1.Pod) bool { return running(p) || p.Status.Phase == corev1.PodFailed })
+		real := k.runPod(t, p)
 		compared++
 		if why != "" {
 			t.Errorf("%s: admit did not judge it (deviceTopology %q): %s; the kubelet: phase %s %s %s", s.name, src, why,
@@ -310,17 +263,7 @@ func TestAdmitGPUShapedDevicesBinaryReader(t *testing.T) {
 // results (none when it printed none) and the run.
 func gpuAdmit(t *testing.T, dir string, p *corev1.Pod, extra ...string) ([]gpuAdmitResult, result) {
 	t.Helper()
-	typed := p.DeepCopy()
-	typed.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
-	b, err := yaml.Marshal(typed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	manifest := filepath.Join(dir, p.Name+".yaml")
-	if err := os.WriteFile(manifest, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	r := nodestate(t, "admit", append([]string{"-f", manifest, "-o", "json"}, extra...)...)
+	r := runAdmitJSON(t, dir, p, extra...)
 	if strings.TrimSpace(r.stdout) == "" {
 		return nil, r
 	}
@@ -422,39 +365,14 @@ func allowReaderImage(t *testing.T, image string, debugPod *corev1.Pod) {
 // into the node's containerd, as an air-gapped node gets it, and removes it at the end.
 func importPluginImage(t *testing.T) string {
 	t.Helper()
-	dir := os.Getenv("NODESTATE_E2E_NPD")
-	if dir == "" {
-		t.Fatal("NODESTATE_E2E_NPD is not set: run make e2e-node (hack/e2e-node.sh builds the images)")
-	}
-	f, err := os.Open(filepath.Join(dir, "images"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		ref, tar, _ := strings.Cut(sc.Text(), " ")
-		if strings.Contains(ref, "node-problem-detector") {
+	for _, im := range e2eImages(t) {
+		if strings.Contains(im.ref, "node-problem-detector") {
 			continue
 		}
-		ctr := []string{"--address", strings.TrimPrefix(node.CRIEndpoint, "unix://"), "--namespace", "k8s.io"}
-		start := time.Now()
-		if out, err := exec.Command("ctr", append(ctr, "images", "import", tar)...).CombinedOutput(); err != nil {
-			t.Fatalf("ctr images import %s: %v\n%s", tar, err, out)
-		}
-		size := int64(0)
-		if fi, err := os.Stat(tar); err == nil {
-			size = fi.Size()
-		}
-		t.Logf("imported %s (%d bytes) into the node's containerd in %s", ref, size, time.Since(start).Round(time.Millisecond))
-		t.Cleanup(func() {
-			if out, err := exec.Command("ctr", append(ctr, "images", "rm", "--sync", ref)...).CombinedOutput(); err != nil {
-				t.Errorf("ctr images rm %s: %v\n%s", ref, err, out)
-			}
-		})
-		return ref
+		importImage(t, im)
+		return im.ref
 	}
-	t.Fatalf("%s/images names no plugin image", dir)
+	t.Fatalf("%s/images names no plugin image", os.Getenv("NODESTATE_E2E_NPD"))
 	return ""
 }
 

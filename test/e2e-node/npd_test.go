@@ -265,6 +265,28 @@ type npdImages struct{ pluginRef, npdRef string }
 // air-gapped node gets them (ctr images import of the OCI tars), and removes them afterwards.
 func importNPDImages(t *testing.T) npdImages {
 	t.Helper()
+	var im npdImages
+	for _, e := range e2eImages(t) {
+		importImage(t, e)
+		switch {
+		case strings.Contains(e.ref, "node-problem-detector"):
+			im.npdRef = e.ref
+		default:
+			im.pluginRef = e.ref
+		}
+	}
+	if im.pluginRef == "" || im.npdRef == "" {
+		t.Fatalf("%s/images names no plugin or NPD image", os.Getenv("NODESTATE_E2E_NPD"))
+	}
+	return im
+}
+
+// e2eImage is one image hack/e2e-node.sh built: its ref and its OCI tar.
+type e2eImage struct{ ref, tar string }
+
+// e2eImages reads the images hack/e2e-node.sh wrote (NODESTATE_E2E_NPD/images: REF TAR lines).
+func e2eImages(t *testing.T) []e2eImage {
+	t.Helper()
 	dir := os.Getenv("NODESTATE_E2E_NPD")
 	if dir == "" {
 		t.Fatal("NODESTATE_E2E_NPD is not set: run make e2e-node (hack/e2e-node.sh builds the images)")
@@ -274,32 +296,34 @@ func importNPDImages(t *testing.T) npdImages {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	ctr := []string{"--address", strings.TrimPrefix(node.CRIEndpoint, "unix://"), "--namespace", "k8s.io"}
-	var im npdImages
+	var out []e2eImage
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		ref, tar, _ := strings.Cut(sc.Text(), " ")
-		start := time.Now()
-		if out, err := exec.Command("ctr", append(ctr, "images", "import", tar)...).CombinedOutput(); err != nil {
-			t.Fatalf("ctr images import %s: %v\n%s", tar, err, out)
-		}
-		t.Logf("imported %s into the node's containerd in %s", ref, time.Since(start).Round(time.Millisecond))
-		t.Cleanup(func() {
-			if out, err := exec.Command("ctr", append(ctr, "images", "rm", "--sync", ref)...).CombinedOutput(); err != nil {
-				t.Errorf("ctr images rm %s: %v\n%s", ref, err, out)
-			}
-		})
-		switch {
-		case strings.Contains(ref, "node-problem-detector"):
-			im.npdRef = ref
-		default:
-			im.pluginRef = ref
-		}
+		out = append(out, e2eImage{ref, tar})
 	}
-	if im.pluginRef == "" || im.npdRef == "" {
-		t.Fatalf("%s/images names no plugin or NPD image", dir)
+	return out
+}
+
+// importImage loads im's tar into the node's containerd, as an air-gapped node gets it (ctr
+// images import), and removes it at the end.
+func importImage(t *testing.T, im e2eImage) {
+	t.Helper()
+	ctr := []string{"--address", strings.TrimPrefix(node.CRIEndpoint, "unix://"), "--namespace", "k8s.io"}
+	start := time.Now()
+	if out, err := exec.Command("ctr", append(ctr, "images", "import", im.tar)...).CombinedOutput(); err != nil {
+		t.Fatalf("ctr images import %s: %v\n%s", im.tar, err, out)
 	}
-	return im
+	size := int64(0)
+	if fi, err := os.Stat(im.tar); err == nil {
+		size = fi.Size()
+	}
+	t.Logf("imported %s (%d bytes) into the node's containerd in %s", im.ref, size, time.Since(start).Round(time.Millisecond))
+	t.Cleanup(func() {
+		if out, err := exec.Command("ctr", append(ctr, "images", "rm", "--sync", im.ref)...).CombinedOutput(); err != nil {
+			t.Errorf("ctr images rm %s: %v\n%s", im.ref, err, out)
+		}
+	})
 }
 
 // readNPDDeployment decodes deploy/npd: the objects of daemonset.yaml and the monitor config.

@@ -83,7 +83,7 @@ func main() {
 		if *allocatable {
 			list = listAllocatable
 		}
-		if err := list(*podResources); err != nil {
+		if err := printPodResources(*podResources, list); err != nil {
 			log.Fatal(err)
 		}
 		return
@@ -157,30 +157,31 @@ func parseIDs(list string) ([]*pluginapi.Device, error) {
 	return out, nil
 }
 
-// podResourcesClient connects to the kubelet's PodResources socket.
-func podResourcesClient(socket string) (podresourcesapi.PodResourcesListerClient, func(), error) {
+// printPodResources asks the kubelet's PodResources socket with ask (10 seconds at most) and
+// prints its answer as JSON.
+func printPodResources(socket string, ask func(context.Context, podresourcesapi.PodResourcesListerClient) (any, error)) error {
 	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		return nil, nil, err
-	}
-	return podresourcesapi.NewPodResourcesListerClient(conn), func() { conn.Close() }, nil
-}
-
-// listAllocatable prints {"resource": {"id": [NUMA nodes] or null}} of every device
-// GetAllocatableResources lists: the kubelet lists a device once per NUMA node its plugin sent
-// (the nodes are gathered here), with no topology when the plugin sent none, and not at all
-// when its Topology had zero nodes.
-func listAllocatable(socket string) error {
-	client, closeConn, err := podResourcesClient(socket)
 	if err != nil {
 		return err
 	}
-	defer closeConn()
+	defer conn.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	out, err := ask(ctx, podresourcesapi.NewPodResourcesListerClient(conn))
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(os.Stdout).Encode(out)
+}
+
+// listAllocatable is {"resource": {"id": [NUMA nodes] or null}} of every device
+// GetAllocatableResources lists: the kubelet lists a device once per NUMA node its plugin sent
+// (the nodes are gathered here), with no topology when the plugin sent none, and not at all
+// when its Topology had zero nodes.
+func listAllocatable(ctx context.Context, client podresourcesapi.PodResourcesListerClient) (any, error) {
 	resp, err := client.GetAllocatableResources(ctx, &podresourcesapi.AllocatableResourcesRequest{})
 	if err != nil {
-		return fmt.Errorf("PodResources GetAllocatableResources: %w", err)
+		return nil, fmt.Errorf("PodResources GetAllocatableResources: %w", err)
 	}
 	out := map[string]map[string][]int64{}
 	for _, d := range resp.Devices {
@@ -195,22 +196,15 @@ func listAllocatable(socket string) error {
 			out[d.ResourceName][id] = nodes
 		}
 	}
-	return json.NewEncoder(os.Stdout).Encode(out)
+	return out, nil
 }
 
-// listPodResources prints {"namespace/pod/container": {"resource": [ids]}} of every container
+// listPodResources is {"namespace/pod/container": {"resource": [ids]}} of every container
 // holding devices, as the kubelet's PodResources List says.
-func listPodResources(socket string) error {
-	client, closeConn, err := podResourcesClient(socket)
-	if err != nil {
-		return err
-	}
-	defer closeConn()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+func listPodResources(ctx context.Context, client podresourcesapi.PodResourcesListerClient) (any, error) {
 	resp, err := client.List(ctx, &podresourcesapi.ListPodResourcesRequest{})
 	if err != nil {
-		return fmt.Errorf("PodResources List: %w", err)
+		return nil, fmt.Errorf("PodResources List: %w", err)
 	}
 	out := map[string]map[string][]string{}
 	for _, p := range resp.PodResources {
@@ -224,5 +218,5 @@ func listPodResources(socket string) error {
 			}
 		}
 	}
-	return json.NewEncoder(os.Stdout).Encode(out)
+	return out, nil
 }
