@@ -170,10 +170,8 @@ func (r *Runner) nodeDevices(n *NodeResult, mi managerInputs) *nodeDevices {
 			in.podResources, in.podResourcesErr = machine.ParsePodResources(dump)
 		}
 	}
-	for _, row := range mi.rows {
-		if rep := row.Report; rep != nil && rep.Kind == decode.KindDevices && rep.Verdict == decode.Valid && rep.Decoded.Devices != nil {
-			in.checkpoint = rep.Decoded.Devices
-		}
+	if rep := mi.deviceCheckpoint(); rep != nil && rep.Verdict == decode.Valid && rep.Decoded.Devices != nil {
+		in.checkpoint = rep.Decoded.Devices
 	}
 	return joinNodeDevices(in)
 }
@@ -184,15 +182,10 @@ func (r *Runner) nodeDevices(n *NodeResult, mi managerInputs) *nodeDevices {
 // extended resources are not its. Otherwise (offline, no --devices) the plugins are not known:
 // nil, and why, which the pods asking for devices say as they are not judged.
 func noDevicePlugins(n *NodeResult, mi managerInputs) (*replay.DeviceInput, string) {
-	var checkpoint *decode.Report
+	checkpoint := mi.deviceCheckpoint()
 	var registered []string
-	for _, row := range mi.rows {
-		if rep := row.Report; rep != nil && rep.Kind == decode.KindDevices {
-			checkpoint = rep
-			if rep.Decoded.Devices != nil {
-				registered = slices.Sorted(maps.Keys(rep.Decoded.Devices.RegisteredDevices))
-			}
-		}
+	if checkpoint != nil && checkpoint.Decoded.Devices != nil {
+		registered = slices.Sorted(maps.Keys(checkpoint.Decoded.Devices.RegisteredDevices))
 	}
 	if n.Snapshot != nil && n.Snapshot.Devices != nil {
 		return &replay.DeviceInput{Checkpoint: checkpoint}, ""
@@ -202,4 +195,15 @@ func noDevicePlugins(n *NodeResult, mi managerInputs) (*replay.DeviceInput, stri
 		return nil, fmt.Sprintf("the device checkpoint registers %s, whose plugins and devices are not known offline: %s", strings.Join(registered, ", "), give)
 	}
 	return nil, "the node's device plugins are not known offline: " + give
+}
+
+// deviceCheckpoint is the report of the node's device checkpoint (one file a node), or nil.
+func (mi managerInputs) deviceCheckpoint() *decode.Report {
+	var out *decode.Report
+	for _, row := range mi.rows {
+		if rep := row.Report; rep != nil && rep.Kind == decode.KindDevices {
+			out = rep
+		}
+	}
+	return out
 }
