@@ -50,7 +50,11 @@ func admissionError(err error, namespace string) *Error {
 	switch m := policyDeniedRE.FindStringSubmatch(msg); {
 	case m != nil && strings.HasPrefix(m[1], ownPolicyPrefix):
 		e.Short = "refused by " + m[1]
-		e.Message = fmt.Sprintf("the admission policy %s refused the debug pod: %s; %s", m[1], detail(m[3]), ownPolicyFix(m[3], namespace))
+		what := "the debug pod"
+		if strings.HasPrefix(m[3], "exec:") {
+			what = "the read in the debug pod"
+		}
+		e.Message = fmt.Sprintf("the admission policy %s refused %s: %s; %s", m[1], what, detail(m[3]), ownPolicyFix(m[3], namespace))
 	case m != nil:
 		by := "ValidatingAdmissionPolicy " + m[1]
 		if m[2] != "" {
@@ -95,7 +99,11 @@ func ownPolicyFix(rule, namespace string) string {
 	case strings.HasPrefix(rule, "volumes:"):
 		return fmt.Sprintf("allow the --kubelet-root-dir you pass: add it to ConfigMap %s/%s, or `kubectl nodestate rbac -n %s --kubelet-root-dir DIR | kubectl apply -f -`",
 			namespace, ParamsConfigMap, namespace)
+	case strings.HasPrefix(rule, "lifetime:"):
+		return fmt.Sprintf("the debug pod lives --pod-running-timeout plus --exec-timeout plus a minute: shorten them, or raise maxActiveDeadlineSeconds in ConfigMap %s/%s",
+			namespace, ParamsConfigMap)
 	}
+	// exec: and command: too: this version's reader is not the one the policy admits.
 	return fmt.Sprintf("the policy is from another version of kubectl-nodestate: apply this version's, `kubectl nodestate rbac -n %s | kubectl apply -f -`", namespace)
 }
 

@@ -50,6 +50,25 @@ func TestExplainAdmissionRefusals(t *testing.T) {
 			contains: []string{"another version of kubectl-nodestate", "`kubectl nodestate rbac -n team | kubectl apply -f -`"},
 		},
 		{
+			// The API server's words (TestLiveAdmissionPolicy), for an exec the policy of another
+			// plugin version does not admit.
+			name: "own exec policy, another version's read",
+			err: statusError(403, metav1.StatusReasonForbidden, `pods "nodestate-n1-abcde" is forbidden: ValidatingAdmissionPolicy 'kubectl-nodestate-exec' `+
+				`with binding 'kubectl-nodestate-exec.team' denied request: exec: only the read of the kubectl-nodestate version that wrote ConfigMap `+
+				`team/kubectl-nodestate-policy (its reader, sections and kubelet files); got: sh -c ... (5 words)`),
+			short: "refused by kubectl-nodestate-exec",
+			contains: []string{"the admission policy kubectl-nodestate-exec refused the read in the debug pod: exec: only the read",
+				"another version of kubectl-nodestate", "`kubectl nodestate rbac -n team | kubectl apply -f -`"},
+		},
+		{
+			name: "own policy, a deadline past the cap",
+			err: statusError(403, metav1.StatusReasonForbidden, `pods "nodestate-n1-abcde" is forbidden: ValidatingAdmissionPolicy 'kubectl-nodestate-debug-pod' `+
+				`with binding 'kubectl-nodestate-debug-pod.team' denied request: lifetime: restartPolicy Never and an activeDeadlineSeconds of at most 14400 s `+
+				`(maxActiveDeadlineSeconds in ConfigMap team/kubectl-nodestate-policy), so the pod ends by itself`),
+			short:    "refused by kubectl-nodestate-debug-pod",
+			contains: []string{"refused the debug pod: lifetime:", "shorten them, or raise maxActiveDeadlineSeconds in ConfigMap team/kubectl-nodestate-policy"},
+		},
+		{
 			name: "someone else's policy, default reason Invalid, no binding name",
 			err: statusError(422, metav1.StatusReasonInvalid, `pods "nodestate-n1-abcde" is invalid: : ValidatingAdmissionPolicy 'no-hostpath' `+
 				`denied request: hostPath volumes are not allowed`),

@@ -1,6 +1,7 @@
 package fetch
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -18,34 +19,56 @@ type StderrDump struct {
 	// without one (PodResources: sh cannot speak gRPC) is not printed by ReaderShell.
 	Script string
 	// ReaderSection asks ReaderBinary's node reader for the section (its --section value,
-	// nodelocal.SectionArg). A section without one is not printed by ReaderBinary.
+	// nodelocal.SectionArg); its name, before any "=", asks ShellReaderScript. A section
+	// without one is printed by neither reader.
 	ReaderSection string
 	// Max bounds the bytes kept of it.
 	Max int
 }
 
-// dumpsScript runs each dump's script, its output to stderr and its errors dropped, before
-// collectScript.
-func dumpsScript(dumps []StderrDump) string {
+// ShellReaderScript is the shell reader's one script, the same text for every read, so that the
+// exec policy (package deploy) can admit exactly it: each section of sections runs when its
+// --section=NAME (ShellSectionArg) is among the arguments, its output on stderr and its errors
+// dropped, before collectScript tars the other arguments that are files.
+func ShellReaderScript(sections []StderrDump) string {
 	var b strings.Builder
-	for _, d := range dumps {
-		if d.Script != "" {
-			b.WriteString("{ " + d.Script + "; } >&2 2>/dev/null; ")
+	for _, d := range sections {
+		if d.Script != "" && d.ReaderSection != "" {
+			b.WriteString(ShellSectionArg(d) + ") { " + d.Script + "; } >&2 2>/dev/null;; ")
 		}
 	}
-	return b.String() + collectScript
+	if b.Len() == 0 {
+		return collectScript
+	}
+	return "for nodestate_arg; do case $nodestate_arg in " + b.String() + "esac; done; " + collectScript
 }
 
-// CollectDumpsCommand is CollectCommand that also prints dumps on stderr.
-func CollectDumpsCommand(paths []string, dumps []StderrDump) []string {
-	cmd := CollectCommand(paths)
-	cmd[2] = dumpsScript(dumps)
+// ShellSectionArg is the argument that asks ShellReaderScript for d: its reader section's name
+// (the script holds its directories).
+func ShellSectionArg(d StderrDump) string {
+	name, _, _ := strings.Cut(d.ReaderSection, "=")
+	return "--section=" + name
+}
+
+// ShellReaderCommand is the exec command of ReaderShell: script (ShellReaderScript of every
+// section the reads may ask for) asked for dumps' sections and the tar of paths, each path with
+// a "./" prefix so that none can be read as an option by test or tar.
+func ShellReaderCommand(script string, paths []string, dumps []StderrDump) []string {
+	cmd := []string{"sh", "-c", script, "sh"}
+	for _, d := range dumps {
+		if d.Script != "" && d.ReaderSection != "" {
+			cmd = append(cmd, ShellSectionArg(d))
+		}
+	}
+	for _, p := range paths {
+		cmd = append(cmd, "./"+p)
+	}
 	return cmd
 }
 
 // NodeReadCommand is the exec command of ReaderBinary: the node reader (hidden command
 // node-read of the plugin's binary) asked for the dumps' sections and the tar of paths. It
-// answers as CollectDumpsCommand does: the sections and then CollectEnd on stderr, the tar on
+// answers as ShellReaderCommand does: the sections and then CollectEnd on stderr, the tar on
 // stdout. The paths come after "--", so none can be read as a flag.
 func NodeReadCommand(paths []string, dumps []StderrDump) []string {
 	cmd := []string{ReaderPath, NodeReadVerb}
@@ -87,4 +110,27 @@ func splitDumps(stderr string, dumps []StderrDump) (map[string][]byte, string) {
 		stderr = stderr[:start] + stderr[end:]
 	}
 	return got, stderr
+}
+
+// ReadAllowlist is every exec a debug pod's reads may run, as the exec policy (package deploy)
+// admits it: each reader's fixed words, and besides them only these arguments.
+type ReadAllowlist struct {
+	ShellScript string   // ReaderShell's one script (ShellReaderScript of every section)
+	Sections    []string // every --section argument of either reader
+	Paths       []string // every path read, relative to the kubelet root dir
+}
+
+// ReadsOf is the allowlist of the reads that may ask for sections and paths.
+func ReadsOf(sections []StderrDump, paths []string) ReadAllowlist {
+	r := ReadAllowlist{ShellScript: ShellReaderScript(sections), Paths: slices.Clone(paths)}
+	for _, d := range sections {
+		if d.ReaderSection == "" {
+			continue
+		}
+		r.Sections = append(r.Sections, "--section="+d.ReaderSection)
+		if d.Script != "" && ShellSectionArg(d) != r.Sections[len(r.Sections)-1] {
+			r.Sections = append(r.Sections, ShellSectionArg(d))
+		}
+	}
+	return r
 }

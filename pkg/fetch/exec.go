@@ -112,13 +112,9 @@ const CollectEnd = endMarker + "\n"
 var errNoEndMarker = fmt.Errorf("the exec ended before the collect command did (stream cut or container killed): %w", io.ErrUnexpectedEOF)
 
 // CollectCommand is the exec command that streams a tar of paths (relative to the working
-// directory). Each path gets a "./" prefix so none can be read as an option by test or tar.
+// directory), with no section.
 func CollectCommand(paths []string) []string {
-	cmd := []string{"sh", "-c", collectScript, "sh"}
-	for _, p := range paths {
-		cmd = append(cmd, "./"+p)
-	}
-	return cmd
+	return ShellReaderCommand(collectScript, paths, nil)
 }
 
 // maxTrailer bounds what is drained after the end of the archive: tar pads its last record
@@ -161,10 +157,11 @@ func (f *Fetcher) Command() []string {
 	if f.Options.Reader == ReaderBinary {
 		return NodeReadCommand(f.Paths, f.Dumps)
 	}
-	if len(f.Dumps) > 0 {
-		return CollectDumpsCommand(f.Paths, f.Dumps)
+	script := f.ShellScript
+	if script == "" {
+		script = ShellReaderScript(f.Dumps)
 	}
-	return CollectCommand(f.Paths)
+	return ShellReaderCommand(script, f.Paths, f.Dumps)
 }
 
 // collectOnce is one exec of the collect command within ctx, the exec timeout's context.

@@ -182,7 +182,9 @@ func TestCollectDumpCommand(t *testing.T) {
 	paths := []string{"cpu_manager_state", "memory_manager_state"}
 	for name, command := range shells(t) {
 		t.Run(name, func(t *testing.T) {
-			cmd := command(CollectDumpsCommand(paths, []StderrDump{sysfsDump}))
+			// The one script holds both sections; the command asks for sysfs only.
+			script := ShellReaderScript([]StderrDump{sysfsDump, otherDump})
+			cmd := command(ShellReaderCommand(script, paths, []StderrDump{sysfsDump}))
 			cmd.Dir = dir
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -198,6 +200,9 @@ func TestCollectDumpCommand(t *testing.T) {
 			}
 			dumps, rest := splitDumps("tar: before\n"+stderr.String()+"tar: after\n", []StderrDump{sysfsDump})
 			dump := dumps[machine.SysfsHeader]
+			if strings.Contains(stderr.String(), otherDump.Header) {
+				t.Errorf("a section not asked for ran: %q", stderr.String())
+			}
 			if diff := cmp.Diff([]string{"tar: before", endMarker, "tar: after"}, stderrLines(rest)); diff != "" {
 				t.Errorf("stderr without the dump (-want +got):\n%s", diff)
 			}
@@ -213,7 +218,12 @@ func TestCollectDumpCommand(t *testing.T) {
 }
 
 // sysfsDump is the dump nodestate passes: package machine's.
-var sysfsDump = StderrDump{Header: machine.SysfsHeader, End: machine.SysfsEnd, Script: machine.SysfsScript, Max: machine.MaxSysfsBytes}
+var sysfsDump = StderrDump{Header: machine.SysfsHeader, End: machine.SysfsEnd, Script: machine.SysfsScript,
+	ReaderSection: "sysfs", Max: machine.MaxSysfsBytes}
+
+// otherDump is a second section, whose directory its reader section names.
+var otherDump = StderrDump{Header: "@@other v1", End: "@@end", Script: `echo "@@other v1"; echo x; echo "@@end"`,
+	ReaderSection: "other=/host/other", Max: 100}
 
 // A second section beside the sysfs one, each with its end line: both come out whole.
 func TestSplitDumps(t *testing.T) {

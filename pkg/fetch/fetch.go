@@ -34,6 +34,9 @@ type Fetcher struct {
 	// Dumps are sections printed from the node in the same exec (the machine's sysfs, ...),
 	// into Snapshot.Dumps.
 	Dumps []StderrDump
+	// ShellScript is ReaderShell's script: ShellReaderScript of every section any read may ask
+	// for, which the exec policy admits (ReadAllowlist); "" is ShellReaderScript(Dumps).
+	ShellScript string
 
 	// IndexPods also lists the node's pods into Snapshot.Pods (one LIST a node), for what
 	// names the files' pod UIDs and container IDs or weighs the pods the node runs; a read

@@ -39,17 +39,28 @@ func TestBinaryReaderPod(t *testing.T) {
 }
 
 // The exec command: the node reader with each dump's section, the paths after "--"; a dump
-// with no section is left out, as the shell leaves out a dump with no script.
+// with no section is left out, as the shell leaves out a dump with no script. The shell
+// reader's command is its one script asked for the dumps' sections by name, then the paths.
 func TestReaderCommands(t *testing.T) {
-	dumps := []StderrDump{{Header: "@@a", Script: "echo a", ReaderSection: "sysfs"}, {Header: "@@b", ReaderSection: "podresources"}, {Header: "@@c", Script: "echo c"}}
+	dumps := []StderrDump{{Header: "@@a", Script: "echo a", ReaderSection: "sysfs"}, {Header: "@@b", ReaderSection: "podresources"},
+		{Header: "@@c", Script: "echo c", ReaderSection: "cdi=/host/etc/cdi"}}
 	f := &Fetcher{Paths: []string{"cpu_manager_state", "--sleep=1"}, Dumps: dumps, Options: Options{Reader: ReaderBinary}}
-	want := []string{ReaderPath, NodeReadVerb, "--section=sysfs", "--section=podresources", "--", "cpu_manager_state", "--sleep=1"}
+	want := []string{ReaderPath, NodeReadVerb, "--section=sysfs", "--section=podresources", "--section=cdi=/host/etc/cdi", "--", "cpu_manager_state", "--sleep=1"}
 	if got := f.Command(); !slices.Equal(got, want) {
 		t.Errorf("binary: %q, want %q", got, want)
 	}
 	f.Options.Reader = ReaderShell
-	script := f.Command()[2]
-	if !strings.HasPrefix(script, "{ echo a; } >&2 2>/dev/null; { echo c; } >&2 2>/dev/null; ") {
-		t.Errorf("shell: %q", script)
+	got := f.Command()
+	want = []string{"sh", "-c", ShellReaderScript(dumps), "sh", "--section=sysfs", "--section=cdi", "./cpu_manager_state", "./--sleep=1"}
+	if !slices.Equal(got, want) {
+		t.Errorf("shell: %q, want %q", got, want)
+	}
+	if !strings.HasPrefix(got[2], "for nodestate_arg; do case $nodestate_arg in --section=sysfs) { echo a; } >&2 2>/dev/null;; --section=cdi) { echo c; } >&2 2>/dev/null;; esac; done; ") {
+		t.Errorf("shell script: %q", got[2])
+	}
+	// The script every read shares, whatever it asks for.
+	f.ShellScript = ShellReaderScript(append(dumps, StderrDump{Header: "@@d", Script: "echo d", ReaderSection: "other"}))
+	if got := f.Command(); got[2] != f.ShellScript || !slices.Equal(got[3:], want[3:]) {
+		t.Errorf("shell with the shared script: %q", got)
 	}
 }

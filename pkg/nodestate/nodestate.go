@@ -223,7 +223,8 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 	if cfg.Cgroups {
 		opts.HostDirs = append(opts.HostDirs, cgroupHostDir)
 	}
-	r.fetcher = &fetch.Fetcher{Client: cfg.Client, Config: cfg.RESTConfig, Paths: decode.Paths(), Options: opts, Exec: cfg.Exec, IndexPods: cfg.PodNames}
+	r.fetcher = &fetch.Fetcher{Client: cfg.Client, Config: cfg.RESTConfig, Paths: decode.Paths(), ShellScript: DebugPodReads().ShellScript,
+		Options: opts, Exec: cfg.Exec, IndexPods: cfg.PodNames}
 	if err := r.fetcher.Validate(); err != nil {
 		return nil, err
 	}

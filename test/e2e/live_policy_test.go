@@ -118,6 +118,44 @@ func TestLiveAdmissionPolicy(t *testing.T) {
 		}
 	})
 
+	t.Run("only the read runs in a debug pod", func(t *testing.T) {
+		pod := fetch.GenerateDebugPod(nodeObj, fetch.Options{Namespace: pluginNamespace, HostDirs: nodestatelib.DebugPodHostDirs()})
+		created, err := Client().CoreV1().Pods(pluginNamespace).Create(ctxFor(t, 30*time.Second), pod, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = fetchDeletePod(pluginNamespace, created.Name) })
+		WaitPodRunning(t, pluginNamespace, created.Name, 30*time.Second)
+		userCfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		exec := fetch.RemoteExec(client, userCfg)
+		var table []string
+		for _, cmd := range refusedExecs() {
+			var stdout, stderr strings.Builder
+			err := exec(ctxFor(t, 30*time.Second), pluginNamespace, created.Name, fetch.ContainerName, cmd, &stdout, &stderr)
+			if err == nil || !strings.Contains(err.Error(), "ValidatingAdmissionPolicy '"+deploy.ExecPolicy+"'") || !strings.Contains(err.Error(), "denied request: exec: only the read") {
+				t.Errorf("exec %.120q: %v (stdout %d bytes), want a refusal by %s", cmd, err, stdout.Len(), deploy.ExecPolicy)
+				continue
+			}
+			_, rule, _ := strings.Cut(err.Error(), "denied request: ")
+			table = append(table, fmt.Sprintf("| %.60q | %s |", cmd, rule))
+		}
+		t.Logf("execs refused, with the API server's words:\n%s", strings.Join(table, "\n"))
+		// The read itself, as a verb asks for it, goes through.
+		reads := nodestatelib.DebugPodReads()
+		var stdout, stderr strings.Builder
+		read := fetch.ShellReaderCommand(reads.ShellScript, decode.Paths(), nil)
+		if err := exec(ctxFor(t, 30*time.Second), pluginNamespace, created.Name, fetch.ContainerName, read, &stdout, &stderr); err != nil {
+			t.Errorf("the read refused: %v", err)
+		}
+		// Attach reaches no debug pod, for the admin either.
+		if r := Run(t, 20*time.Second, Env(t), KubectlBin(), "attach", "-n", pluginNamespace, created.Name, "-c", fetch.ContainerName); r.ExitCode == 0 || !strings.Contains(r.Stderr, "attach: none into a debug pod") {
+			t.Errorf("kubectl attach as admin: want a refusal by %s: %s", deploy.ExecPolicy, r)
+		}
+	})
+
 	t.Run("rbac output for another namespace with a mirror and another kubelet root dir", func(t *testing.T) {
 		ns := NewNamespace(t, nil)
 		// A pod that is not a debug pod, there before the policy (as on a namespace set up later).
@@ -129,7 +167,8 @@ func TestLiveAdmissionPolicy(t *testing.T) {
 		t.Cleanup(func() { _ = fetchDeletePod(ns, victim.Name) })
 
 		const mirror, rootDir = "mirror.example/busybox:1.37", "/data/kubelet"
-		out := nodestate(t, nil, "rbac", "-n", ns, "--image", mirror, "--image", fetch.DefaultImage,
+		reader := fetch.ReaderImageRepo + ":e2e"
+		out := nodestate(t, nil, "rbac", "-n", ns, "--image", mirror, "--image", fetch.DefaultImage, "--image", reader,
 			"--kubelet-root-dir", fetch.DefaultKubeletRootDir, "--kubelet-root-dir", rootDir)
 		if out.ExitCode != 0 {
 			t.Fatalf("kubectl nodestate rbac: %s", out)
@@ -186,6 +225,10 @@ func TestLiveAdmissionPolicy(t *testing.T) {
 		r := nodestate(t, Env(t, "KUBECONFIG="+kubeconfig), "verify", node, "-n", ns, "--image", mirror)
 		if r.ExitCode != 0 {
 			t.Errorf("verify with the mirror in %s: %s", ns, r)
+		}
+		// So does the node reader, its pod and its exec admitted as they are.
+		if b := nodestate(t, Env(t, "KUBECONFIG="+kubeconfig), "verify", node, "-n", ns, "--reader=binary", "--image", reader); b.ExitCode != 0 || b.Stdout != r.Stdout {
+			t.Errorf("verify --reader=binary in %s: %s\nwant what the shell reader printed:\n%s", ns, b, r.Stdout)
 		}
 	})
 }
@@ -292,6 +335,36 @@ func refusedPods() []refusedPod {
 		}},
 		{"restartPolicy Always", "lifetime:", func(p *corev1.Pod) { p.Spec.RestartPolicy = corev1.RestartPolicyAlways }},
 		{"no activeDeadlineSeconds", "lifetime:", func(p *corev1.Pod) { p.Spec.ActiveDeadlineSeconds = nil }},
+		{"living a day", "lifetime:", func(p *corev1.Pod) {
+			p.Spec.ActiveDeadlineSeconds = ptr.To[int64](86400)
+			c(p).Command = []string{"sleep", "86400"}
+		}},
+		{"a command of its own", "command:", func(p *corev1.Pod) {
+			c(p).Command = []string{"sh", "-c", "cat /kubelet/pods/*/volumes/kubernetes.io~secret/*/*"}
+		}},
+		{"args beside the sleep", "command:", func(p *corev1.Pod) { c(p).Args = []string{"1"} }},
+		{"no command: the image's own", "command:", func(p *corev1.Pod) { c(p).Command = nil }},
+		{"sleeping past the deadline", "command:", func(p *corev1.Pod) {
+			c(p).Command = []string{fetch.ReaderPath, fetch.NodeReadVerb, "--sleep=86400"}
+		}},
+	}
+}
+
+// refusedExecs are commands the exec policy refuses in a debug pod: a shell of one's own, the
+// reader's script changed, another file or directory under the kubelet root dir (pods' secret
+// volumes are there), another root.
+func refusedExecs() [][]string {
+	reads := nodestatelib.DebugPodReads()
+	secret := "pods/0/volumes/kubernetes.io~secret/token/token"
+	return [][]string{
+		{"sh", "-c", "cat " + secret},
+		{"cat", secret},
+		{"sh", "-c", reads.ShellScript + "; cat " + secret, "sh", "./cpu_manager_state"},
+		{"sh", "-c", reads.ShellScript, "sh", "./" + secret},
+		{"sh", "-c", reads.ShellScript, "sh", "./../../../etc/shadow"},
+		{fetch.ReaderPath, fetch.NodeReadVerb, "--", secret},
+		{fetch.ReaderPath, fetch.NodeReadVerb, "--kubelet-root-dir=/", "--", "etc/shadow"},
+		{fetch.ReaderPath, fetch.NodeReadVerb, "--section=cgroups=/kubelet/pods", "--"},
 	}
 }
 

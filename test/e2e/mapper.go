@@ -30,6 +30,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
+	nodestatelib "github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
 )
 
 const mapperWorkers = 16
@@ -265,9 +266,10 @@ func (m *execMapper) probeExec(ctx context.Context, pod *corev1.Pod) error {
 	// kwok's lag alone ("no exec found") is waited out for up to 15 s: with a hundred Exec
 	// objects created at once on a busy machine it exceeded a second (TestSmokeScale). Any
 	// other failure keeps the short budget, so a paused API server does not hold the mapper.
-	// A node reader pod's probe is an empty read by the reader itself: it goes through only once
-	// the API server sends the node's exec to the reader proxy.
-	probe := []string{"true"}
+	// The probe is an empty read, the only exec the policy admits in the plugin's namespace. A
+	// node reader pod's is the reader's own: it goes through only once the API server sends the
+	// node's exec to the reader proxy.
+	probe := fetch.ShellReaderCommand(nodestatelib.DebugPodReads().ShellScript, nil, nil)
 	if isNodeReaderPod(pod) {
 		probe = fetch.NodeReadCommand(nil, nil)
 	}

@@ -10,9 +10,11 @@ package deploy
 import (
 	"bytes"
 	_ "embed"
+	"encoding/json"
 	"fmt"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"text/template"
 
@@ -36,13 +38,25 @@ type Config struct {
 	KubeletRootDirs []string // the kubelet root dirs allowed (fetch.DefaultKubeletRootDir)
 	// HostDirs are every node dir beside the kubelet's the plugin may mount (nodestate knows them).
 	HostDirs []fetch.HostDir
+	// Reads are every exec the debug pods' reads run (nodestate knows them): the exec policy
+	// admits only these.
+	Reads fetch.ReadAllowlist
+	// MaxActiveDeadlineSeconds bounds the debug pod's life (DefaultMaxActiveDeadlineSeconds).
+	MaxActiveDeadlineSeconds int64
 	// Args is how the command that made them was called, recorded in the headers ("" for the
 	// defaults).
 	Args string
 }
 
+// DefaultMaxActiveDeadlineSeconds is the longest a debug pod may live: 4 hours, far above the
+// default 300 s and what long --pod-running-timeout / --exec-timeout need, and still a bound.
+const DefaultMaxActiveDeadlineSeconds int64 = 4 * 3600
+
 // WithDefaults fills the zero fields and cleans the paths.
 func (c Config) WithDefaults() Config {
+	if c.MaxActiveDeadlineSeconds == 0 {
+		c.MaxActiveDeadlineSeconds = DefaultMaxActiveDeadlineSeconds
+	}
 	if c.Namespace == "" {
 		c.Namespace = fetch.DefaultNamespace
 	}
@@ -84,6 +98,15 @@ func (c Config) Validate() error {
 			return fmt.Errorf("kubelet root dir %q must be an absolute path without commas or quotes", d)
 		}
 	}
+	if c.MaxActiveDeadlineSeconds < 0 {
+		return fmt.Errorf("the debug pod's longest life (%d s) must be positive", c.MaxActiveDeadlineSeconds)
+	}
+	// The ConfigMap lists the reads' words space-separated.
+	for _, w := range slices.Concat(c.Reads.Sections, c.Reads.Paths) {
+		if w == "" || strings.ContainsAny(w, " \t\n") {
+			return fmt.Errorf("read argument %q: empty or with white space", w)
+		}
+	}
 	for _, d := range c.HostDirs {
 		if strings.ContainsAny(d.Name+d.Path+d.MountPath, "'\"\\\n") {
 			return fmt.Errorf("host dir %q: quotes in its name or paths", d.Name)
@@ -98,8 +121,9 @@ var (
 	//go:embed policy.yaml.tmpl
 	policyTemplate string
 
-	templates = template.Must(template.New("rbac").Funcs(template.FuncMap{"quoted": quoted}).Parse(rbacTemplate))
-	_         = template.Must(templates.New("policy").Parse(policyTemplate))
+	templates = template.Must(template.New("rbac").Funcs(template.FuncMap{"quoted": quoted, "json": jsonString,
+		"join": func(words []string) string { return strings.Join(words, " ") }}).Parse(rbacTemplate))
+	_ = template.Must(templates.New("policy").Parse(policyTemplate))
 )
 
 // Manifests holds the two files: the namespace and RBAC (deploy/rbac.yaml), the admission
@@ -139,6 +163,11 @@ func Generate(c Config) (Manifests, error) {
 		KubeletMount:    fetch.MountPath,
 		HostDirsCEL:     hostDirsCEL(c.HostDirs),
 		HostDirsText:    hostDirsText(c.HostDirs),
+		Reads:           c.Reads,
+		ReaderPath:      fetch.ReaderPath,
+		NodeReadVerb:    fetch.NodeReadVerb,
+
+		MaxActiveDeadlineSeconds: strconv.FormatInt(c.MaxActiveDeadlineSeconds, 10),
 	}
 	var m Manifests
 	for name, out := range map[string]*[]byte{"rbac": &m.RBAC, "policy": &m.Policy} {
@@ -157,6 +186,8 @@ type data struct {
 	LabelManagedBy, ManagedBy, LabelNode, NamePrefix     string
 	ContainerName, KubeletVolume, KubeletMount           string
 	HostDirsCEL, HostDirsText                            string
+	Reads                                                fetch.ReadAllowlist
+	ReaderPath, NodeReadVerb, MaxActiveDeadlineSeconds   string
 }
 
 // hostDirsCEL is the CEL map of the host dirs: volume name -> [node path, mount path, type].
@@ -181,6 +212,16 @@ func hostDirsText(dirs []fetch.HostDir) string {
 		parts[i] = d.Name + "=" + fetch.HostDirVolume(d).HostPath.Path
 	}
 	return strings.Join(parts, ", ")
+}
+
+// jsonString writes s as a JSON string, which YAML reads as a double-quoted scalar: the shell
+// reader's script holds quotes, backslashes and "$".
+func jsonString(s string) (string, error) {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // "2>/dev/null" reads as written
+	err := enc.Encode(s)
+	return strings.TrimSuffix(b.String(), "\n"), err
 }
 
 // quoted quotes s for a YAML scalar when it needs it (an image "a:1" would read as a map).
