@@ -47,6 +47,15 @@ type Input struct {
 	// DeviceTopology says, per resource, where its devices' NUMA nodes came from, or why they
 	// are not known (Result.DeviceTopology).
 	DeviceTopology map[string]string
+	// DRAExtendedResources are the extended resources DRA can serve (KEP-5004): each
+	// DeviceClass's extendedResourceName, by name, with its class (nil: not known). On a node
+	// where no device plugin serves one, the scheduler gives a pod asking for it a claim, and
+	// DRA, not the device manager, holds its devices.
+	DRAExtendedResources map[string]string
+	// DRAExtendedNotKnown says why the DeviceClasses are not known where they could be (a live
+	// node whose user may not list them): a pod asking for an extended resource no device
+	// plugin serves on the node is then not judged.
+	DRAExtendedNotKnown string
 	// KnownPods are the UIDs of every pod the API server has on the node (nil: not known,
 	// offline). A device checkpoint's holder not among them is a pod that no longer exists.
 	KnownPods map[string]bool

@@ -217,3 +217,57 @@ func TestDRABackedExtendedResourceNotJudged(t *testing.T) {
 		}
 	}
 }
+
+// A pod not created yet (no status): a DeviceClass naming the extended resource
+// (extendedResourceName) makes it DRA's on a node where no device plugin serves it, and only
+// there; where a device plugin registered it (its devices, or the node's allocatable), it stays
+// the device manager's.
+func TestDeviceClassExtendedResourceNotJudged(t *testing.T) {
+	res := v1.ResourceList{v1.ResourceCPU: resource.MustParse("1"), v1.ResourceMemory: resource.MustParse("256Mi"), "example.com/gpu": resource.MustParse("1")}
+	pod := &v1.Pod{}
+	pod.Name, pod.Namespace, pod.UID = "p", "default", "uid-p"
+	pod.Spec.Containers = []v1.Container{{Name: "train", Resources: v1.ResourceRequirements{Requests: res, Limits: res}}}
+	for _, tc := range []struct {
+		name      string
+		classes   map[string]string
+		plugin    bool
+		allocated string
+		notKnown  string
+		dra       bool
+	}{
+		{name: "a class names it, no plugin", classes: map[string]string{"example.com/gpu": "gpu.example.com"}, dra: true},
+		{name: "a class names it, the node's allocatable lists none", classes: map[string]string{"example.com/gpu": "gpu.example.com"}, allocated: "0", dra: true},
+		{name: "a class names it, a plugin registered it", classes: map[string]string{"example.com/gpu": "gpu.example.com"}, plugin: true},
+		{name: "a class names it, the node's allocatable lists it", classes: map[string]string{"example.com/gpu": "gpu.example.com"}, allocated: "2"},
+		{name: "no class names it", classes: map[string]string{"other.com/fpga": "fpga"}},
+		{name: "the classes not known, no plugin", notKnown: "not listed", dra: true},
+		{name: "the classes not known, a plugin registered it", notKnown: "not listed", plugin: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := node8(t, `{"cpuManagerPolicy":"static","reservedSystemCPUs":"0,4"}`)
+			in.Devices = &replay.DeviceInput{}
+			if tc.plugin {
+				in.Devices.Plugins = map[string][]replay.Device{"example.com/gpu": {{ID: "g0", Health: "Healthy"}}}
+			}
+			if tc.allocated != "" {
+				in.Node = &NodeResources{Allocatable: v1.ResourceList{v1.ResourceCPU: resource.MustParse("8"), v1.ResourceMemory: resource.MustParse("8Gi"),
+					v1.ResourcePods: resource.MustParse("110"), "example.com/gpu": resource.MustParse(tc.allocated)}}
+			}
+			in.DRAExtendedResources, in.DRAExtendedNotKnown = tc.classes, tc.notKnown
+			in.Pods = []*v1.Pod{pod}
+			got, err := Predict(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := got.Admissions[0]
+			want := "dra: extended resource example.com/gpu: served by DRA on this node (DeviceClass gpu.example.com names it"
+			if tc.notKnown != "" {
+				want = "dra: extended resource example.com/gpu: no device plugin serves it on this node, and DRA may: not listed"
+			}
+			dra := a.Verdict == VerdictNotJudged && len(a.NotJudged) == 1 && strings.HasPrefix(a.NotJudged[0], want)
+			if dra != tc.dra || a.Admitted && tc.dra {
+				t.Errorf("%+v", a)
+			}
+		})
+	}
+}

@@ -46,14 +46,19 @@ func unjudgedDevices(pod *v1.Pod, in Input) (map[string]string, int) {
 	}
 	for i, c := range podContainersOf(pod) {
 		for _, name := range slices.Concat(slices.Collect(maps.Keys(c.Resources.Requests)), slices.Collect(maps.Keys(c.Resources.Limits))) {
-			if !isExtendedResource(name) {
+			if !IsExtendedResource(name) {
 				continue
 			}
 			r := string(name)
 			claim, byDRA := draBacked[[2]string{c.Name, r}]
+			class, plugin := in.DRAExtendedResources[r], in.devicePluginServes(r)
 			switch {
 			case byDRA:
 				out[r] = fmt.Sprintf("%s: extended resource %s: served by DRA, not a device plugin (status.extendedResourceClaimStatus: claim %s); DRA's allocation is not replayed", ProviderDRA, r, claim)
+			case class != "" && !plugin:
+				out[r] = fmt.Sprintf("%s: extended resource %s: served by DRA on this node (DeviceClass %s names it, and no device plugin serves it here: the scheduler gives the pod a claim); DRA's allocation is not replayed", ProviderDRA, r, class)
+			case in.DRAExtendedNotKnown != "" && !plugin:
+				out[r] = fmt.Sprintf("%s: extended resource %s: no device plugin serves it on this node, and DRA may: %s", ProviderDRA, r, in.DRAExtendedNotKnown)
 			case in.Devices == nil:
 				why := in.DevicesNotReplayed
 				if why == "" {
@@ -73,13 +78,29 @@ func unjudgedDevices(pod *v1.Pod, in Input) (map[string]string, int) {
 	return out, first
 }
 
+// devicePluginServes: a device plugin registered the extended resource r on this node (its
+// devices, or the node's allocatable). Otherwise the scheduler's DRA plugin takes a pod's
+// request for it when a DeviceClass names it (KEP-5004), and the device manager leaves it
+// alone; the kubelet's predicate drops a request for a resource the node does not list.
+func (in Input) devicePluginServes(r string) bool {
+	if in.Devices != nil && len(in.Devices.Plugins[r]) > 0 {
+		return true
+	}
+	if in.Node != nil {
+		if q, ok := in.Node.Allocatable[v1.ResourceName(r)]; ok && !q.IsZero() {
+			return true
+		}
+	}
+	return false
+}
+
 // deviceReason is why a device plugin resource is not judged, as a pod's reason says it.
 func deviceReason(resource, why string) string {
 	return fmt.Sprintf("%s: device plugin resource %s: %s", ProviderDevices, resource, why)
 }
 
-// isExtendedResource is v1helper.IsExtendedResourceName: a device plugin can serve it.
-func isExtendedResource(name v1.ResourceName) bool {
+// IsExtendedResource is v1helper.IsExtendedResourceName: a device plugin can serve it.
+func IsExtendedResource(name v1.ResourceName) bool {
 	s := string(name)
 	return strings.Contains(s, "/") && !strings.Contains(s, "kubernetes.io/") && !strings.HasPrefix(s, "requests.")
 }

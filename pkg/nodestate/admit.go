@@ -90,6 +90,9 @@ func (r *Runner) admit(n *NodeResult) *AdmitResult {
 	} else {
 		in.Devices, in.DevicesNotReplayed = noDevicePlugins(n, mi)
 	}
+	if n.Node != "" {
+		in.DRAExtendedResources, in.DRAExtendedNotKnown = r.draExtended, r.noDRAExtended
+	}
 	if n.Node != "" && len(n.Snapshot.Allocatable) > 0 && n.Snapshot.Pods != nil {
 		in.Node = &admit.NodeResources{Allocatable: n.Snapshot.Allocatable, Pods: n.Snapshot.Pods.Running}
 	} else {
@@ -206,4 +209,25 @@ func (mi managerInputs) deviceCheckpoint() *decode.Report {
 		}
 	}
 	return out
+}
+
+// asksExtended: some pod asks for an extended resource (one DRA may serve: the DeviceClasses
+// are listed only then).
+func asksExtended(pods []*v1.Pod) bool {
+	for _, p := range pods {
+		for _, c := range append(slices.Clone(p.Spec.InitContainers), p.Spec.Containers...) {
+			// Limits too: a pod from a file is not defaulted (requests from limits) yet.
+			for name := range maps.Keys(c.Resources.Requests) {
+				if admit.IsExtendedResource(name) {
+					return true
+				}
+			}
+			for name := range maps.Keys(c.Resources.Limits) {
+				if admit.IsExtendedResource(name) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }

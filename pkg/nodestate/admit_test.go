@@ -3,6 +3,7 @@ package nodestate
 import (
 	"archive/tar"
 	"context"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,10 +14,16 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
 )
@@ -105,5 +112,62 @@ func TestAdmitEngineLive(t *testing.T) {
 	}
 	if !res.Admit.NodeResourcesChecked || strings.Contains(strings.Join(res.Admit.Notes, "\n"), "predicate not replayed") {
 		t.Errorf("predicate not run: %q", res.Admit.Notes)
+	}
+}
+
+// A pod asking for an extended resource that a DeviceClass names (extendedResourceName) and no
+// device plugin serves on the node is DRA's: not judged, naming the class; the DeviceClasses
+// are listed once per run, and only when a pod asks for an extended resource. Where the user may
+// not list them, such a pod is not judged either (the kubelet's predicate would drop the request
+// and admit it, the device manager ignore it: only DRA would hold its devices).
+func TestAdmitDeviceClassExtendedResource(t *testing.T) {
+	dir := filepath.Join(repo, "examples/admit-node")
+	dc, _, err := LoadDoctorConfig(filepath.Join(dir, "machine.json"), filepath.Join(dir, "kubelet-config.yaml"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Status: corev1.NodeStatus{
+		NodeInfo:    corev1.NodeSystemInfo{KubeletVersion: "v1.37.1", OperatingSystem: "linux"},
+		Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+		Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("30"), corev1.ResourceMemory: resource.MustParse("60Gi"), corev1.ResourcePods: resource.MustParse("110")},
+	}}
+	class := &resourcev1.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "gpu.example.com"}, Spec: resourcev1.DeviceClassSpec{ExtendedResourceName: ptr.To("example.com/gpu")}}
+	gpu := guaranteedPod("train", "", "2", "1Gi")
+	gpu.Status = corev1.PodStatus{}
+	gpu.Spec.Containers[0].Resources.Requests["example.com/gpu"] = resource.MustParse("1")
+	gpu.Spec.Containers[0].Resources.Limits["example.com/gpu"] = resource.MustParse("1")
+	exec := fakeNodeExec(map[string][]byte{}, nil)
+	for _, forbidden := range []bool{false, true} {
+		client := runningPodsClient(node, class)
+		if forbidden {
+			client.PrependReactor("list", "deviceclasses", func(a clienttesting.Action) (bool, runtime.Object, error) {
+				return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "resource.k8s.io", Resource: "deviceclasses"}, "", errors.New("no"))
+			})
+		}
+		r, err := New(context.Background(), Config{AllNodes: true, Client: client, RESTConfig: &rest.Config{}, Exec: exec,
+			Engines: Engines{Admit: &AdmitConfig{Machine: dc.Machine, KubeletConfig: dc.KubeletConfig, Pods: []*corev1.Pod{gpu}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := only(t, r)
+		if res.Admit == nil || res.Admit.Err != nil || len(res.Admit.Admissions) != 1 {
+			t.Fatalf("forbidden=%v: admit %+v", forbidden, res.Admit)
+		}
+		a := res.Admit.Admissions[0]
+		why := strings.Join(a.NotJudged, "\n")
+		dra := strings.Contains(why, "served by DRA on this node (DeviceClass gpu.example.com names it")
+		unknown := strings.Contains(why, "no device plugin serves it on this node, and DRA may: the DeviceClasses that would say so are not listed (no list on deviceclasses.resource.k8s.io")
+		if a.Verdict != "notJudged" || a.Admitted || dra == forbidden || unknown != forbidden {
+			t.Errorf("forbidden=%v: %+v, notes %q", forbidden, a, res.Admit.Notes)
+		}
+		lists := 0
+		for _, act := range client.Actions() {
+			if act.GetVerb() == "list" && act.GetResource().Resource == "deviceclasses" {
+				lists++
+			}
+		}
+		if lists != 1 {
+			t.Errorf("forbidden=%v: %d lists of DeviceClasses, want 1", forbidden, lists)
+		}
 	}
 }

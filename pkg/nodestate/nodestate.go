@@ -182,6 +182,10 @@ type Runner struct {
 	claimsOnce sync.Once
 	getClaim   claimGetter
 	noClaims   string
+	// draExtended are the extended resources DeviceClasses name, for admit (live); nil when not
+	// listed (noDRAExtended says why).
+	draExtended   map[string]string
+	noDRAExtended string
 }
 
 // New checks the config and, for live nodes, lists them when AllNodes is set.
@@ -232,6 +236,9 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 		r.configz = APIConfigz(cfg.Client)
 	}
 	r.withExtras(ctx, r.fetcher)
+	if cfg.Admit != nil && asksExtended(cfg.Admit.Pods) {
+		r.draExtended, r.noDRAExtended = draExtendedResources(ctx, cfg.Client)
+	}
 	r.nodes, r.infos = cfg.Nodes, fetch.Named(cfg.Nodes)
 	switch {
 	case cfg.Listed != nil:
