@@ -38,7 +38,9 @@ func TestLiveAdmitDRAExtendedResource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = Client().ResourceV1().DeviceClasses().Delete(context.Background(), className, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = Client().ResourceV1().DeviceClasses().Delete(context.Background(), className, metav1.DeleteOptions{})
+	})
 	if created.Spec.ExtendedResourceName == nil {
 		t.Skip("the API server dropped extendedResourceName (feature gate DRAExtendedResource off)")
 	}
