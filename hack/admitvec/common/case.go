@@ -144,6 +144,8 @@ type Config struct {
 	StateDir       string
 	// Devices: make the device manager, the first hint provider (-devices).
 	Devices bool
+	// Only: "cpu" or "memory" makes and starts that manager alone (start mode); "" both.
+	Only string
 }
 
 // ReservedMemory is a reservedMemory entry as kubeletconfig.MemoryReservation holds it.

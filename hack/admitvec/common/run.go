@@ -111,6 +111,7 @@ func Release() string {
 //	-mode gen  -out DIR                           write the generated cases' inputs
 //	-mode manifest -cases DIR -out FILE           MANIFEST.json of a release's cases
 //	-mode compact -cases DIR                      rewrite every .json under DIR without indentation
+//	-mode start -case DIR -out FILE               would the kubelet start on DIR (kubelet-start layout, start.go)
 func Main(k Kubelet) {
 	mode := flag.String("mode", "run", "run, seed, gen or manifest")
 	caseDir := flag.String("case", "", "case directory (inputs)")
@@ -138,6 +139,11 @@ func Main(k Kubelet) {
 		err = WriteManifest(*casesDir, *out, Release())
 	case "compact":
 		err = CompactTree(*casesDir)
+	case "start":
+		var r *StartResult
+		if r, err = StartCase(k, *caseDir); err == nil {
+			err = WriteJSON(*out, r)
+		}
 	default:
 		err = fmt.Errorf("unknown mode %q", *mode)
 	}
@@ -154,6 +160,11 @@ func Main(k Kubelet) {
 // must be one of them (the predicate counts the pods the kubelet runs, pkg/admit the pods
 // bound to the node: the two lists are the same pods).
 func boot(k Kubelet, m *Machine, stateDir string, bound []*v1.Pod, plugins map[string][]Device) (*ActivePods, *Expected, error) {
+	return bootOnly(k, m, stateDir, bound, plugins, "")
+}
+
+// bootOnly is boot with only one manager made and started when only is "cpu" or "memory".
+func bootOnly(k Kubelet, m *Machine, stateDir string, bound []*v1.Pod, plugins map[string][]Device, only string) (*ActivePods, *Expected, error) {
 	e := &Expected{Phase: "ok"}
 	// The checkpoints' directory is a temporary one here; the kubelet's errors name the files
 	// in its root directory, /var/lib/kubelet by default.
@@ -172,7 +183,7 @@ func boot(k Kubelet, m *Machine, stateDir string, bound []*v1.Pod, plugins map[s
 	if err != nil {
 		return fail("config", err)
 	}
-	if phase, err := k.NewManagers(&Config{Machine: m, Reservation: reservation, ReservedMemory: reservedMemory, StateDir: stateDir, Devices: deviceMode}); err != nil {
+	if phase, err := k.NewManagers(&Config{Machine: m, Reservation: reservation, ReservedMemory: reservedMemory, StateDir: stateDir, Devices: deviceMode, Only: only}); err != nil {
 		return fail(phase, err)
 	}
 	owners := map[string]map[string]bool{}

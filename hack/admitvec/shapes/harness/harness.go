@@ -61,6 +61,7 @@ func orDefault(s, def string) string {
 func (k *kubelet) NewManagers(c *common.Config) (string, error) {
 	kc := c.Machine.Kubelet
 	mi := machineInfo(c.Machine)
+	k.cpu, k.mem, k.cpuReconciles = nil, nil, false // start mode boots several times
 	reserved, err := cpuset.Parse(kc.ReservedSystemCPUs)
 	if err != nil {
 		return "config", err
@@ -73,12 +74,18 @@ func (k *kubelet) NewManagers(c *common.Config) (string, error) {
 			return "devicemanager.NewManagerImpl", err
 		}
 	}
-	cpuPolicy := orDefault(kc.CPUManagerPolicy, "none")
-	if k.cpu, err = newCPUManager(cpuPolicy, kc.CPUManagerPolicyOptions, mi, reserved, c.Reservation, c.StateDir, k.tm); err != nil {
-		return "cpumanager.NewManager", err
+	// Only (start mode): one manager alone, as the kubelet-start vectors give each its own outcome.
+	if c.Only != "memory" {
+		cpuPolicy := orDefault(kc.CPUManagerPolicy, "none")
+		if k.cpu, err = newCPUManager(cpuPolicy, kc.CPUManagerPolicyOptions, mi, reserved, c.Reservation, c.StateDir, k.tm); err != nil {
+			return "cpumanager.NewManager", err
+		}
+		addHintProvider(k.tm, k.cpu)
+		k.cpuReconciles = cpuPolicy != "none"
 	}
-	addHintProvider(k.tm, k.cpu)
-	k.cpuReconciles = cpuPolicy != "none"
+	if c.Only == "cpu" {
+		return "ok", nil
+	}
 	var reservedMemory []kubeletconfig.MemoryReservation
 	for _, r := range c.ReservedMemory {
 		reservedMemory = append(reservedMemory, kubeletconfig.MemoryReservation{NumaNode: r.NUMANode, Limits: r.Limits})
@@ -129,15 +136,20 @@ func (k *kubelet) Start(active *common.ActivePods, containers [][2]string) (stri
 		}
 		return active.List()
 	}
-	if err := startCPU(k.cpu, cpumanager.ActivePodsFunc(cpuActive), sourcesReady{}, podStatuses{}, runtimeService{}, containerMap()); err != nil {
-		return "cpumanager.Start", err
-	}
-	if k.cpuReconciles {
-		select {
-		case <-firstPass:
-		case <-time.After(reconcilePeriod):
-			panic("the CPU manager's reconcile loop made no first pass")
+	if k.cpu != nil { // nil: start mode, the memory manager alone
+		if err := startCPU(k.cpu, cpumanager.ActivePodsFunc(cpuActive), sourcesReady{}, podStatuses{}, runtimeService{}, containerMap()); err != nil {
+			return "cpumanager.Start", err
 		}
+		if k.cpuReconciles {
+			select {
+			case <-firstPass:
+			case <-time.After(reconcilePeriod):
+				panic("the CPU manager's reconcile loop made no first pass")
+			}
+		}
+	}
+	if k.mem == nil { // start mode, the CPU manager alone
+		return "ok", nil
 	}
 	if err := startMemory(k.mem, memorymanager.ActivePodsFunc(active.List), sourcesReady{}, podStatuses{}, runtimeService{}, containerMap()); err != nil {
 		return "memorymanager.Start", err
@@ -150,7 +162,12 @@ func (k *kubelet) Start(active *common.ActivePods, containers [][2]string) (stri
 	return "ok", nil
 }
 
-func (k *kubelet) AllocatableCPUs() string { return k.cpu.GetAllocatableCPUs().String() }
+func (k *kubelet) AllocatableCPUs() string {
+	if k.cpu == nil {
+		return ""
+	}
+	return k.cpu.GetAllocatableCPUs().String()
+}
 
 func (k *kubelet) Admit(pod *v1.Pod, others []*v1.Pod) (bool, string, string) {
 	r := admit(k.tm, pod, others)
