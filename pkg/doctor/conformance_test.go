@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -17,23 +18,44 @@ import (
 
 // The kubelet-start vectors: for each case (checkpoint files written by a real kubelet, a
 // machine, a kubelet config) and each kubelet version, whether the real cpumanager and
-// memorymanager packages of that version let the kubelet start, and their exact error. One set
-// packed by hack/vectorpack (testdata/kubelet-start/README.md): each case's expectation is its
+// memorymanager packages of that version let the kubelet start, and their exact error. Each set
+// is packed by hack/vectorpack (testdata/kubelet-start/README.md): each case's expectation is its
 // results by version; the set's meta lists the versions.
+//
+// start is the shipped set (tools/statevec: 1.25.16, 1.31.14, 1.34.10, 1.37.1); start-admitvec
+// holds the same cases run by hack/admitvec's start mode (hack/admitvec/start.sh: 1.37.1, equal
+// to the shipped set's, and 1.38.0-beta.0).
 const startVectorsFile = "../../testdata/kubelet-start/start" + vectorpack.Ext
 
-var startSet = sync.OnceValues(func() (*vectorpack.Set, error) { return vectorpack.ReadFile(startVectorsFile) })
+var startVectorsFiles = []string{startVectorsFile, "../../testdata/kubelet-start/start-admitvec" + vectorpack.Ext}
 
-// startVector is the case of that name.
+var startSets = func() map[string]func() (*vectorpack.Set, error) {
+	m := map[string]func() (*vectorpack.Set, error){}
+	for _, f := range startVectorsFiles {
+		m[f] = sync.OnceValues(func() (*vectorpack.Set, error) { return vectorpack.ReadFile(f) })
+	}
+	return m
+}()
+
+// startSet is the shipped set, which the other tests of this package take their cases from.
+var startSet = startSets[startVectorsFile]
+
+// startVector is the case of that name in the shipped set.
 func startVector(t testing.TB, name string) vectorpack.Case {
 	t.Helper()
-	set, err := startSet()
+	return startVectorIn(t, startVectorsFile, name)
+}
+
+// startVectorIn is the case of that name in the set of that file.
+func startVectorIn(t testing.TB, file, name string) vectorpack.Case {
+	t.Helper()
+	set, err := startSets[file]()
 	if err != nil {
 		t.Fatal(err)
 	}
 	c, ok := set.Case(name)
 	if !ok {
-		t.Fatalf("kubelet-start vector %s missing", name)
+		t.Fatalf("%s: kubelet-start vector %s missing", file, name)
 	}
 	return c
 }
@@ -70,7 +92,13 @@ type managerOutcome struct {
 // that kubelet, the machine, and the case's `kubelet` section as a KubeletConfiguration.
 func startCase(t testing.TB, name string, files []string, version string) replay.StartInput {
 	t.Helper()
-	raw, ok := startVector(t, name).Files["machine.json"]
+	return startCaseIn(t, startVectorsFile, name, files, version)
+}
+
+// startCaseIn is startCase for a case of the set of that file.
+func startCaseIn(t testing.TB, file, name string, files []string, version string) replay.StartInput {
+	t.Helper()
+	raw, ok := startVectorIn(t, file, name).Files["machine.json"]
 	if !ok {
 		t.Fatalf("%s: no machine.json", name)
 	}
@@ -82,11 +110,16 @@ func startCase(t testing.TB, name string, files []string, version string) replay
 	if err != nil {
 		t.Fatal(err)
 	}
-	return startCaseWith(t, name, files, version, m, cfg)
+	return startCaseWithIn(t, file, name, files, version, m, cfg)
 }
 
 // startCaseWith is startCase with the kubelet config given (a fix applied to the case's).
 func startCaseWith(t testing.TB, name string, files []string, version string, m *machine.Machine, cfg *replay.KubeletConfig) replay.StartInput {
+	t.Helper()
+	return startCaseWithIn(t, startVectorsFile, name, files, version, m, cfg)
+}
+
+func startCaseWithIn(t testing.TB, file, name string, files []string, version string, m *machine.Machine, cfg *replay.KubeletConfig) replay.StartInput {
 	t.Helper()
 	// The config's gates are the kubelet's: they change how it reads some files too.
 	k, err := decode.ParseKubelet(version, cfg.FeatureGates)
@@ -94,7 +127,7 @@ func startCaseWith(t testing.TB, name string, files []string, version string, m 
 		t.Fatal(err)
 	}
 	in := replay.StartInput{Machine: m, Config: cfg, Kubelet: k}
-	c := startVector(t, name)
+	c := startVectorIn(t, file, name)
 	for _, f := range files {
 		b, ok := c.Files[f]
 		if !ok {
@@ -116,13 +149,19 @@ func startCaseWith(t testing.TB, name string, files []string, version string, m 
 // checkpoints and results.
 func loadStartManifest(t *testing.T) startManifest {
 	t.Helper()
-	set, err := startSet()
+	return loadStartManifestOf(t, startVectorsFile)
+}
+
+// loadStartManifestOf reads the set of that file.
+func loadStartManifestOf(t *testing.T, file string) startManifest {
+	t.Helper()
+	set, err := startSets[file]()
 	if err != nil {
 		t.Fatal(err)
 	}
 	man := startManifest{Cases: map[string]startManifestCase{}}
 	if err := json.Unmarshal(set.Meta["versions"], &man.Versions); err != nil {
-		t.Fatalf("%s: versions: %v", startVectorsFile, err)
+		t.Fatalf("%s: versions: %v", file, err)
 	}
 	for _, c := range set.Cases {
 		mc := startManifestCase{}
@@ -143,7 +182,13 @@ func loadStartManifest(t *testing.T) startManifest {
 // but its checkpoints: a vanished result fails here rather than shrinking the conformance run (a
 // vanished case or file fails to load).
 func TestStartVectorsComplete(t *testing.T) {
-	man := loadStartManifest(t)
+	for _, file := range startVectorsFiles {
+		t.Run(filepath.Base(file), func(t *testing.T) { startVectorsComplete(t, file) })
+	}
+}
+
+func startVectorsComplete(t *testing.T, file string) {
+	man := loadStartManifestOf(t, file)
 	if len(man.Versions) == 0 || len(man.Cases) == 0 {
 		t.Fatalf("manifest has %d versions and %d cases", len(man.Versions), len(man.Cases))
 	}
@@ -157,12 +202,12 @@ func TestStartVectorsComplete(t *testing.T) {
 				t.Errorf("%s: no result for %s", name, v)
 			}
 		}
-		for f := range startVector(t, name).Files {
+		for f := range startVectorIn(t, file, name).Files {
 			if f != "machine.json" && !slices.Contains(startCheckpoints, f) {
 				t.Errorf("%s: file %s is neither its machine nor a checkpoint", name, f)
 			}
 		}
-		if !startVector(t, name).Has("machine.json") {
+		if !startVectorIn(t, file, name).Has("machine.json") {
 			t.Errorf("%s: no machine.json", name)
 		}
 	}
@@ -172,8 +217,15 @@ func TestStartVectorsComplete(t *testing.T) {
 // started: the outcome, its phase and error word for word, and each manager's own policy,
 // phase and error.
 func TestStartConformance(t *testing.T) {
-	man := loadStartManifest(t)
+	for _, file := range startVectorsFiles {
+		t.Run(filepath.Base(file), func(t *testing.T) { startConformance(t, file) })
+	}
+}
+
+func startConformance(t *testing.T, file string) {
+	man := loadStartManifestOf(t, file)
 	total, matched := 0, 0
+	perVersion := map[string]int{}
 	for _, name := range slices.Sorted(maps.Keys(man.Cases)) {
 		c := man.Cases[name]
 		for _, v := range man.Versions {
@@ -183,7 +235,7 @@ func TestStartConformance(t *testing.T) {
 				continue
 			}
 			total++
-			in := startCase(t, name, c.Files, v)
+			in := startCaseIn(t, file, name, c.Files, v)
 			got, err := replay.PredictStart(in)
 			if err != nil {
 				t.Errorf("%s @ %s: %v", name, v, err)
@@ -199,7 +251,11 @@ func TestStartConformance(t *testing.T) {
 				continue
 			}
 			matched++
+			perVersion[v]++
 		}
+	}
+	for _, v := range man.Versions {
+		t.Logf("kubelet-start conformance %s: %d of %d cases matched", v, perVersion[v], len(man.Cases))
 	}
 	t.Logf("kubelet-start conformance: %d of %d (case x version) matched, %d cases x %d versions", matched, total, len(man.Cases), len(man.Versions))
 	if want := len(man.Cases) * len(man.Versions); total != want || matched != total {
