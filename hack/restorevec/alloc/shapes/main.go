@@ -15,11 +15,17 @@ import (
 	"strings"
 )
 
-// The file every case is written as: the allocation manager's checkpoint.
-const fileName = "allocated_pods_state"
+// The file every case is written as: the allocation manager's checkpoint; and the runtime
+// manager's, written by 1.38.0-beta.0's module only (actuated.go).
+const (
+	fileName     = "allocated_pods_state"
+	actuatedFile = "actuated_pods_state"
+)
 
 // A written file and what its writer's own restore said of it.
 type written struct {
+	// Component is the file's name on the node (default fileName): actuated_pods_state too.
+	Component   string `json:"component,omitempty"`
 	Case        string `json:"case"`
 	Mutation    string `json:"mutation,omitempty"`
 	Description string `json:"description"`
@@ -29,6 +35,14 @@ type written struct {
 	// HashedText is what the writer's checksum hashed (the file's own data), when the file is
 	// as the writer wrote it or its checksum was recomputed by the writer's checksum package.
 	HashedText *string `json:"hashedText,omitempty"`
+}
+
+// component is the file the vector is: fileName unless said.
+func (w written) component() string {
+	if w.Component != "" {
+		return w.Component
+	}
+	return fileName
 }
 
 // name is the vector's name: <case>[.<mutation>].
@@ -93,7 +107,7 @@ func writeAll(dir string) error {
 	}
 	// Each file also at the path it gets as a vector, for the readers.
 	for _, f := range files {
-		if err := writeFile(filepath.Join(dir, "files", fileName, release(), f.name()+".json"), f.Raw); err != nil {
+		if err := writeFile(filepath.Join(dir, "files", f.component(), release(), f.name()+".json"), f.Raw); err != nil {
 			return err
 		}
 	}
@@ -134,10 +148,14 @@ func readAll(dir, out string) error {
 		// The file's name on the node is its vector's first directory.
 		component, _, _ := strings.Cut(rel, "/")
 		r := judge(tmp, component, raw)
-		if component != fileName && r.Verdict != "valid" {
-			// 1.35+ open actuated_pods_state in kubelet.go, which words the error once more:
-			// only the allocation manager's file is judged here.
-			return fmt.Errorf("%s: refused (%s); this generator judges only %s's refusals", rel, *r.Error, fileName)
+		if component == actuatedFile && r.Error != nil {
+			// The actuated file is opened by the runtime manager (1.35-1.37:
+			// kuberuntime_manager.go:384 in 1.37.1) or kubelet.go (1.38.0-beta.0: kubelet.go:820),
+			// both wording the state's error once more; judged here for 1.35+ only.
+			text := "failed to initialize actuated state checkpoint: " + *r.Error
+			r.Error = &text
+		} else if component != fileName && r.Verdict != "valid" {
+			return fmt.Errorf("%s: refused (%s); this generator judges only %s's and %s's refusals", rel, *r.Error, fileName, actuatedFile)
 		}
 		reads[rel] = r
 	}

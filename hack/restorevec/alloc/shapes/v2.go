@@ -181,7 +181,11 @@ func writeCases(work string) ([]written, error) {
 			out = append(out, m...)
 		}
 	}
-	return out, nil
+	act, err := writeActuated(work)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, act...), nil
 }
 
 // hashed is the text checksum.New feeds to fnv32a: the pkg/util/hash spew of the data string.

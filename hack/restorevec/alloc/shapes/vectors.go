@@ -46,16 +46,24 @@ func writeVectors(dir, testdata, readsFlag string) error {
 		labels = append(labels, label)
 	}
 	sort.Strings(labels)
-	own := filepath.Join(fileName, writer)
-	if err := os.RemoveAll(filepath.Join(testdata, own)); err != nil {
-		return err
-	}
-	if err := os.RemoveAll(filepath.Join(testdata, "expected", own)); err != nil {
-		return err
+	// The writer's own directories, one per file it writes, are written anew.
+	owns := map[string]bool{}
+	for _, f := range files {
+		own := filepath.Join(f.component(), writer)
+		if owns[own] {
+			continue
+		}
+		owns[own] = true
+		if err := os.RemoveAll(filepath.Join(testdata, own)); err != nil {
+			return err
+		}
+		if err := os.RemoveAll(filepath.Join(testdata, "expected", own)); err != nil {
+			return err
+		}
 	}
 	for _, f := range files {
 		name := f.name()
-		rel := filepath.ToSlash(filepath.Join(own, name+".json"))
+		rel := filepath.ToSlash(filepath.Join(f.component(), writer, name+".json"))
 		if err := writeFile(filepath.Join(testdata, rel), f.Raw); err != nil {
 			return err
 		}
@@ -63,7 +71,7 @@ func writeVectors(dir, testdata, readsFlag string) error {
 		if !ok {
 			return fmt.Errorf("%s: the writer's own reader did not judge it", rel)
 		}
-		e := expectation{Component: fileName, Writer: writer, Case: name, Description: f.Description, Format: f.Format,
+		e := expectation{Component: f.component(), Writer: writer, Case: name, Description: f.Description, Format: f.Format,
 			ExpectedVerdict: byWriter.Verdict, ExpectedError: byWriter.Error, Reads: map[string]read{}}
 		if f.Mutation != "" {
 			e.Mutation = &f.Mutation
@@ -92,7 +100,7 @@ func writeVectors(dir, testdata, readsFlag string) error {
 	// The other writers' vectors: add (or replace) these readers' lines.
 	for _, l := range labels {
 		for rel, r := range readers[l] {
-			if strings.HasPrefix(rel, own+"/") {
+			if own, _, _ := strings.Cut(rel, "/"+writer+"/"); owns[own+"/"+writer] {
 				continue
 			}
 			if err := setRead(filepath.Join(testdata, "expected", strings.TrimSuffix(rel, ".json")+".json"), l, r); err != nil {
