@@ -4,7 +4,10 @@
 # statevec/machine/v1, and its checkpoints), whether that release's NewManager and Start let the
 # kubelet start, and the exact error (testdata/kubelet-start/README.md).
 # Usage: hack/admitvec/start.sh release ...
-#   IN=FILE       the cases, a packed kubelet-start set (default testdata/kubelet-start/start.vectors.jsonl)
+#   IN=FILE|DIR   the cases: a packed kubelet-start set (default testdata/kubelet-start/start.vectors.jsonl),
+#                 or a directory cases/<name>/ of machine.json and setup/write.json, whose
+#                 cpu_manager_state WRITER's real state writer writes (-mode seed; startcases/)
+#   WRITER=REL    the release writing a directory's checkpoints (default the first release given)
 #   OUT=FILE      write the releases' results as a set (MANIFEST schema statevec/manifest/v1,
 #                 generator hack/admitvec -mode start), packed by hack/vectorpack
 #   CHECK=1       compare each release's results with IN's results for that release, case by
@@ -12,9 +15,11 @@
 #   BINDIR=DIR    reuse binaries DIR/<release> instead of building them
 #   JOBS=N        cases run at once (default 2)
 set -euo pipefail
+in=${IN:+$(realpath "$IN")}
+out=${OUT:+$(realpath -m "$OUT")}
 cd "$(dirname "$0")"
 repo=$(cd ../.. && pwd)
-in=${IN:-$repo/testdata/kubelet-start/start.vectors.jsonl}
+in=${in:-$repo/testdata/kubelet-start/start.vectors.jsonl}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 [ $# -gt 0 ] || { echo "usage: $0 release ..." >&2; exit 2; }
@@ -22,7 +27,22 @@ trap 'rm -rf "$work"' EXIT
 # shellcheck source=lib.sh
 . ./lib.sh
 build_releases "$work/bin" "$@"
-(cd "$repo" && go run ./hack/vectorpack -unpack "$in" "$work/in") > /dev/null
+if [ -d "$in" ]; then
+  writer=${WRITER:-${releases[0]}}
+  [ -x "$work/bin/$writer" ] || { echo "WRITER $writer is not among the releases given" >&2; exit 2; }
+  mkdir -p "$work/in/cases"
+  for src in "$in"/cases/*/; do
+    name=$(basename "$src")
+    dest=$work/in/cases/$name
+    mkdir -p "$dest"
+    cp "$src/machine.json" "$dest/"
+    if [ -f "$src/setup/write.json" ]; then
+      "$work/bin/$writer" -mode seed -case "$src" -out "$dest" 2>> "$work/log.txt"
+    fi
+  done
+else
+  (cd "$repo" && go run ./hack/vectorpack -unpack "$in" "$work/in") > /dev/null
+fi
 
 for rel in "${releases[@]}"; do
   SECONDS=0
@@ -33,7 +53,7 @@ for rel in "${releases[@]}"; do
   echo "$rel: $(ls "$work/out/$rel" | wc -l) cases in ${SECONDS}s" >&2
 done
 
-python3 - "$work" "$in" "${CHECK:-}" "${OUT:-}" "${releases[@]}" << 'EOF'
+python3 - "$work" "$in" "${CHECK:-}" "${out:-}" "${releases[@]}" << 'EOF'
 import json, os, shutil, sys
 work, packed, check, out, releases = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
 cases = sorted(os.listdir(f"{work}/in/cases"))
@@ -43,7 +63,8 @@ if check:
     for r in releases:
         same = diff = absent = 0
         for c in cases:
-            shipped = json.load(open(f"{work}/in/cases/{c}/expected.json")).get(r)
+            exp = f"{work}/in/cases/{c}/expected.json"
+            shipped = json.load(open(exp)).get(r) if os.path.exists(exp) else None
             if shipped is None:
                 absent += 1
             elif shipped == results[c][r]:
@@ -60,12 +81,19 @@ if out:
         for f in os.listdir(f"{work}/in/cases/{c}"):
             if f != "expected.json":
                 shutil.copy(f"{work}/in/cases/{c}/{f}", f"{set_dir}/cases/{c}/{f}")
+    info = {}
+    if os.path.isdir(packed):
+        for c in cases:
+            m = json.load(open(f"{packed}/cases/{c}/setup/meta.json"))
+            info[c] = {k: m[k] for k in ("scenario", "description", "tags") if k in m}
+            if os.path.exists(f"{set_dir}/cases/{c}/cpu_manager_state"):
+                info[c]["writer"] = os.environ.get("WRITER") or releases[0]
     json.dump({"schema": "statevec/manifest/v1", "versions": releases,
                "generator": "hack/admitvec -mode start (real k8s.io/kubernetes cpumanager + memorymanager NewManager/Start)",
-               "cases": {c: {"results": results[c]} for c in cases}},
+               "cases": {c: dict(info.get(c, {}), results=results[c]) for c in cases}},
               open(f"{set_dir}/MANIFEST.json", "w"), indent=1, sort_keys=True)
 sys.exit(1 if bad else 0)
 EOF
-if [ -n "${OUT:-}" ]; then
-  (cd "$repo" && go run ./hack/vectorpack "$work/set" "$OUT")
+if [ -n "${out:-}" ]; then
+  (cd "$repo" && go run ./hack/vectorpack "$work/set" "$out")
 fi

@@ -24,10 +24,12 @@ import (
 //
 // start is the shipped set (tools/statevec: 1.25.16, 1.31.14, 1.34.10, 1.37.1); start-admitvec
 // holds the same cases run by hack/admitvec's start mode (hack/admitvec/start.sh: 1.37.1, equal
-// to the shipped set's, and 1.38.0-beta.0).
+// to the shipped set's, and 1.38.0-beta.0); start-rows holds our own cases whose start tells
+// 1.37 and 1.38 apart (hack/admitvec/startcases: the reserved CPUs' pick).
 const startVectorsFile = "../../testdata/kubelet-start/start" + vectorpack.Ext
 
-var startVectorsFiles = []string{startVectorsFile, "../../testdata/kubelet-start/start-admitvec" + vectorpack.Ext}
+var startVectorsFiles = []string{startVectorsFile, "../../testdata/kubelet-start/start-admitvec" + vectorpack.Ext,
+	"../../testdata/kubelet-start/start-rows" + vectorpack.Ext}
 
 var startSets = func() map[string]func() (*vectorpack.Set, error) {
 	m := map[string]func() (*vectorpack.Set, error){}
