@@ -80,6 +80,8 @@ deletions=(
   'delete-one-start-case :: delete_line testdata/kubelet-start/start.vectors.jsonl case 12'
   'delete-one-start-result :: edit_case testdata/kubelet-start/start.vectors.jsonl 24 "c[\"expected\"].pop(sorted(c[\"expected\"])[0])"'
   'delete-one-start-file :: delete_line testdata/kubelet-start/start.vectors.jsonl blob 42'
+  'delete-start-admitvec-set :: rm testdata/kubelet-start/start-admitvec.vectors.jsonl'
+  'delete-one-start-rows-result :: edit_case testdata/kubelet-start/start-rows.vectors.jsonl 2 "c[\"expected\"].pop(\"v1.38.0-beta.0\")"'
   'delete-one-admission-case :: delete_line testdata/admission/v1.37.1-shapes.vectors.jsonl case 17'
   'delete-one-admission-expected :: edit_case testdata/admission/v1.36.4.vectors.jsonl 101 "del c[\"expected\"]"'
   'delete-one-admission-file :: delete_line testdata/admission/v1.37.1-gen.vectors.jsonl blob 6'
