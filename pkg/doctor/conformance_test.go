@@ -39,10 +39,8 @@ var startSets = func() map[string]func() (*vectorpack.Set, error) {
 	return m
 }()
 
-// startSet is the shipped set, which the other tests of this package take their cases from.
-var startSet = startSets[startVectorsFile]
-
-// startVector is the case of that name in the shipped set.
+// startVector is the case of that name in the shipped set, which the other tests of this
+// package take their cases from.
 func startVector(t testing.TB, name string) vectorpack.Case {
 	t.Helper()
 	return startVectorIn(t, startVectorsFile, name)
