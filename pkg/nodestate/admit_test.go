@@ -56,9 +56,10 @@ func guaranteedPod(name, node, cpu, memory string) *corev1.Pod {
 		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
 }
 
-// On a live node, admit runs in the node's worker on the files of the same exec, with the
-// node's allocatable and running pods for the predicate: no request more than reading it.
-func TestAdmitEngineLive(t *testing.T) {
+// admitNode is examples/admit-node's machine and kubelet config, and a Ready node "a" of 30 CPUs
+// running kubelet v1.37.1.
+func admitNode(t *testing.T) (*DoctorConfig, *corev1.Node) {
+	t.Helper()
 	dir := filepath.Join(repo, "examples/admit-node")
 	dc, _, err := LoadDoctorConfig(filepath.Join(dir, "machine.json"), filepath.Join(dir, "kubelet-config.yaml"), "")
 	if err != nil {
@@ -69,10 +70,18 @@ func TestAdmitEngineLive(t *testing.T) {
 		Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
 		Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("30"), corev1.ResourceMemory: resource.MustParse("60Gi"), corev1.ResourcePods: resource.MustParse("110")},
 	}}
+	return dc, node
+}
+
+// On a live node, admit runs in the node's worker on the files of the same exec, with the
+// node's allocatable and running pods for the predicate: no request more than reading it.
+func TestAdmitEngineLive(t *testing.T) {
+	dc, node := admitNode(t)
 	running := guaranteedPod("running", "a", "26", "1Gi")
 	files := map[string][]byte{}
 	for _, f := range []string{"cpu_manager_state", "memory_manager_state"} {
-		if files[f], err = os.ReadFile(filepath.Join(dir, f)); err != nil {
+		var err error
+		if files[f], err = os.ReadFile(filepath.Join(repo, "examples/admit-node", f)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -121,16 +130,7 @@ func TestAdmitEngineLive(t *testing.T) {
 // not list them, such a pod is not judged either (the kubelet's predicate would drop the request
 // and admit it, the device manager ignore it: only DRA would hold its devices).
 func TestAdmitDeviceClassExtendedResource(t *testing.T) {
-	dir := filepath.Join(repo, "examples/admit-node")
-	dc, _, err := LoadDoctorConfig(filepath.Join(dir, "machine.json"), filepath.Join(dir, "kubelet-config.yaml"), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Status: corev1.NodeStatus{
-		NodeInfo:    corev1.NodeSystemInfo{KubeletVersion: "v1.37.1", OperatingSystem: "linux"},
-		Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
-		Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("30"), corev1.ResourceMemory: resource.MustParse("60Gi"), corev1.ResourcePods: resource.MustParse("110")},
-	}}
+	dc, node := admitNode(t)
 	class := &resourcev1.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "gpu.example.com"}, Spec: resourcev1.DeviceClassSpec{ExtendedResourceName: ptr.To("example.com/gpu")}}
 	gpu := guaranteedPod("train", "", "2", "1Gi")
 	gpu.Status = corev1.PodStatus{}
