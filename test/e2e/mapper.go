@@ -266,12 +266,13 @@ func (m *execMapper) probeExec(ctx context.Context, pod *corev1.Pod) error {
 	// kwok's lag alone ("no exec found") is waited out for up to 15 s: with a hundred Exec
 	// objects created at once on a busy machine it exceeded a second (TestSmokeScale). Any
 	// other failure keeps the short budget, so a paused API server does not hold the mapper.
-	// The probe is an empty read, the only exec the policy admits in the plugin's namespace. A
-	// node reader pod's is the reader's own: it goes through only once the API server sends the
-	// node's exec to the reader proxy.
+	// The probe is an empty read, the only kind of exec the exec policy admits in the plugin's
+	// namespace (the shell reader's script with no argument). A node reader pod's goes through
+	// only once the API server sends the node's exec to the reader proxy, which runs it as
+	// `true` (readerProbe).
 	probe := fetch.ShellReaderCommand(nodestatelib.DebugPodReads().ShellScript, nil, nil)
 	if isNodeReaderPod(pod) {
-		probe = fetch.NodeReadCommand(nil, nil)
+		probe = readerProbe
 	}
 	var err error
 	lagUntil := time.Now().Add(15 * time.Second)

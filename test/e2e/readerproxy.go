@@ -23,16 +23,25 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
 )
+
+// readerProbe is the exec mapper's probe of a node reader pod: the proxy runs it as `true`. It
+// goes through only once the API server sends the node's exec to the proxy (kwok would look for
+// /kubectl-nodestate on the host and fail), and it costs what the busybox reader pod's probe
+// costs: not the start of a Go binary per pod. It is an empty read, which the exec policy admits.
+var readerProbe = fetch.NodeReadCommand(nil, nil)
 
 // readerPods are the debug pods ("namespace/name") whose container runs the node reader.
 var readerPods sync.Map
@@ -87,12 +96,18 @@ func (p *readerProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		if cmd := q["command"]; len(cmd) > 0 && cmd[0] == fetch.ReaderPath {
 			if _, marked := readerPods.Load(parts[1] + "/" + parts[2]); marked {
-				bin, err := readerBinary()
-				if err != nil {
-					http.Error(w, err.Error(), http.StatusInternalServerError)
-					return
+				if slices.Equal(cmd, readerProbe) {
+					// The mapper's probe: `true`, as a busybox reader pod's probe is, so that the
+					// harness spends the same on a pod of either reader (bench-fanout compares them).
+					cmd = []string{"true"}
+				} else {
+					bin, err := readerBinary()
+					if err != nil {
+						http.Error(w, err.Error(), http.StatusInternalServerError)
+						return
+					}
+					cmd[0] = bin
 				}
-				cmd[0] = bin
 				q["command"] = cmd
 				r.URL.RawQuery = q.Encode()
 			}
@@ -121,23 +136,66 @@ func readerBinary() (string, error) {
 // node-initialize stage, until Ready), so the change stays; the proxy passes every other
 // request through.
 func (m *execMapper) pointNodeAtReaderProxy(ctx context.Context, nodeName string) error {
-	if m.cp.readerProxy == nil {
-		return fmt.Errorf("no node reader proxy")
+	if _, ok := pointedNodes.Load(nodeName); ok {
+		return nil
 	}
-	port := int32(m.cp.readerProxy.port)
 	node, err := m.cp.client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
 	if err != nil {
 		return err
 	}
+	return m.cp.pointAtReaderProxy(ctx, node)
+}
+
+// pointAtReaderProxy patches the node's kubelet endpoint port to the proxy's, unless it is.
+func (cp *controlPlane) pointAtReaderProxy(ctx context.Context, node *corev1.Node) error {
+	if cp.readerProxy == nil {
+		return fmt.Errorf("no node reader proxy")
+	}
+	port := int32(cp.readerProxy.port)
 	if node.Status.DaemonEndpoints.KubeletEndpoint.Port == port {
 		return nil
 	}
 	patch := fmt.Sprintf(`{"status":{"daemonEndpoints":{"kubeletEndpoint":{"Port":%d}}}}`, port)
-	_, err = m.cp.client.CoreV1().Nodes().Patch(ctx, nodeName, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "status")
+	_, err := cp.client.CoreV1().Nodes().Patch(ctx, node.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "status")
 	if err != nil {
-		return fmt.Errorf("point node %s at the node reader proxy: %w", nodeName, err)
+		return fmt.Errorf("point node %s at the node reader proxy: %w", node.Name, err)
 	}
 	return nil
+}
+
+// pointedNodes are the nodes PointNodesAtReaderProxy pointed at the proxy, for the test's
+// duration: the mapper does not get them again for each pod (an API request a pod that the
+// busybox reader's pods do not cost).
+var pointedNodes sync.Map
+
+// PointNodesAtReaderProxy sends the exec requests of every node the selector picks through the
+// node reader proxy, before any debug pod of the node reader runs there: a benchmark that
+// compares the two readers then has every exec, of either reader, take the same path.
+func PointNodesAtReaderProxy(t testing.TB, selector string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	list, err := cp.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: selector, ResourceVersion: "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g errgroup.Group
+	g.SetLimit(16)
+	for i := range list.Items {
+		g.Go(func() error { return cp.pointAtReaderProxy(ctx, &list.Items[i]) })
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range list.Items {
+		pointedNodes.Store(n.Name, true)
+	}
+	t.Cleanup(func() {
+		for _, n := range list.Items {
+			pointedNodes.Delete(n.Name)
+		}
+	})
+	t.Logf("%d nodes (%s) send their execs through the node reader proxy", len(list.Items), selector)
 }
 
 // logWriter sends the proxy's log lines to the harness's log.
