@@ -21,8 +21,9 @@ import (
 )
 
 // TestBenchFanout is `make bench-fanout`: every fan-out verb beside the floor program
-// (test/e2e/floor), in one run, interleaved (floor, verify, floor-doctor, doctor, floor-admit,
-// admit, admit-gpu, then the same in reverse order), on the same kwok nodes, in two node states:
+// (test/e2e/floor), in one run, interleaved (floor, verify, floor-binary, verify-binary,
+// floor-doctor, doctor, floor-admit, admit, admit-gpu, floor-admit-binary, admit-binary, then
+// the same in reverse order), on the same kwok nodes, in two node states:
 //
 //   - nostart: examples/kubelet-root's files, whose CPU and memory manager states this host's
 //     machine and the config K refuse: the kubelet would not start, doctor searches fixes,
@@ -33,20 +34,26 @@ import (
 // The verbs are those a user runs on a fleet: verify --all-nodes; doctor --all-nodes
 // --kubelet-config K; admit --all-nodes -f pod.yaml --kubelet-config K (a pod of 1 exclusive
 // CPU); admit --all-nodes -f gpu-pod.yaml --devices FILE --kubelet-config K (the same pod with a
-// device-plugin resource, the device manager replayed). Each reads the machine from the node's
+// device-plugin resource, the device manager replayed); and verify and admit again with the
+// binary reader (--reader=binary: the debug pod runs the plugin's image and its exec is
+// `/kubectl-nodestate node-read`, which kwok's node reader proxy runs as the plugin binary
+// under test; admit's also asks the kubelet's PodResources API, which a kwok node does not
+// serve: the section says so). Each reads the machine from the node's
 // sysfs in the same exec as the files (kwok: this host's). Each verb's floor creates that
 // verb's very debug pod (nodestate's Runner.DebugPodOptions: doctor's also mounts the cgroup
 // and CDI dirs, a larger object on every write and watch event), runs its very exec command
 // (Runner.ExecCommand) and makes its requests: floor for
 // verify's (the files), floor-doctor for doctor's (and the sysfs, cgroups, sockets and CDI
-// dumps), floor-admit for admit's (and the sysfs and PCI dumps); these two also list each
+// dumps), floor-admit for admit's (and the sysfs and PCI dumps), floor-binary and
+// floor-admit-binary for verify's and admit's with the binary reader (its pod and its
+// node-read command); the admit floors and floor-doctor also list each
 // node's pods, as doctor and admit do (they weigh and name them), and floor-doctor gets the
 // ResourceClaims the node's DRA checkpoint prepared, as doctor does, so that a ratio is what the
 // plugin adds to the same work. Under kwok every exec's shell runs on the control
 // plane's host, not on the node: what a node's script costs is charged to the fleet's time,
 // and so to the floor that runs it too. Per state, size and verb it prints
 //
-//	BENCH fanout state=S nodes=N verb=V time=Xs ratio=X/its-floor cpu_ratio=M/its-floor's own_ratio=O floor=F vs_verify=X/verify requests_per_node=R rss=MiB cpu=Cs machine_cpu=Ms
+//	BENCH fanout state=S nodes=N verb=V time=Xs ratio=X/its-floor cpu_ratio=M/its-floor's own_ratio=O floor=F vs_verify=X/verify [vs_shell=X/busybox-reader's cpu_vs_shell=M/its own_vs_shell=C/its] requests_per_node=R rss=MiB cpu=Cs machine_cpu=Ms
 //
 // time is the mean of the verb's runs, rss the highest peak RSS (VmHWM) of its runs,
 // requests_per_node the API server's count (as bench-scale's, the environment's share taken
@@ -62,14 +69,16 @@ import (
 // control plane's CPU for it varies by up to a quarter from run to run of the same program;
 // own_ratio leaves that noise out and keeps what the plugin adds. Each run starts once the
 // control plane is back to what it spends idle (settled, up to a minute), so that no run is
-// charged the previous one's tail.
+// charged the previous one's tail. vs_shell, on the binary reader's verbs and floor, is the
+// ratio to the same verb (or floor) with the busybox reader: time, machine CPU and own CPU.
 // Environment:
 //
 //	NODESTATE_BENCH_FANOUT_SIZES   node counts, e.g. "1000 10000" (unset: skip)
 //	NODESTATE_BENCH_FANOUT_STATES  "nostart starts" (default both)
 //	NODESTATE_BENCH_FANOUT_ROUNDS  1: one run of each verb, 2 (default): both orders
 //	NODESTATE_BENCH_FANOUT_WARMUP  runs of the first verb's floor, dropped, before a size's first measured run (default 1)
-//	NODESTATE_BENCH_FANOUT_VERBS   a subset of "floor verify floor-doctor doctor floor-admit admit admit-gpu"
+//	NODESTATE_BENCH_FANOUT_VERBS   a subset of "floor verify floor-binary verify-binary floor-doctor doctor
+//	                               floor-admit admit admit-gpu floor-admit-binary admit-binary"
 //	NODESTATE_BENCH_FANOUT_CONCURRENCY  --concurrency of all (default: the plugin's)
 //	NODESTATE_BENCH_FANOUT_PROFILE      cpu, heap, allocs...: each plugin run writes that profile (the floors: cpu only)
 //	                                    (--profile) to DIR/STATE-NODES-VERB.pprof, DIR being
@@ -92,7 +101,8 @@ func TestBenchFanout(t *testing.T) {
 	}
 	verbs := strings.Fields(os.Getenv("NODESTATE_BENCH_FANOUT_VERBS"))
 	if len(verbs) == 0 {
-		verbs = []string{"floor", "verify", "floor-doctor", "doctor", "floor-admit", "admit", "admit-gpu"}
+		verbs = []string{"floor", "verify", "floor-binary", "verify-binary", "floor-doctor", "doctor",
+			"floor-admit", "admit", "admit-gpu", "floor-admit-binary", "admit-binary"}
 	}
 
 	// One kubelet dir for every node, rewritten between the states.
@@ -141,12 +151,22 @@ spec:
 	ns := NewNamespace(t, nil)
 	concurrency := strconv.Itoa(envInts(t, "NODESTATE_BENCH_FANOUT_CONCURRENCY", strconv.Itoa(cmdutil.DefaultConcurrency))[0])
 	// Each floor's exec: the verb's own, as its Runner builds it (the kubelet config given, as
-	// --kubelet-config gives it: not read from the node).
+	// --kubelet-config gives it: not read from the node), with the verb's reader: the binary
+	// reader's pod runs the plugin's image (the same tag for the verb and its floor).
 	given := &replay.KubeletConfig{}
+	shell, binary := nodestatelib.DebugPod{}, nodestatelib.DebugPod{Reader: nodestatelib.ReaderBinary, Image: benchReaderImage}
 	floorRead := map[string]floorExec{
-		"floor":        readOf(t, nodestatelib.Engines{}),
-		"floor-doctor": readOf(t, nodestatelib.Engines{Doctor: &nodestatelib.DoctorConfig{KubeletConfig: given}}),
-		"floor-admit":  readOf(t, nodestatelib.Engines{Admit: &nodestatelib.AdmitConfig{KubeletConfig: given}}),
+		"floor":              readOf(t, nodestatelib.Engines{}, shell),
+		"floor-binary":       readOf(t, nodestatelib.Engines{}, binary),
+		"floor-doctor":       readOf(t, nodestatelib.Engines{Doctor: &nodestatelib.DoctorConfig{KubeletConfig: given}}, shell),
+		"floor-admit":        readOf(t, nodestatelib.Engines{Admit: &nodestatelib.AdmitConfig{KubeletConfig: given}}, shell),
+		"floor-admit-binary": readOf(t, nodestatelib.Engines{Admit: &nodestatelib.AdmitConfig{KubeletConfig: given}}, binary),
+	}
+	// Under kwok a node reader's exec goes through the node reader proxy (readerproxy.go), which
+	// points the node's kubelet endpoint at itself on the node's first such pod: every node is
+	// pointed there before the first run, so that every exec, of either reader, takes that path.
+	if slices.ContainsFunc(verbs, isBinary) {
+		PointNodesAtReaderProxy(t, TestSelector(t))
 	}
 
 	profile, profileDir := os.Getenv("NODESTATE_BENCH_FANOUT_PROFILE"), os.Getenv("NODESTATE_BENCH_FANOUT_PROFILE_DIR")
@@ -180,9 +200,12 @@ spec:
 				"admit":     append([]string{"admit", "-f", pod, "--kubelet-config", config}, live...),
 				"admit-gpu": append([]string{"admit", "-f", gpuPod, "--devices", devices, "--kubelet-config", config}, live...),
 			}
+			for _, verb := range []string{"verify", "admit"} {
+				args[verb+"-binary"] = append(slices.Clone(args[verb]), "--reader=binary", "--image", benchReaderImage)
+			}
 			for floor, read := range floorRead {
 				args[floor] = []string{"-kubeconfig", Kubeconfig(), "-n", ns, "-l", sel, "-concurrency", concurrency, "-command", read.command, "-pod-options", read.podOptions}
-				if floor != "floor" {
+				if floor != "floor" && floor != "floor-binary" {
 					args[floor] = append(args[floor], "-list-pods") // as doctor and admit do
 				}
 				if floor == "floor-doctor" && len(claims) > 0 {
@@ -237,11 +260,11 @@ spec:
 // creates (its fetch.Options) and the command it runs in it, both as JSON.
 type floorExec struct{ command, podOptions string }
 
-// readOf is the debug pod and exec command of a live read with these engines, as the verb's
-// Runner builds them.
-func readOf(t *testing.T, engines nodestatelib.Engines) floorExec {
+// readOf is the debug pod and exec command of a live read with these engines and this reader, as
+// the verb's Runner builds them.
+func readOf(t *testing.T, engines nodestatelib.Engines, pod nodestatelib.DebugPod) floorExec {
 	t.Helper()
-	r, err := nodestatelib.New(context.Background(), nodestatelib.Config{Nodes: []string{"any"}, Client: Client(), RESTConfig: RESTConfig(), Engines: engines})
+	r, err := nodestatelib.New(context.Background(), nodestatelib.Config{Nodes: []string{"any"}, Client: Client(), RESTConfig: RESTConfig(), Engines: engines, DebugPod: pod})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +279,14 @@ func readOf(t *testing.T, engines nodestatelib.Engines) floorExec {
 	return floorExec{string(command), string(podOptions)}
 }
 
+// benchReaderImage is the image of the binary reader's debug pods, the verbs' (--image) and
+// their floors': under kwok no image is pulled, what counts is that both create the same pod.
+const benchReaderImage = "ghcr.io/kubectl-nodestate/kubectl-nodestate:bench"
+
 func isFloor(verb string) bool { return strings.HasPrefix(verb, "floor") }
+
+// isBinary says whether the verb (or floor) reads with the node reader (--reader=binary).
+func isBinary(verb string) bool { return strings.HasSuffix(verb, "-binary") }
 
 // floorOf is the floor a verb is compared with: the one that runs its exec.
 func floorOf(verb string) string {
@@ -265,9 +295,16 @@ func floorOf(verb string) string {
 		return "floor-doctor"
 	case "admit", "admit-gpu":
 		return "floor-admit"
+	case "verify-binary":
+		return "floor-binary"
+	case "admit-binary":
+		return "floor-admit-binary"
 	}
 	return "floor"
 }
+
+// shellOf is the busybox reader's counterpart of a binary reader's verb or floor.
+func shellOf(verb string) string { return strings.TrimSuffix(verb, "-binary") }
 
 // buildFloor builds test/e2e/floor.
 func buildFloor(t *testing.T) string {
@@ -287,7 +324,7 @@ func checkFanout(t *testing.T, verb, state string, r benchRun, nodes, files int)
 	if lines := strings.Count(r.stderr, "\n"); lines > 20 {
 		t.Errorf("%s: %d lines on stderr for %d nodes, e.g.:\n%s", verb, lines, nodes, tailLines(r.stderr, 5))
 	}
-	switch verb {
+	switch verb = shellOf(verb); verb {
 	case "floor", "floor-doctor", "floor-admit":
 		if !strings.Contains(r.stdout, fmt.Sprintf("nodes=%d ", nodes)) || !strings.Contains(r.stdout, " failed=0") {
 			t.Fatalf("floor: %s", r.stdout)
@@ -430,6 +467,9 @@ func printFanout(t *testing.T, state string, size int, verbs []string, runs map[
 		}
 		if verifyTime > 0 {
 			line += fmt.Sprintf(" vs_verify=%.3f", x/verifyTime)
+		}
+		if ss := runs[shellOf(verb)]; isBinary(verb) && len(ss) > 0 {
+			line += fmt.Sprintf(" vs_shell=%.3f cpu_vs_shell=%.3f own_vs_shell=%.3f", x/meanWall(ss), meanMachineCPU(rs)/meanMachineCPU(ss), meanCPU(rs)/meanCPU(ss))
 		}
 		line += fmt.Sprintf(" requests_per_node=%.2f rss=%.0fMiB cpu=%.1fs machine_cpu=%.1fs", req/float64(len(rs))/float64(size), float64(rss)/1024, meanCPU(rs), meanMachineCPU(rs))
 		fmt.Println("BENCH " + line)
