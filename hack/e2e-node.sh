@@ -88,7 +88,9 @@ binaries() {
 }
 timed binaries binaries
 
-# The Node Problem Detector test's images (TestNodeProblemDetector): the plugin's as the release
+# The Node Problem Detector test's images (TestNodeProblemDetector, and TestReaderImagePull's,
+# which pushes the plugin's to a registry on the node's loopback: hack/tools/ociimage/registry,
+# built here from the same pinned module): the plugin's as the release
 # builds it (the static binary alone, hack/tools/ociimage) and NPD's, built from its module at the
 # pin (hack/tools/npd) the same way; NODESTATE_E2E_NPD/images lists them as REF TAR.
 npd_images() {
@@ -98,7 +100,8 @@ npd_images() {
   # goreleaser's flags for the release binaries: release-check's linux/amd64 build (later in CI)
   # then finds these packages compiled.
   CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$dir/static/kubectl-nodestate" ./cmd/kubectl-nodestate
-  (cd hack/tools/ociimage && GOWORK=off GOFLAGS=-mod=readonly CGO_ENABLED=0 go build -o "$dir/ociimage" .)
+  (cd hack/tools/ociimage && GOWORK=off GOFLAGS=-mod=readonly CGO_ENABLED=0 go build -o "$dir/ociimage" . &&
+    GOWORK=off GOFLAGS=-mod=readonly CGO_ENABLED=0 go build -o "$tmp/registry" ./registry)
   local plat npd_version
   plat=linux/$(go env GOARCH)
   npd_version=$(basename "$(readlink "$bin/node-problem-detector")")
@@ -117,6 +120,7 @@ timed up hack/e2e-node/up.sh "$bin" "$tmp/pause/pause" "$tmp/plugin/kubectl-node
 run_tests() {
   (cd test/e2e-node && NODESTATE_E2E_NODE_ENV="$S/env" NODESTATE_PLUGIN="$tmp/plugin/kubectl-nodestate" NODESTATE_CRI_STOP="$tmp/cri-stop" \
     NODESTATE_E2E_DEVICE_PLUGIN="$tmp/device-plugin" NODESTATE_E2E_DRA_DRIVER="$tmp/dra-driver" NODESTATE_E2E_NPD="$tmp/npd" \
+    NODESTATE_E2E_REGISTRY="$tmp/registry" \
     NODESTATE_REPO="$root" "${NSENTER[@]}" "$tmp/e2e-node.test" -test.v -test.count=1 -test.timeout=20m "$@")
 }
 timed tests run_tests "$@"
