@@ -43,7 +43,7 @@ bench-nodecheck: ## each node-local check (node-check, the NPD plugin) on a node
 bench-scale: ## the plugin's verify --all-nodes beside a minimal client-go floor on NODES (1,000) kwok nodes, and at 100 and 300
 	hack/bench-scale.sh
 
-bench-fanout: ## every fan-out verb (verify, doctor, admit, admit --devices) beside a floor creating its very debug pod and running its very exec, interleaved in one run, on NODES (1,000; a list for several sizes) kwok nodes in two node states: time, machine-CPU and own-CPU ratios, requests per node, peak RSS (not in CI)
+bench-fanout: ## every fan-out verb (verify, doctor, admit, admit --devices; verify and admit with --reader=binary too) beside a floor creating its very debug pod and running its very exec, interleaved in one run, on NODES (1,000; a list for several sizes) kwok nodes in two node states: time, machine-CPU and own-CPU ratios, requests per node, peak RSS (not in CI)
 	NODESTATE_BENCH_FANOUT_SIZES="$${NODESTATE_BENCH_FANOUT_SIZES:-$${NODES:-1000}}" hack/e2e.sh -run '^TestBenchFanout$$' -timeout 300m -v 2>&1 | grep -E '^(BENCH|---|FAIL|ok|    bench)'
 
 bench-admit: ## admit --all-nodes beside verify --all-nodes, interleaved in one run, on NODES (1,000) kwok nodes: time ratio and requests per node
