@@ -86,7 +86,8 @@ func TestReaderImagePull(t *testing.T) {
 	t.Logf("registry (pid %d) at %s; pushed %s in %s", reg.Process.Pid, addr, ref, time.Since(start).Round(time.Millisecond))
 
 	// A cold node: neither the layer nor its snapshot (an earlier test's import of the same
-	// image is removed at its end; its containers may hold the snapshot a while longer).
+	// image is removed at its end, every name of it: removeImageAtEnd; its containers may hold
+	// the snapshot a while longer).
 	ctr := []string{"--address", strings.TrimPrefix(node.CRIEndpoint, "unix://"), "--namespace", "k8s.io"}
 	has := func(args ...string) string {
 		b, err := exec.Command("ctr", append(ctr, args...)...).CombinedOutput()
@@ -109,12 +110,6 @@ func TestReaderImagePull(t *testing.T) {
 	if err != nil {
 		t.Fatalf("not a cold node: containerd holds%s\n%s", held, has("images", "ls"))
 	}
-	t.Cleanup(func() {
-		if b, err := exec.Command("ctr", append(ctr, "images", "rm", "--sync", ref)...).CombinedOutput(); err != nil {
-			t.Errorf("ctr images rm %s: %v\n%s", ref, err, b)
-		}
-	})
-
 	n, err := node.Client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -128,6 +123,7 @@ func TestReaderImagePull(t *testing.T) {
 		t.Fatalf("verify --reader=binary on a cold node:\n%s", cold)
 	}
 	pulled := kubeletPulled(t, ref, since)
+	removeImageAtEnd(t, ref)
 	t.Logf("the kubelet: %s", pulled)
 	// Then the two readers with their images present, interleaved: what a node pays each time.
 	var warm, shell []time.Duration
