@@ -35,7 +35,7 @@ type Meta struct {
 	Tags        []string `json:"tags"`
 }
 
-var caseFiles = []string{"machine.json", "devices.json", "cpu_manager_state", "memory_manager_state", "device-plugins/kubelet_internal_checkpoint", "pod.json", "pod2.json", "node.json"}
+var caseFiles = []string{"machine.json", "devices.json", "cpu_manager_state", "memory_manager_state", "device-plugins/kubelet_internal_checkpoint", "pod.json", "pod2.json", "pod3.json", "pod4.json", "pod5.json", "node.json", "restart.json"}
 
 func outcome(e *Expected, i int) *string {
 	var s string

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -25,9 +26,9 @@ type Kubelet interface {
 	// NewManagers creates the topology manager, then the CPU and the memory managers with it
 	// as their affinity store, registered as its hint providers. It says which step failed.
 	NewManagers(*Config) (phase string, err error)
-	// Start starts the CPU manager, then the memory manager, on the checkpoints in the state
-	// dir, with these active pods and the containers the runtime reports.
-	Start(active *ActivePods, containers [][2]string) (phase string, err error)
+	// Start starts the CPU manager, then the memory manager (then the device manager), on the
+	// checkpoints in the state dir, with these active pods and what the runtime reports.
+	Start(active *ActivePods, rt *Runtime) (phase string, err error)
 	AllocatableCPUs() string
 	// Admit runs the kubelet's GetAllocateResourcesPodAdmitHandler (the topology manager).
 	Admit(pod *v1.Pod, others []*v1.Pod) (admit bool, reason, message string)
@@ -39,13 +40,55 @@ type Kubelet interface {
 	State() StateAfter
 	// WriteCPUState writes a cpu_manager_state through the release's own state writer.
 	WriteCPUState(dir string, w *CPUWrite) error
-	// StartPlugins registers a real device plugin per resource and waits for their devices;
+	// StartPlugins registers a real device plugin per resource and waits for their devices
+	// (called again with other resources, it registers those too);
 	// StopPlugins stops some; DeviceCapacity is GetCapacity; ContainerDevices is GetDevices.
 	StartPlugins(map[string][]Device) error
 	StopPlugins(resources []string)
 	DeviceCapacity() (capacity, allocatable map[string]int)
 	ContainerDevices(uid, name string) map[string][]string
+	// DropRegistered rewrites the device checkpoint at path through the release's checkpoint
+	// package without these resources among its registered devices (the kubelet's own write
+	// once a plugin stayed away past its 5-minute grace period); the pods' entries stay.
+	DropRegistered(path string, resources []string) error
 }
+
+// Runtime is what ContainerManager.Start reads of the node (container_manager_linux.go):
+// buildContainerMapAndRunningSetFromRuntime's container map (pod UID, container name,
+// container ID) and running set (IDs), and the kubelet's sourcesReady.
+type Runtime struct {
+	Containers [][3]string
+	Running    map[string]bool
+	Sources    *Sources
+}
+
+// Sources is the kubelet's config.SourcesReady: AllReady is read live by the managers
+// (removeStaleState, UpdateAllocatedDevices, devicesToAllocate's running-container skip).
+type Sources struct{ ready atomic.Bool }
+
+func NewSources(ready bool) *Sources {
+	s := &Sources{}
+	s.ready.Store(ready)
+	return s
+}
+
+func (s *Sources) AddSource(string) {}
+func (s *Sources) AllReady() bool   { return s.ready.Load() }
+func (s *Sources) Set(ready bool)   { s.ready.Store(ready) }
+
+// runningRuntime: every container known and running, the sources ready (every mode but restart).
+func runningRuntime(containers [][2]string) *Runtime {
+	rt := &Runtime{Running: map[string]bool{}, Sources: NewSources(true)}
+	for _, c := range containers {
+		id := containerID(c[0], c[1])
+		rt.Containers = append(rt.Containers, [3]string{c[0], c[1], id})
+		rt.Running[id] = true
+	}
+	return rt
+}
+
+// containerID is the runtime's ID of a container of the cases.
+func containerID(uid, name string) string { return "cid-" + uid + "-" + name }
 
 // CPUWrite is setup/write.json's "cpu": a checkpoint written by the real state writer.
 type CPUWrite struct {
@@ -135,6 +178,8 @@ func Main(k Kubelet) {
 		err = SeedCase(k, *caseDir, *out)
 	case "gen":
 		err = Generate(*out)
+	case "restartgen":
+		err = GenerateRestart(*out)
 	case "manifest":
 		err = WriteManifest(*casesDir, *out, Release())
 	case "compact":
@@ -221,7 +266,7 @@ func bootOnly(k Kubelet, m *Machine, stateDir string, bound []*v1.Pod, plugins m
 			active.add(p)
 		}
 	}
-	if phase, err := k.Start(active, containers); err != nil {
+	if phase, err := k.Start(active, runningRuntime(containers)); err != nil {
 		return fail(phase, err)
 	}
 	e.Starts = true
@@ -269,8 +314,17 @@ func admitWithin(limit time.Duration, k Kubelet, pod *v1.Pod, others []*v1.Pod) 
 // the same attributes, as the kubelet's handler list has it; a pod it refuses keeps what the
 // managers gave it until their next removeStaleState.
 func admit(k Kubelet, active *ActivePods, pods []*v1.Pod, node *v1.Node) []PodResult {
+	return admitEach(k, active, pods, node, nil)
+}
+
+// admitEach is admit with before(i) called before the i-th pod's admission (restart cases:
+// device plugins registering between the re-admissions).
+func admitEach(k Kubelet, active *ActivePods, pods []*v1.Pod, node *v1.Node, before func(int)) []PodResult {
 	var out []PodResult
-	for _, pod := range pods {
+	for i, pod := range pods {
+		if before != nil {
+			before(i)
+		}
 		active.add(pod)
 		others := active.others(pod.UID)
 		ok, reason, message, hung := admitWithin(hangAfter, k, pod, others)
@@ -321,6 +375,9 @@ func collectGarbage(k Kubelet, active *ActivePods) {
 // RunCase admits caseDir's pod.json (then pod2.json) on a kubelet started with caseDir's
 // machine.json and the checkpoints in stateDir (copied: the managers write them).
 func RunCase(k Kubelet, caseDir, stateDir string) (*Expected, error) {
+	if isRestartCase(caseDir) {
+		return RunRestart(k, caseDir, stateDir)
+	}
 	var m Machine
 	if err := readJSON(filepath.Join(caseDir, "machine.json"), &m); err != nil {
 		return nil, err
@@ -447,6 +504,9 @@ func SeedCase(k Kubelet, caseDir, outDir string) error {
 			return err
 		}
 		if err := copyFile(filepath.Join(devicePluginDir, "kubelet_internal_checkpoint"), filepath.Join(outDir, deviceCheckpoint)); err != nil {
+			return err
+		}
+		if err := dropRegistered(k, caseDir, filepath.Join(outDir, deviceCheckpoint)); err != nil {
 			return err
 		}
 	}

@@ -23,8 +23,10 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"k8s.io/apimachinery/pkg/util/sets"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+	"k8s.io/kubernetes/pkg/kubelet/checkpointmanager"
 	"k8s.io/kubernetes/pkg/kubelet/cm/containermap"
 	"k8s.io/kubernetes/pkg/kubelet/cm/devicemanager"
+	"k8s.io/kubernetes/pkg/kubelet/cm/devicemanager/checkpoint"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/hack/admitvec/common"
 )
@@ -57,16 +59,36 @@ func (k *kubelet) newDeviceManager(mi *cadvisorMachine) error {
 }
 
 // startDeviceManager is ContainerManager.Start's device manager step: the checkpoint, the
-// registration server. The pods are ready sources (AllReady).
-func (k *kubelet) startDeviceManager(active *common.ActivePods, containers [][2]string) error {
-	cm := containermap.NewContainerMap()
+// registration server, with the runtime's container map and running set
+// (buildContainerMapAndRunningSetFromRuntime) and the kubelet's sourcesReady.
+func (k *kubelet) startDeviceManager(active *common.ActivePods, rt *common.Runtime, cm containermap.ContainerMap) error {
 	running := sets.New[string]()
-	for _, c := range containers {
-		id := "cid-" + c[0] + "-" + c[1]
-		cm.Add(c[0], c[1], id)
-		running.Insert(id)
+	for id, ok := range rt.Running {
+		if ok {
+			running.Insert(id)
+		}
 	}
-	return startDevices(k.dm, devicemanager.ActivePodsFunc(active.List), sourcesReady{}, cm, running)
+	return startDevices(k.dm, devicemanager.ActivePodsFunc(active.List), rt.Sources, cm, running)
+}
+
+// DropRegistered rewrites the device checkpoint through the release's checkpoint package and
+// checkpoint manager (the kubelet's writeCheckpoint), leaving these resources out of its
+// registered devices: what the kubelet writes once GetCapacity dropped a plugin gone past
+// its grace period (the pods' entries stay).
+func (k *kubelet) DropRegistered(path string, resources []string) error {
+	cm, err := checkpointmanager.NewCheckpointManager(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	cp := checkpoint.New(make([]checkpoint.PodDevicesEntry, 0), make(map[string][]string))
+	if err := cm.GetCheckpoint(filepath.Base(path), cp); err != nil {
+		return err
+	}
+	entries, registered := cp.GetData()
+	for _, r := range resources {
+		delete(registered, r)
+	}
+	return cm.CreateCheckpoint(filepath.Base(path), checkpoint.New(entries, registered))
 }
 
 // plugin is one resource's device plugin: its devices, no preferred allocation, and an
@@ -129,8 +151,8 @@ func (k *kubelet) StartPlugins(devices map[string][]common.Device) error {
 		names = append(names, r)
 	}
 	sort.Strings(names)
-	for i, r := range names {
-		p := &plugin{resource: r, socket: filepath.Join(pluginapi.DevicePluginPath, fmt.Sprintf("plugin-%d.sock", i)), stop: make(chan struct{})}
+	for _, r := range names {
+		p := &plugin{resource: r, socket: filepath.Join(pluginapi.DevicePluginPath, fmt.Sprintf("plugin-%d.sock", len(k.plugins))), stop: make(chan struct{})}
 		for _, d := range devices[r] {
 			dev := &pluginapi.Device{ID: d.ID, Health: d.Health}
 			if d.Topology != nil {

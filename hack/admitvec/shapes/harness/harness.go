@@ -97,11 +97,6 @@ func (k *kubelet) NewManagers(c *common.Config) (string, error) {
 	return "ok", nil
 }
 
-type sourcesReady struct{}
-
-func (sourcesReady) AddSource(string) {}
-func (sourcesReady) AllReady() bool   { return true }
-
 // podStatuses knows no status: the managers' reconcile loops then only remove stale state.
 type podStatuses struct{}
 
@@ -113,31 +108,36 @@ func (runtimeService) UpdateContainerResources(context.Context, string, *runtime
 	return nil
 }
 
-func (k *kubelet) Start(active *common.ActivePods, containers [][2]string) (string, error) {
+func (k *kubelet) Start(active *common.ActivePods, rt *common.Runtime) (string, error) {
 	// Each manager gets its own copy, as the kubelet gives each containerMap.Clone() (1.31's
 	// ContainerMap has no Clone).
 	containerMap := func() containermap.ContainerMap {
 		cm := containermap.NewContainerMap()
-		for _, c := range containers {
-			cm.Add(c[0], c[1], "cid-"+c[0]+"-"+c[1])
+		for _, c := range rt.Containers {
+			cm.Add(c[0], c[1], c[2])
 		}
 		return cm
 	}
 	// The CPU manager's reconcile loop makes its first pass on its own goroutine as Start
 	// returns (wait.Until), and that pass's removeStaleState may drop a refused pod's leftovers.
 	// The kubelet starts it long before it admits a pod: wait for that pass (removeStaleState's
-	// list of active pods, then reconcileState's own: two calls in every release) so that it
-	// never lands between two admissions at random. The next pass is reconcilePeriod away.
+	// list of active pods, then reconcileState's own: two calls in every release; one while the
+	// sources are not ready, removeStaleState returning first) so that it never lands between
+	// two admissions at random. The next pass is reconcilePeriod away.
 	firstPass := make(chan struct{})
+	want := int32(2)
+	if !rt.Sources.AllReady() {
+		want = 1
+	}
 	var calls atomic.Int32
 	cpuActive := func() []*v1.Pod {
-		if calls.Add(1) == 2 {
+		if calls.Add(1) == want {
 			close(firstPass)
 		}
 		return active.List()
 	}
 	if k.cpu != nil { // nil: start mode, the memory manager alone
-		if err := startCPU(k.cpu, cpumanager.ActivePodsFunc(cpuActive), sourcesReady{}, podStatuses{}, runtimeService{}, containerMap()); err != nil {
+		if err := startCPU(k.cpu, cpumanager.ActivePodsFunc(cpuActive), rt.Sources, podStatuses{}, runtimeService{}, containerMap()); err != nil {
 			return "cpumanager.Start", err
 		}
 		if k.cpuReconciles {
@@ -151,11 +151,11 @@ func (k *kubelet) Start(active *common.ActivePods, containers [][2]string) (stri
 	if k.mem == nil { // start mode, the CPU manager alone
 		return "ok", nil
 	}
-	if err := startMemory(k.mem, memorymanager.ActivePodsFunc(active.List), sourcesReady{}, podStatuses{}, runtimeService{}, containerMap()); err != nil {
+	if err := startMemory(k.mem, memorymanager.ActivePodsFunc(active.List), rt.Sources, podStatuses{}, runtimeService{}, containerMap()); err != nil {
 		return "memorymanager.Start", err
 	}
 	if k.dm != nil {
-		if err := k.startDeviceManager(active, containers); err != nil {
+		if err := k.startDeviceManager(active, rt, containerMap()); err != nil {
 			return "devicemanager.Start", err
 		}
 	}
