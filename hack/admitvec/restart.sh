@@ -6,7 +6,7 @@
 # plugin registrations, and re-admits pod.json, pod2.json, ... (-mode run).
 # Each process runs in a private mount namespace whose /var/lib is a tmpfs (as devices.sh).
 # A case whose restart.json lists an exited instance of a running container (#135485) is run
-# RERUNS more times (default 6): where the release's outcome is not the same every run (before
+# RERUNS more times (default 40): where the release's outcome is not the same every run (before
 # the fix, isContainerAlreadyRunning's containerMap.GetContainerID picks either instance, a Go
 # map's order) the case is not a vector: it is moved to OUT/<release>-random/ with every run's result.
 # Usage: hack/admitvec/restart.sh [release ...]   (BINDIR, JOBS, ONLY as run.sh)
@@ -45,11 +45,11 @@ one_case() {
   private "$bin" -devices -mode run -case "$dest" -out "$dest/expected.json" 2>> "$work/log.txt"
   if grep -q '"exited"' "$dest/restart.json"; then
     local i
-    for i in $(seq 1 "${RERUNS:-6}"); do
+    for i in $(seq 1 "${RERUNS:-40}"); do
       private "$bin" -devices -mode run -case "$dest" -out "$dest/rerun-$i.json" 2>> "$work/log.txt"
     done
     local same=1
-    for i in $(seq 1 "${RERUNS:-6}"); do
+    for i in $(seq 1 "${RERUNS:-40}"); do
       cmp -s "$dest/expected.json" "$dest/rerun-$i.json" || same=0
     done
     if [ $same = 0 ]; then

@@ -1,0 +1,1 @@
+../shapes/era/e134.go
