@@ -175,6 +175,10 @@ func restartScenarios() []restartScenario {
 			kubeletRestart("running-plugin-after-2", false, allApps, reg(gpu, 2)),
 			kubeletRestart("running-plugin-first", false, allApps, reg(gpu, 0)),
 			kubeletRestart("running-plugin-first", true, allApps, reg(gpu, 0)),
+			// The runtime down at the kubelet's start (#118559's remark, #137919): no container
+			// reported running, though they run.
+			kubeletRestart("runtime-down-plugin-never", false, []string{}, reg(gpu, never)),
+			kubeletRestart("runtime-down-plugin-first", false, []string{}, reg(gpu, 0)),
 			// #135485: a restarted before the kubelet did; the runtime lists its old instance too.
 			{short: "restart-a-restarted-plugin-never", spec: RestartSpec{Kind: "kubelet-restart", Running: allApps,
 				Exited: running("a/app"), Register: reg(gpu, never)}},
