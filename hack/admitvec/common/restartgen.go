@@ -149,6 +149,9 @@ type restartScenario struct {
 	devices     map[string][]Device // the plugins after the restart
 	drop        []string            // resources dropped from the checkpoint's registered devices
 	variants    []restartVariant
+	// bestEffort: also under topology best-effort/container (memory None), where the device
+	// manager's hints are asked and a refusal comes from its Allocate.
+	bestEffort bool
 }
 
 func restartScenarios() []restartScenario {
@@ -226,6 +229,7 @@ func restartScenarios() []restartScenario {
 		description: "pod a holds gpu-0, which the plugin reports Unhealthy after the restart; c CPUs only; a new pod n asks a GPU",
 		seeds:       []*v1.Pod{a, c}, again: []*v1.Pod{a, c, n},
 		seedDevices: restartDevices(false, "gpu-1", "gpu-2", "gpu-3"), devices: restartDevices(false, "gpu-0"),
+		bestEffort: true,
 		variants: []restartVariant{
 			reboot("plugin-first", reg(gpu, 0)),
 			reboot("plugin-never", reg(gpu, never)),
@@ -240,6 +244,7 @@ func restartScenarios() []restartScenario {
 		short:       "changed-request",
 		description: "pod a holds 1 GPU but asks 2 after the restart; b holds 1 and asks 1; c CPUs only",
 		seeds:       []*v1.Pod{a, b, c}, again: []*v1.Pod{a2, b, c},
+		bestEffort:  true,
 		seedDevices: restartDevices(false), devices: restartDevices(false),
 		variants: []restartVariant{
 			reboot("plugin-first", reg(gpu, 0)),
@@ -297,8 +302,12 @@ func restartCases() []*restartCase {
 	scs := restartScenarios()
 	for i := range scs {
 		sc := &scs[i]
+		configs := restartConfigs
+		if sc.bestEffort {
+			configs = append(append([]restartConfig(nil), configs...), restartConfig{"tm-best-effort-container__mem-None", "best-effort", "container", false})
+		}
 		for _, v := range sc.variants {
-			for _, cfg := range restartConfigs {
+			for _, cfg := range configs {
 				m := readmitMachine(s, cfg.policy, cfg.scope, false, cfg.memStatic)
 				ready := "sources-not-ready"
 				if v.spec.SourcesReady {
