@@ -61,6 +61,9 @@ type Input struct {
 	KnownPods map[string]bool
 	// PodNames names pod UIDs ("namespace/name"), for the holders of devices (nil: none known).
 	PodNames map[string]string
+	// Restart: the kubelet starts again over Pods, the pods it ran, and re-admits them as the
+	// device plugins register (nil: new pods on a running kubelet). See PredictRestart.
+	Restart *Restart
 }
 
 // NodeResources is what the kubelet's predicate handler reads: the node's allocatable and the
@@ -192,7 +195,15 @@ func predict(in Input, keepStates bool) (Result, []replay.State, error) {
 	if in.Kubelet.Version != nil {
 		res.Kubelet = in.Kubelet.String()
 	}
-	node, start, err := replay.Start(replay.StartInput{CPU: in.CPU, Memory: in.Memory, Machine: in.Machine, Config: in.Config, Kubelet: in.Kubelet, RootDir: in.RootDir, Devices: in.Devices})
+	si := replay.StartInput{CPU: in.CPU, Memory: in.Memory, Machine: in.Machine, Config: in.Config, Kubelet: in.Kubelet, RootDir: in.RootDir, Devices: restartDevices(in)}
+	var deferred []string
+	if in.Restart != nil {
+		si.Restart = in.Restart.replayRestart()
+		if in.Devices != nil {
+			deferred = in.Restart.deferred(in.Devices)
+		}
+	}
+	node, start, err := replay.Start(si)
 	if err != nil {
 		return res, nil, err
 	}
@@ -210,7 +221,10 @@ func predict(in Input, keepStates bool) (Result, []replay.State, error) {
 	}
 	// notJudged is the first pod not judged: every pod after it finds a node not replayed.
 	notJudged := ""
-	for _, pod := range in.Pods {
+	for i, pod := range in.Pods {
+		if in.Restart != nil {
+			in.Restart.registerBefore(node, deferred, i)
+		}
 		a := Admission{Pod: pod.Name, Namespace: pod.Namespace, UID: string(pod.UID), Containers: []Container{}, Unreplayed: unreplayed(pod, in.Devices)}
 		pa := node.Admit(pod)
 		a.Admitted, a.Reason, a.Message, a.Hangs, a.NotReached = pa.Admit, pa.Reason, pa.Message, pa.Hangs, pa.NotReached

@@ -82,6 +82,9 @@ func (n *Node) ready(pod *v1.Pod) {
 	for _, c := range podContainers(pod) {
 		n.activate(string(pod.UID), c.Name)
 	}
+	if n.sourcesNotReady {
+		return // removeStaleState waits for the sources
+	}
 	if n.CPU != nil {
 		n.CPU.removeStaleState(n.active)
 	}
@@ -184,6 +187,14 @@ func (n *Node) AllocatableCPUs() cpuset.CPUSet {
 		return cpuset.New()
 	}
 	return n.CPU.AllocatableCPUs()
+}
+
+// RegisterPlugin is a deferred device plugin (DeviceInput.Deferred) registering now, between
+// two re-admissions.
+func (n *Node) RegisterPlugin(resource string) {
+	if n.Devices != nil {
+		n.Devices.register(resource)
+	}
 }
 
 // Forget drops a pod another admit handler refused after the managers admitted it: its

@@ -73,6 +73,9 @@ type DeviceInput struct {
 	// Without are pod UIDs whose checkpoint entries are left out, as if those pods had left and
 	// the kubelet had freed their devices (what a stale holder costs: pkg/admit).
 	Without map[string]bool
+	// Deferred are resources of Plugins whose plugin has not registered when the pods come back
+	// after a restart: each registers when Node.RegisterPlugin says so (never, if it does not).
+	Deferred map[string]bool
 }
 
 // DeviceManager is devicemanager.ManagerImpl, as far as admission goes.
@@ -104,6 +107,19 @@ type DeviceManager struct {
 	without map[string]bool
 	// notJudged: DeviceInput.NotJudged's resources.
 	notJudged map[string]bool
+	// plugins are DeviceInput.Plugins, for the plugins registering later (RegisterPlugin).
+	plugins map[string][]Device
+	// sourcesReady is the kubelet's sourcesReady.AllReady(): false while it starts again.
+	sourcesReady func() bool
+	// runtime is the container runtime's containers at start (nil: the kubelet's sources are
+	// ready, so it never asks).
+	runtime map[string]map[string]RuntimeContainer
+}
+
+// RuntimeContainer is what the runtime reports of one container of a pod at the kubelet's start
+// (buildContainerMapAndRunningSetFromRuntime): its running and its exited instances.
+type RuntimeContainer struct {
+	Running, Exited int
 }
 
 // DevicePick is how the kubelet came to a container's devices of one resource.
@@ -124,7 +140,7 @@ const (
 // affinity store.
 func newDeviceManager(e *env, tm *TopologyManager, active func() map[string]map[string]bool) *DeviceManager {
 	m := &DeviceManager{release: e.release, numaNodes: e.machine.NodeIDs(), affinity: tm, active: active, notJudged: map[string]bool{},
-		topologyCounts: e.cfg.TopologyPolicy() != "none"}
+		topologyCounts: e.cfg.TopologyPolicy() != "none", sourcesReady: func() bool { return true }}
 	m.reset()
 	return m
 }
@@ -143,17 +159,37 @@ func (m *DeviceManager) start(in *DeviceInput) {
 	for resource := range in.NotJudged {
 		m.notJudged[resource] = true
 	}
-	m.without = in.Without
+	m.without, m.plugins = in.Without, in.Plugins
 	if rep := in.Checkpoint; rep != nil && rep.Verdict == decode.Valid && rep.Decoded.Devices != nil {
 		m.restore(rep)
 	}
 	for _, resource := range slices.Sorted(maps.Keys(in.Plugins)) {
-		if m.notJudged[resource] {
-			continue
+		if !in.Deferred[resource] {
+			m.register(resource)
 		}
-		m.endpoints[resource] = true
-		m.updateDevices(resource, in.Plugins[resource])
 	}
+}
+
+// register is a plugin's registration (PluginConnected: its endpoint replaces the stopped one
+// the restore made) and its first ListAndWatch answer (genericDeviceUpdateCallback).
+func (m *DeviceManager) register(resource string) {
+	devices, ok := m.plugins[resource]
+	if !ok || m.notJudged[resource] {
+		return
+	}
+	m.endpoints[resource] = true
+	m.updateDevices(resource, devices)
+}
+
+// isContainerAlreadyRunning: the runtime reported the container running at start. With
+// DeviceRunningAnyInstance, any of its instances running counts; before, the one
+// GetContainerID returns must run, which an exited instance beside it may be (taken so here).
+func (m *DeviceManager) isContainerAlreadyRunning(podUID, ctr string) bool {
+	c := m.runtime[podUID][ctr]
+	if m.release.has(DeviceRunningAnyInstance) {
+		return c.Running > 0
+	}
+	return c.Running > 0 && c.Exited == 0
 }
 
 // restore is readCheckpoint: the entries the restore keeps (decode's Dropped are skipped, as
@@ -220,6 +256,9 @@ func (m *DeviceManager) Capacity() (capacity, allocatable map[string]int) {
 // updateAllocatedDevices is UpdateAllocatedDevices: the devices of pods no longer active go
 // back; allocated is rebuilt only when some pod went.
 func (m *DeviceManager) updateAllocatedDevices() {
+	if !m.sourcesReady() {
+		return // the active pods are not all known yet
+	}
 	active := m.active()
 	var gone []string
 	for pod := range m.podDevices {
@@ -333,6 +372,9 @@ func (m *DeviceManager) devicesToAllocate(podUID, ctr, resource string, required
 		if needed != 0 {
 			return nil, fmt.Errorf("pod %q container %q changed request for resource %q from %d to %d", podUID, ctr, resource, held.Len(), required)
 		}
+	}
+	if m.release.has(DeviceSkipsRunning) && !m.sourcesReady() && m.isContainerAlreadyRunning(podUID, ctr) {
+		return nil, nil // a kubelet restart: the running container has its devices
 	}
 	healthy, registered := m.healthy[resource]
 	if !registered {

@@ -71,6 +71,22 @@ type StartInput struct {
 	// Topology is Discover(Machine) when the caller has it already (nil: discovered here): a
 	// caller replaying many starts on one machine, as doctor's fix search does, discovers it once.
 	Topology *CPUTopology
+	// Restart is the kubelet starting again on a node that ran pods, which it re-admits (nil: a
+	// kubelet whose sources are ready, admitting new pods).
+	Restart *Restart
+}
+
+// Restart is what differs when the kubelet starts again over the pods it ran: the runtime's
+// containers it finds, and whether its pod sources are all ready during the re-admissions.
+// The device plugins that register only later are DeviceInput.Deferred.
+type Restart struct {
+	// Containers is pod UID -> container name -> the runtime's instances of it at start (the
+	// container map and the running set the managers start with). A reboot has none running.
+	Containers map[string]map[string]RuntimeContainer
+	// SourcesReady is sourcesReady.AllReady() during the re-admissions: false, the managers
+	// keep every checkpoint entry (no stale state removed) and the device manager skips the
+	// containers running already (DeviceSkipsRunning).
+	SourcesReady bool
 }
 
 // env is one start's resolved inputs.
@@ -102,6 +118,9 @@ type Node struct {
 	active map[string]map[string]bool
 	// stuckOn names the pod whose admission never returned (ErrKubeletHangs).
 	stuckOn string
+	// sourcesNotReady: a restart's re-admissions while the sources are not all ready (the
+	// managers' removeStaleState and UpdateAllocatedDevices do nothing).
+	sourcesNotReady bool
 }
 
 // PredictStart replays, for in.Kubelet's release, what the kubelet checks when it builds and
@@ -201,8 +220,15 @@ func Start(in StartInput) (*Node, Prediction, error) {
 	// the device manager (made before the CPU manager; its Start, the checkpoint then the
 	// plugins registering, comes after the others' and never fails), the CPU manager, the
 	// memory manager (DRA is not replayed).
+	if r := in.Restart; r != nil {
+		n.sourcesNotReady = !r.SourcesReady
+	}
 	if in.Devices != nil {
 		n.Devices = newDeviceManager(e, n.Topology, func() map[string]map[string]bool { return n.active })
+		n.Devices.sourcesReady = func() bool { return !n.sourcesNotReady }
+		if in.Restart != nil {
+			n.Devices.runtime = in.Restart.Containers
+		}
 		n.Devices.start(in.Devices)
 		n.Topology.AddHintProvider(n.Devices)
 	}
@@ -212,7 +238,11 @@ func Start(in StartInput) (*Node, Prediction, error) {
 	if n.Memory != nil {
 		n.Topology.AddHintProvider(n.Memory)
 	}
-	n.markCheckpointOwnersActive()
+	if in.Restart == nil {
+		// On a restart the checkpoints' owners are active only once re-admitted (the kubelet's
+		// pod manager gets them one by one, in the order it admits them).
+		n.markCheckpointOwnersActive()
+	}
 	return n, p, nil
 }
 

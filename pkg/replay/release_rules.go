@@ -123,6 +123,22 @@ const (
 	// the machine's average socket or core (1.37 cpu_assignment.go:333, :345), which a core
 	// with an offline sibling never has and a half-free core can.
 	FreeUnitsByOwnSize
+	// DeviceSkipsRunning: while the kubelet's sources are not all ready (its start), the device
+	// manager leaves alone a container the runtime reported running at start: it holds its
+	// devices already (#118635, fixing #118559: devicemanager/manager.go devicesToAllocate,
+	// 1.28 :567, 1.37 :632). Before, every container of a re-admitted pod goes through the
+	// registration and health checks (1.27.5 manager.go:549), so a running pod whose plugin has
+	// not registered again is refused. Backported by patch: 1.25.14 (#119707), 1.26.9 (#119706),
+	// 1.27.6 (#119432); 1.25.13, 1.26.8 and 1.27.5 do not have it.
+	DeviceSkipsRunning
+	// DeviceRunningAnyInstance: a container counts as running at start when any of its
+	// instances in the runtime runs (isContainerAlreadyRunning visits the container map,
+	// #135485: 1.36.0, 1.37 manager.go:1232; backported to 1.34.7 by #138027 and 1.35.4 by
+	// #138042). Before, the one container ID GetContainerID returns must run (1.34.5
+	// manager.go:1163, 1.33 :1167): with an exited instance beside the running one (a container
+	// that restarted before the kubelet did) it returns either at random, and the replay takes
+	// the exited one (the refusal the kubelet gives on such a draw).
+	DeviceRunningAnyInstance
 
 	behaviourCount // not a behaviour: the number of them
 )
@@ -161,6 +177,11 @@ var behaviourRanges = []behaviourRange{
 	{Behaviour: PodMemoryKeptOnReadmit, Since: release138Beta},
 	{Behaviour: PodCPUsKeptOnReadmit, Since: release138Beta},
 	{Behaviour: FreeUnitsByOwnSize, Since: release138Beta},
+	{Behaviour: DeviceSkipsRunning, Since: decode.Release("1.25.14"), Until: decode.Release("1.26")},
+	{Behaviour: DeviceSkipsRunning, Since: decode.Release("1.26.9"), Until: decode.Release("1.27")},
+	{Behaviour: DeviceSkipsRunning, Since: decode.Release("1.27.6")},
+	{Behaviour: DeviceRunningAnyInstance, Since: decode.Release("1.34.7"), Until: decode.Release("1.35")},
+	{Behaviour: DeviceRunningAnyInstance, Since: decode.Release("1.35.4")},
 }
 
 // release138Beta bounds the rows 1.38 adds: its first build measured (1.38.0-beta.0, a

@@ -1,0 +1,202 @@
+package admit
+
+// The kubelet starting again over the pods it ran (issue 44): it restores the managers from
+// their checkpoints, then re-admits the node's pods in its order (creation time) while the
+// device plugins have not all registered again. A reboot finds no container running; a kubelet
+// restart finds the containers the node runs now. Each pod comes back, is refused, or comes back
+// only if its plugin registers first.
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/replay"
+)
+
+// Kinds of restart.
+const (
+	RestartReboot  = "reboot"
+	RestartKubelet = "kubelet-restart"
+)
+
+// Restart is how the kubelet starts again.
+type Restart struct {
+	// Kind is RestartReboot or RestartKubelet (what the runtime reports at start follows from
+	// Running: a reboot has none).
+	Kind string `json:"kind"`
+	// Running is pod UID -> the containers the runtime reports running at the kubelet's start.
+	Running map[string]map[string]bool `json:"running,omitempty"`
+	// Exited is pod UID -> the containers with an exited instance beside (a container that
+	// restarted before the kubelet did).
+	Exited map[string]map[string]bool `json:"exited,omitempty"`
+	// SourcesReady is the kubelet's sourcesReady.AllReady() during the re-admissions.
+	SourcesReady bool `json:"sourcesReady"`
+	// Register is, per device plugin resource, how many re-admissions come before its plugin
+	// registers (0 or absent: before the first; more than the pods: never).
+	Register map[string]int `json:"register,omitempty"`
+}
+
+// replayRestart is the replay's view of r: the runtime's containers.
+func (r *Restart) replayRestart() *replay.Restart {
+	out := &replay.Restart{SourcesReady: r.SourcesReady, Containers: map[string]map[string]replay.RuntimeContainer{}}
+	add := func(set map[string]map[string]bool, running bool) {
+		for pod, ctrs := range set {
+			if out.Containers[pod] == nil {
+				out.Containers[pod] = map[string]replay.RuntimeContainer{}
+			}
+			for ctr, on := range ctrs {
+				if !on {
+					continue
+				}
+				c := out.Containers[pod][ctr]
+				if running {
+					c.Running++
+				} else {
+					c.Exited++
+				}
+				out.Containers[pod][ctr] = c
+			}
+		}
+	}
+	add(r.Running, true)
+	add(r.Exited, false)
+	return out
+}
+
+// deferred are the plugins of devices that register after some re-admissions, sorted.
+func (r *Restart) deferred(devices *replay.DeviceInput) []string {
+	var out []string
+	for resource := range devices.Plugins {
+		if r.Register[resource] > 0 {
+			out = append(out, resource)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// registerBefore registers the deferred plugins due before re-admission i (0-based), in the
+// order of their names.
+func (r *Restart) registerBefore(node *replay.Node, deferred []string, i int) {
+	for _, resource := range deferred {
+		if r.Register[resource] == i {
+			node.RegisterPlugin(resource)
+		}
+	}
+}
+
+// restartDevices is in.Devices with the late plugins deferred.
+func restartDevices(in Input) *replay.DeviceInput {
+	if in.Devices == nil || in.Restart == nil {
+		return in.Devices
+	}
+	dev := *in.Devices
+	dev.Deferred = map[string]bool{}
+	for _, resource := range in.Restart.deferred(in.Devices) {
+		dev.Deferred[resource] = true
+	}
+	return &dev
+}
+
+// Fates of a pod after a restart.
+const (
+	FateComesBack = "comes back"
+	FateRefused   = "refused"
+	// FateWaitsOnPlugin: refused as the plugins register, admitted had they registered before
+	// the re-admissions began.
+	FateWaitsOnPlugin = "comes back only if its plugin registers first"
+)
+
+// RestartResult is the restart replayed: the re-admissions as the plugins register, and each
+// pod's fate.
+type RestartResult struct {
+	Result
+	Restart Restart `json:"restart"`
+	// Fates are the pods', in the order of Admissions.
+	Fates []PodFate `json:"fates"`
+}
+
+// PodFate is one pod's after the restart.
+type PodFate struct {
+	Pod       string `json:"pod"`
+	Namespace string `json:"namespace,omitempty"`
+	UID       string `json:"uid,omitempty"`
+	Fate      string `json:"fate"`
+	// WaitsOn are the plugins (resources) it waits on: those it asks for that register late.
+	WaitsOn []string `json:"waitsOn,omitempty"`
+	// Reason and Message are the kubelet's refusal, word for word (FateRefused and
+	// FateWaitsOnPlugin).
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+	// NotJudged: the replay cannot tell (Admission.NotJudged says why).
+	NotJudged bool `json:"notJudged,omitempty"`
+}
+
+// PredictRestart replays the kubelet starting again (in.Restart; in.Pods in the kubelet's
+// order, see SortByCreation), then, for the pods refused, the same restart with every plugin
+// registered before the first re-admission: a pod admitted there waits on its plugin.
+func PredictRestart(in Input) (RestartResult, error) {
+	if in.Restart == nil {
+		return RestartResult{}, fmt.Errorf("a restart prediction needs the restart (reboot or kubelet restart)")
+	}
+	res, err := Predict(in)
+	if err != nil {
+		return RestartResult{}, err
+	}
+	out := RestartResult{Result: res, Restart: *in.Restart, Fates: []PodFate{}}
+	var early *Result
+	if in.Devices != nil && len(in.Restart.deferred(in.Devices)) > 0 && slices.ContainsFunc(res.Admissions, func(a Admission) bool { return !a.Admitted }) {
+		try := in
+		r := *in.Restart
+		r.Register = nil
+		try.Restart = &r
+		e, err := Predict(try)
+		if err != nil {
+			return RestartResult{}, err
+		}
+		early = &e
+	}
+	late := map[string]bool{}
+	if in.Devices != nil {
+		for _, resource := range in.Restart.deferred(in.Devices) {
+			late[resource] = true
+		}
+	}
+	for i, a := range res.Admissions {
+		f := PodFate{Pod: a.Pod, Namespace: a.Namespace, UID: a.UID, Fate: FateComesBack, NotJudged: a.Verdict == VerdictNotJudged}
+		if !a.Admitted {
+			f.Fate, f.Reason, f.Message = FateRefused, a.Reason, a.Message
+			if early != nil && i < len(early.Admissions) && early.Admissions[i].Admitted {
+				f.Fate = FateWaitsOnPlugin
+				f.WaitsOn = podResources(in.Pods[i], late)
+			}
+		}
+		out.Fates = append(out.Fates, f)
+	}
+	return out, nil
+}
+
+// podResources are the resources of set the pod's containers ask for, sorted.
+func podResources(pod *v1.Pod, set map[string]bool) []string {
+	found := map[string]bool{}
+	for _, c := range podContainersOf(pod) {
+		for name := range c.Resources.Limits {
+			if set[string(name)] {
+				found[string(name)] = true
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(found))
+}
+
+// SortByCreation orders pods as the kubelet's HandlePodAdditions does (PodsByCreationTime: by
+// creation time, a stable sort).
+func SortByCreation(pods []*v1.Pod) {
+	sort.SliceStable(pods, func(i, j int) bool {
+		return pods[i].CreationTimestamp.Before(&pods[j].CreationTimestamp)
+	})
+}
