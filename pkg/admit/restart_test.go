@@ -166,3 +166,42 @@ func TestRestartHeldDevicesChecks(t *testing.T) {
 		}
 	}
 }
+
+// Before #116376 (1.25.10, 1.26.5, 1.27.2) a container holding its devices needs nothing: after
+// a reboot the seed comes back whatever its plugin, and p, short of registered devices, reads
+// the older texts.
+func TestRestartBeforeHealthChecks(t *testing.T) {
+	for kubelet, old := range map[string]bool{"v1.27.1": true, "v1.27.2": false, "v1.26.4": true, "v1.26.5": false, "v1.25.9": true, "v1.25.10": false} {
+		in := restartSeedCase(t, kubelet)
+		in.Restart = &Restart{Kind: RestartReboot, Register: map[string]int{gpu: 99}}
+		res := restartFates(t, in)
+		seed, p := res.Fates[0], res.Fates[1]
+		if got := seed.Fate == FateComesBack; got != old {
+			t.Errorf("%s: seed %s %q, want back=%v", kubelet, seed.Fate, seed.Message, old)
+		}
+		want := noHealthyGPU
+		if old {
+			want = "Allocate failed due to requested number of devices unavailable for nvidia.com/gpu. Requested: 1, Available: 0, which is unexpected"
+		}
+		if p.Fate != FateWaitsOnPlugin || p.Message != want {
+			t.Errorf("%s: pod p %s %q, want waiting on the plugin: %q", kubelet, p.Fate, p.Message, want)
+		}
+	}
+	// A plugin gone past its grace period: the checkpoint holds the seed's GPU entries but no
+	// longer registers the resource; the older text.
+	c, ok := restartSet.Case("s2n2c4t2__plugin-gone-5min__gpu1__gone__cpu-static__tm-none-container__mem-None")
+	if !ok {
+		t.Fatal("no plugin-gone case")
+	}
+	for kubelet, want := range map[string]string{"v1.37.1": "cannot", "v1.27.1": "can't"} {
+		in := caseInput(t, c, "v1.37.1", true)
+		in.Kubelet.Version = version.MustParseSemantic(kubelet)
+		got, err := Predict(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if msg := "Allocate failed due to " + want + " allocate unregistered device nvidia.com/gpu, which is unexpected"; got.Admissions[0].Message != msg {
+			t.Errorf("%s: %q, want %q", kubelet, got.Admissions[0].Message, msg)
+		}
+	}
+}

@@ -377,17 +377,26 @@ func (m *DeviceManager) devicesToAllocate(podUID, ctr, resource string, required
 		return nil, nil // a kubelet restart: the running container has its devices
 	}
 	healthy, registered := m.healthy[resource]
-	if !registered {
-		return nil, fmt.Errorf("cannot allocate unregistered device %s", resource)
-	}
-	if healthy.Len() == 0 {
-		return nil, fmt.Errorf("no healthy devices present; cannot allocate unhealthy devices %s", resource)
-	}
-	if !healthy.IsSuperset(held) {
-		return nil, fmt.Errorf("previously allocated devices are no longer healthy; cannot allocate unhealthy devices %s", resource)
-	}
-	if needed == 0 {
-		return nil, nil
+	if !m.release.has(DeviceHealthChecks) {
+		// Before #116376 a container holding its devices needs nothing, whatever their health
+		// or their plugin, and a registered resource without healthy devices is only short.
+		if needed == 0 {
+			return nil, nil
+		}
+		if !registered {
+			return nil, fmt.Errorf("can't allocate unregistered device %s", resource)
+		}
+	} else {
+		switch {
+		case !registered:
+			return nil, fmt.Errorf("cannot allocate unregistered device %s", resource)
+		case healthy.Len() == 0:
+			return nil, fmt.Errorf("no healthy devices present; cannot allocate unhealthy devices %s", resource)
+		case !healthy.IsSuperset(held):
+			return nil, fmt.Errorf("previously allocated devices are no longer healthy; cannot allocate unhealthy devices %s", resource)
+		case needed == 0:
+			return nil, nil
+		}
 	}
 	allocated := sets.New[string]()
 	takeFrom := func(devices sets.Set[string]) bool {

@@ -139,6 +139,14 @@ const (
 	// that restarted before the kubelet did) it returns either at random, and the replay takes
 	// the exited one (the refusal the kubelet gives on such a draw).
 	DeviceRunningAnyInstance
+	// DeviceHealthChecks: devicesToAllocate refuses a resource whose plugin has not registered
+	// ("cannot allocate unregistered device"), that has no healthy device, or whose devices the
+	// container holds are no longer all healthy, before it looks at how many devices the
+	// container still needs (#116376, fixing #109595: 1.28, 1.25.10 manager.go:545-555, 1.37
+	// :645-657). Before (1.25.9 manager.go:539, 1.26.4 :547, 1.27.1 :547), a container holding
+	// its devices needs nothing whatever their health or plugin, and an unregistered resource
+	// reads "can't allocate unregistered device". Backported by patch: 1.25.10, 1.26.5, 1.27.2.
+	DeviceHealthChecks
 
 	behaviourCount // not a behaviour: the number of them
 )
@@ -182,6 +190,9 @@ var behaviourRanges = []behaviourRange{
 	{Behaviour: DeviceSkipsRunning, Since: decode.Release("1.27.6")},
 	{Behaviour: DeviceRunningAnyInstance, Since: decode.Release("1.34.7"), Until: decode.Release("1.35")},
 	{Behaviour: DeviceRunningAnyInstance, Since: decode.Release("1.35.4")},
+	{Behaviour: DeviceHealthChecks, Since: decode.Release("1.25.10"), Until: decode.Release("1.26")},
+	{Behaviour: DeviceHealthChecks, Since: decode.Release("1.26.5"), Until: decode.Release("1.27")},
+	{Behaviour: DeviceHealthChecks, Since: decode.Release("1.27.2")},
 }
 
 // release138Beta bounds the rows 1.38 adds: its first build measured (1.38.0-beta.0, a
