@@ -267,6 +267,11 @@ func predict(in Input, keepStates bool) (Result, []replay.State, error) {
 		}
 		res.Admissions = append(res.Admissions, a)
 	}
+	if in.Restart != nil && node.Devices != nil {
+		// The plugins due once every pod is back register, and the capacity is read then.
+		in.Restart.registerBefore(node, deferred, len(in.Pods))
+		res.DeviceCapacity, res.DeviceAllocatable = node.Devices.Capacity()
+	}
 	if !keepStates {
 		if err := nameStaleHolders(in, &res); err != nil {
 			return res, nil, err

@@ -67,9 +67,10 @@ type expectedContainer struct {
 	Devices      map[string][]string  `json:"devices"`
 }
 
-// deviceSet: the set's cases run the device manager (their README gives devices.json).
+// deviceSet: the set's cases run the device manager (their README gives devices.json); the
+// restart sets' too (hack/admitvec/RESTART.md).
 func deviceSet(setName string) bool {
-	return strings.HasSuffix(setName, "-devices")
+	return strings.HasSuffix(setName, "-devices") || strings.HasSuffix(setName, "-restart")
 }
 
 // admissionSets are the packed sets under testdata/admission, each with its kubelet.
@@ -188,9 +189,25 @@ func caseInput(t testing.TB, c vectorpack.Case, kubelet string, devices bool) In
 		}
 		in.Node = &NodeResources{Allocatable: node.Allocatable, Pods: node.Pods}
 	}
-	for _, f := range []string{"pod.json", "pod2.json"} {
+	// restart.json: the kubelet starts again and re-admits the pods (the restart sets).
+	if b, ok := c.Files["restart.json"]; ok {
+		r, err := ParseRestart(b)
+		if err != nil {
+			t.Fatalf("%s: %v", c.Name, err)
+		}
+		in.Restart = r
+	}
+	// pod.json, then pod2.json, pod3.json, ... while they follow on.
+	for i := 1; ; i++ {
+		f := "pod.json"
+		if i > 1 {
+			f = fmt.Sprintf("pod%d.json", i)
+		}
 		b, ok := c.Files[f]
 		if !ok {
+			if i > 1 {
+				break
+			}
 			continue
 		}
 		var p v1.Pod
@@ -475,9 +492,10 @@ func freeBeforeRefusal(a Admission, w expectedPod, allocatable string) string {
 }
 
 // freeMemoryBeforeFirst: the free memory the first pod, if refused, is told it found is the
-// free memory of the memory manager's checkpoint the real kubelet wrote (Static policy).
+// free memory of the memory manager's checkpoint the real kubelet wrote (Static policy). Not on
+// a restart with the sources ready: there the first look drops the pods not yet re-admitted.
 func freeMemoryBeforeFirst(in Input, got Result) string {
-	if in.Memory == nil || in.Memory.Decoded.Memory == nil || in.Memory.Decoded.Memory.PolicyName != "Static" || len(got.Admissions) == 0 || got.Admissions[0].Before == nil {
+	if in.Restart != nil && in.Restart.SourcesReady || in.Memory == nil || in.Memory.Decoded.Memory == nil || in.Memory.Decoded.Memory.PolicyName != "Static" || len(got.Admissions) == 0 || got.Admissions[0].Before == nil {
 		return ""
 	}
 	want := map[int]NodeFree{}

@@ -92,8 +92,11 @@ func TestDeviceNUMAAndPickOnVectors(t *testing.T) {
 						t.Errorf("%s: pod %s container %s: %s said equivalent, the kubelet's every pick was forced", name, a.Pod, c.Name, r)
 					case pick == PickEquivalent:
 						counts["equivalent"]++
+						// The generator's classes split devices by their checkpoint holders too; on a
+						// restart with the sources ready the kubelet drops the holders not yet back
+						// before it picks, so its choice may be wider than a class there.
 						for _, id := range ids {
-							if !inClass[r+"/"+id] {
+							if !inClass[r+"/"+id] && (in.Restart == nil || !in.Restart.SourcesReady) {
 								t.Errorf("%s: pod %s container %s: %s %s said one of several equivalent, but it has no interchangeable device", name, a.Pod, c.Name, r, id)
 							}
 						}
@@ -188,6 +191,13 @@ func TestStaleDeviceHolderOnVectors(t *testing.T) {
 			return
 		}
 		holders := replay.CheckpointHolders(in.Devices.Checkpoint)
+		// A holder among the pods admitted here is on the node (a restart re-admits its holders).
+		for _, p := range in.Pods {
+			delete(holders, string(p.UID))
+		}
+		if len(holders) == 0 {
+			return
+		}
 		in.KnownPods = map[string]bool{}
 		got, err := Predict(in)
 		if err != nil {

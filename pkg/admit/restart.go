@@ -7,10 +7,13 @@ package admit
 // only if its plugin registers first.
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -38,6 +41,63 @@ type Restart struct {
 	// Register is, per device plugin resource, how many re-admissions come before its plugin
 	// registers (0 or absent: before the first; more than the pods: never).
 	Register map[string]int `json:"register,omitempty"`
+}
+
+// ParseRestart reads a restart file (the restart vectors' restart.json):
+//
+//	{"kind": "reboot" | "kubelet-restart",
+//	 "running": ["<pod UID>/<container>", ...],  // running at the kubelet's start
+//	 "exited": ["<pod UID>/<container>", ...],   // an exited instance beside (optional)
+//	 "sourcesReady": false,
+//	 "register": [{"resource": "nvidia.com/gpu", "afterPods": 0}]}
+func ParseRestart(b []byte) (*Restart, error) {
+	var f struct {
+		Kind         string   `json:"kind"`
+		Running      []string `json:"running"`
+		Exited       []string `json:"exited"`
+		SourcesReady bool     `json:"sourcesReady"`
+		Register     []struct {
+			Resource  string `json:"resource"`
+			AfterPods int    `json:"afterPods"`
+		} `json:"register"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("restart file: %w", err)
+	}
+	if f.Kind != RestartReboot && f.Kind != RestartKubelet {
+		return nil, fmt.Errorf("restart file: kind %q, want %q or %q", f.Kind, RestartReboot, RestartKubelet)
+	}
+	r := &Restart{Kind: f.Kind, SourcesReady: f.SourcesReady, Register: map[string]int{}}
+	for _, set := range []struct {
+		list []string
+		into *map[string]map[string]bool
+	}{{f.Running, &r.Running}, {f.Exited, &r.Exited}} {
+		for _, s := range set.list {
+			pod, ctr, ok := strings.Cut(s, "/")
+			if !ok || pod == "" || ctr == "" {
+				return nil, fmt.Errorf("restart file: container %q, want <pod UID>/<container>", s)
+			}
+			if *set.into == nil {
+				*set.into = map[string]map[string]bool{}
+			}
+			if (*set.into)[pod] == nil {
+				(*set.into)[pod] = map[string]bool{}
+			}
+			(*set.into)[pod][ctr] = true
+		}
+	}
+	if f.Kind == RestartReboot && len(r.Running) > 0 {
+		return nil, fmt.Errorf("restart file: a reboot with containers running")
+	}
+	for _, reg := range f.Register {
+		if reg.Resource == "" || reg.AfterPods < 0 {
+			return nil, fmt.Errorf("restart file: registration %+v", reg)
+		}
+		r.Register[reg.Resource] = reg.AfterPods
+	}
+	return r, nil
 }
 
 // replayRestart is the replay's view of r: the runtime's containers.

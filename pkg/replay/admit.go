@@ -76,21 +76,25 @@ func (n *Node) activate(pod, ctr string) {
 }
 
 // ready makes the node as pod finds it: the pod active (the kubelet adds it to its pod manager
-// first) and what refused pods left dropped, as the managers' removeStaleState does before their
-// hints.
+// first). What refused pods left goes when each manager is first called for it (its gc).
 func (n *Node) ready(pod *v1.Pod) {
 	for _, c := range podContainers(pod) {
 		n.activate(string(pod.UID), c.Name)
 	}
-	if n.sourcesNotReady {
-		return // removeStaleState waits for the sources
+	n.foundCPUs, n.foundMemory = nil, nil
+}
+
+// found is the free CPUs and memory as the pod found them: when the managers first looked, or,
+// where the admission never reached them, as they are (nothing dropped).
+func (n *Node) found() (cpuset.CPUSet, map[int]map[string]uint64) {
+	cpus, memory := n.freeCPUs(), n.freeMemory()
+	if n.foundCPUs != nil {
+		cpus = *n.foundCPUs
 	}
-	if n.CPU != nil {
-		n.CPU.removeStaleState(n.active)
+	if n.foundMemory != nil {
+		memory = n.foundMemory
 	}
-	if n.Memory != nil {
-		n.Memory.removeStaleState(n.active)
-	}
+	return cpus, memory
 }
 
 // Admit is the kubelet admitting pod (operation "add") through the topology manager, the
@@ -104,11 +108,12 @@ func (n *Node) Admit(pod *v1.Pod) PodAdmission {
 	}
 	uid := string(pod.UID)
 	n.ready(pod)
-	res := PodAdmission{FreeCPUs: n.freeCPUs(), FreeMemory: n.freeMemory()}
+	var res PodAdmission
 	if n.Devices != nil {
 		res.Devices = n.Devices.Survey()
 	}
 	res.AdmitResult = n.Topology.Admit(pod, n.env.podGates.levelManagers && isPodLevelResourcesSet(pod))
+	res.FreeCPUs, res.FreeMemory = n.found()
 	if res.Hangs {
 		n.stuckOn = pod.Name
 	}

@@ -30,6 +30,15 @@ type CPUManager struct {
 	topo   *CPUTopology
 	state  *cpuState
 	policy cpuPolicy
+	// gc is the manager's removeStaleState, run first by each call of the topology manager's
+	// (hints, Allocate, AllocatePod), as the kubelet's manager does (nil: none).
+	gc func()
+}
+
+func (m *CPUManager) collect() {
+	if m.gc != nil {
+		m.gc()
+	}
 }
 
 // newCPUManager is cpumanager.NewManager: topology, policy, options, reserved CPUs.
@@ -126,16 +135,24 @@ func (m *CPUManager) AvailableCPUs() cpuset.CPUSet { return m.policy.availableCP
 
 // The manager hands the topology manager's calls to its policy.
 func (m *CPUManager) GetTopologyHints(pod *v1.Pod, c *v1.Container) map[string][]TopologyHint {
+	m.collect()
 	return m.policy.GetTopologyHints(pod, c)
 }
 
 func (m *CPUManager) GetPodTopologyHints(pod *v1.Pod) map[string][]TopologyHint {
+	m.collect()
 	return m.policy.GetPodTopologyHints(pod)
 }
 
-func (m *CPUManager) Allocate(pod *v1.Pod, c *v1.Container) error { return m.policy.Allocate(pod, c) }
+func (m *CPUManager) Allocate(pod *v1.Pod, c *v1.Container) error {
+	m.collect()
+	return m.policy.Allocate(pod, c)
+}
 
-func (m *CPUManager) AllocatePod(pod *v1.Pod) error { return m.policy.AllocatePod(pod) }
+func (m *CPUManager) AllocatePod(pod *v1.Pod) error {
+	m.collect()
+	return m.policy.AllocatePod(pod)
+}
 
 // CPUAffinity is GetCPUAffinity: the container's own CPUs, else the shared pool; empty for
 // policy none (the kubelet sets no cpuset).

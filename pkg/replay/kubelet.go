@@ -121,6 +121,10 @@ type Node struct {
 	// sourcesNotReady: a restart's re-admissions while the sources are not all ready (the
 	// managers' removeStaleState and UpdateAllocatedDevices do nothing).
 	sourcesNotReady bool
+	// found is the node as the admission under way found it: the free CPUs and memory when
+	// each manager first looked (after its removeStaleState), nil before it looks.
+	foundCPUs   *cpuset.CPUSet
+	foundMemory map[int]map[string]uint64
 }
 
 // PredictStart replays, for in.Kubelet's release, what the kubelet checks when it builds and
@@ -237,6 +241,31 @@ func Start(in StartInput) (*Node, Prediction, error) {
 	}
 	if n.Memory != nil {
 		n.Topology.AddHintProvider(n.Memory)
+	}
+	// Each manager drops the state of containers no longer active when the topology manager
+	// first calls it for a pod; what the pod found is the node then.
+	if n.CPU != nil {
+		n.CPU.gc = func() {
+			if n.foundCPUs != nil {
+				return
+			}
+			if !n.sourcesNotReady {
+				n.CPU.removeStaleState(n.active)
+			}
+			free := n.freeCPUs()
+			n.foundCPUs = &free
+		}
+	}
+	if n.Memory != nil {
+		n.Memory.gc = func() {
+			if n.foundMemory != nil {
+				return
+			}
+			if !n.sourcesNotReady {
+				n.Memory.removeStaleState(n.active)
+			}
+			n.foundMemory = n.freeMemory()
+		}
 	}
 	if in.Restart == nil {
 		// On a restart the checkpoints' owners are active only once re-admitted (the kubelet's

@@ -28,22 +28,37 @@ const (
 type MemoryManager struct {
 	Policy string
 	policy memoryPolicy
+	// gc is the manager's removeStaleState, run first by each call of the topology manager's
+	// (nil: none).
+	gc func()
+}
+
+func (m *MemoryManager) collect() {
+	if m.gc != nil {
+		m.gc()
+	}
 }
 
 // The manager hands the topology manager's calls to its policy.
 func (m *MemoryManager) GetTopologyHints(pod *v1.Pod, c *v1.Container) map[string][]TopologyHint {
+	m.collect()
 	return m.policy.GetTopologyHints(pod, c)
 }
 
 func (m *MemoryManager) GetPodTopologyHints(pod *v1.Pod) map[string][]TopologyHint {
+	m.collect()
 	return m.policy.GetPodTopologyHints(pod)
 }
 
 func (m *MemoryManager) Allocate(pod *v1.Pod, c *v1.Container) error {
+	m.collect()
 	return m.policy.Allocate(pod, c)
 }
 
-func (m *MemoryManager) AllocatePod(pod *v1.Pod) error { return m.policy.AllocatePod(pod) }
+func (m *MemoryManager) AllocatePod(pod *v1.Pod) error {
+	m.collect()
+	return m.policy.AllocatePod(pod)
+}
 
 // MemoryBlocks is the container's memory assignment, nil when the manager pins nothing.
 func (m *MemoryManager) MemoryBlocks(podUID, container string) []decode.MemoryBlock {
