@@ -71,6 +71,19 @@ mutations=(
   'not-judged-exit-ok :: worst == cmdutil.ExitOK && notJudged :: s/worst == cmdutil\.ExitOK && notJudged/false \&\& notJudged/'
   'not-judged-after-dropped :: if afterNotJudged != "" { :: s/if afterNotJudged != "" \{/if false {/'
   'not-judged-any-container :: refused >= 0 && refused <= firstDevice :: s/refused >= 0 && refused <= firstDevice/refused >= 0/'
+  # Issue 44's restart path (testdata/admission/<release>-restart; pkg/admit/restart_test.go):
+  # the two checks no test held (devices held but no longer healthy; a held container's changed
+  # request, in the allocation and in the hints), then the running-container skip, its sources
+  # gate, the any-instance rule by release, the plugin check before the count, and the
+  # managers' stale state kept while the sources are not ready.
+  'restart-held-unhealthy-unchecked :: case !healthy.IsSuperset(held): :: s/case !healthy\.IsSuperset\(held\):/case false:/'
+  'restart-changed-request-unchecked :: changed request for resource %q from %d to %d :: s/needed -= held\.Len\(\)(\s*)if needed != 0 \{/needed -= held.Len()$1if false {/'
+  'restart-changed-request-hinted :: case held.Len() > 0 && held.Len() != requested: :: s/case held\.Len\(\) > 0 && held\.Len\(\) != requested:/case false:/'
+  'restart-running-not-skipped :: && m.isContainerAlreadyRunning(podUID, ctr) { :: s/&& m\.isContainerAlreadyRunning\(podUID, ctr\) \{/\&\& false {/'
+  'restart-skip-sources-ready :: m.release.has(DeviceSkipsRunning) && !m.sourcesReady() :: s/m\.release\.has\(DeviceSkipsRunning\) && !m\.sourcesReady\(\)/m.release.has(DeviceSkipsRunning)/'
+  'restart-any-instance-always :: return c.Running > 0 && c.Exited == 0 :: s/return c\.Running > 0 && c\.Exited == 0/return c.Running > 0/'
+  'restart-count-before-plugin :: if !m.release.has(DeviceHealthChecks) { :: s/if !m\.release\.has\(DeviceHealthChecks\) \{/if true {/'
+  'restart-gc-not-ready :: if !m.sourcesReady() { :: s/if !m\.sourcesReady\(\) \{/if false {/'
 )
 # NAME :: what to delete (a shell snippet run in the copy's root)
 deletions=(

@@ -165,6 +165,16 @@ func TestRestartHeldDevicesChecks(t *testing.T) {
 			t.Errorf("%s: seed asking 1 GPU of its 2: %+v, want refused %q", r.Kind, seed, want)
 		}
 	}
+	// Under restricted the device manager hints nothing for a container holding another count
+	// than it asks (topology_hints.go:56-59), so the topology manager refuses it first; hints
+	// from the devices held would fit 1 GPU and reach the allocation's error instead.
+	cfg := *in.Config
+	cfg.TopologyManagerPolicy = "restricted"
+	in.Config = &cfg
+	in.Restart = &Restart{Kind: RestartReboot}
+	if seed := restartFates(t, in).Fates[0]; seed.Fate != FateRefused || seed.Reason != "TopologyAffinityError" {
+		t.Errorf("restricted: seed asking 1 GPU of its 2: %+v, want refused TopologyAffinityError", seed)
+	}
 }
 
 // Before #116376 (1.25.10, 1.26.5, 1.27.2) a container holding its devices needs nothing: after
