@@ -144,10 +144,12 @@ func (ix *PodIndex) add(p *corev1.Pod) {
 }
 
 // resourcesOnly is the part of a pod its resource requests need: names, containers' resources,
-// overhead and pod-level resources.
+// overhead and pod-level resources; and what a restart's re-admission reads (the kubelet's order
+// is creation time; a pod's owners say whether a controller makes it again).
 func resourcesOnly(p *corev1.Pod) *corev1.Pod {
 	out := &corev1.Pod{}
 	out.Name, out.Namespace, out.UID = p.Name, p.Namespace, p.UID
+	out.CreationTimestamp, out.OwnerReferences = p.CreationTimestamp, p.OwnerReferences
 	out.Spec.Overhead, out.Spec.Resources = p.Spec.Overhead, p.Spec.Resources
 	keep := func(cs []corev1.Container) []corev1.Container {
 		out := make([]corev1.Container, len(cs))

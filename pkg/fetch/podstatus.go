@@ -7,6 +7,9 @@ import corev1 "k8s.io/api/core/v1"
 type ContainerStatus struct {
 	Name, ID string
 	Running  bool
+	// Restarted: the container ran before (restartCount > 0), so the runtime may list its
+	// exited instance beside the running one (the kubelet keeps the last dead one).
+	Restarted bool `json:",omitempty"`
 }
 
 // containerStatuses lists a pod's containers that have an ID (init and ephemeral ones too).
@@ -17,7 +20,7 @@ func containerStatuses(p *corev1.Pod) []ContainerStatus {
 	} {
 		for _, cs := range statuses {
 			if cs.ContainerID != "" {
-				out = append(out, ContainerStatus{Name: cs.Name, ID: cs.ContainerID, Running: cs.State.Running != nil})
+				out = append(out, ContainerStatus{Name: cs.Name, ID: cs.ContainerID, Running: cs.State.Running != nil, Restarted: cs.RestartCount > 0})
 			}
 		}
 	}

@@ -77,13 +77,8 @@ func (r *Runner) admit(n *NodeResult) *AdmitResult {
 	// The device manager runs when the devices are known: --devices FILE, and on a node whose
 	// status is known, its checkpoint's devices with their NUMA nodes from sysfs.
 	if d := r.nodeDevices(n, mi); d != nil {
-		in.Devices = &replay.DeviceInput{Plugins: d.plugins, NotJudged: d.notJudged}
+		in.Devices = d.input(mi.deviceCheckpoint())
 		in.DeviceTopology = d.sources
-		for _, row := range mi.rows {
-			if row.Report != nil && row.Report.Kind == decode.KindDevices {
-				in.Devices.Checkpoint = row.Report
-			}
-		}
 		for _, line := range deviceTopologyNotes(d) {
 			note("%s", line)
 		}
@@ -159,7 +154,10 @@ func (r *Runner) admit(n *NodeResult) *AdmitResult {
 // nodeDevices joins what the node's files, status, PodResources API, sysfs and NVIDIA driver say of
 // its devices with --devices.
 func (r *Runner) nodeDevices(n *NodeResult, mi managerInputs) *nodeDevices {
-	in := nodeDeviceInput{file: r.cfg.Admit.Devices, topologyNone: mi.config.TopologyPolicy() == "none"}
+	in := nodeDeviceInput{topologyNone: mi.config.TopologyPolicy() == "none"}
+	if r.cfg.Admit != nil {
+		in.file = r.cfg.Admit.Devices
+	}
 	if s := n.Snapshot; s != nil {
 		in.status = s.Devices
 		if dump, ok := s.Dumps[machine.PCIHeader]; ok {
@@ -198,6 +196,11 @@ func noDevicePlugins(n *NodeResult, mi managerInputs) (*replay.DeviceInput, stri
 		return nil, fmt.Sprintf("the device checkpoint registers %s, whose plugins and devices are not known offline: %s", strings.Join(registered, ", "), give)
 	}
 	return nil, "the node's device plugins are not known offline: " + give
+}
+
+// input is the device manager's input: the plugins joined, on the node's device checkpoint.
+func (d *nodeDevices) input(checkpoint *decode.Report) *replay.DeviceInput {
+	return &replay.DeviceInput{Plugins: d.plugins, NotJudged: d.notJudged, Checkpoint: checkpoint}
 }
 
 // deviceCheckpoint is the report of the node's device checkpoint (one file a node), or nil.

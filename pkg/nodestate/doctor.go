@@ -27,6 +27,10 @@ type DoctorConfig struct {
 type DoctorResult struct {
 	doctor.Result
 	Notes []string
+	// Restart is what the node's pods become if the node reboots and if the kubelet restarts
+	// (live nodes whose kubelet starts; each is a finding too, CheckIfReboot and
+	// CheckIfKubeletRestart).
+	Restart []RestartOutlook
 }
 
 // Bundle files that default the doctor's machine and kubelet config (collect writes them).
@@ -101,6 +105,15 @@ func (r *Runner) diagnose(n *NodeResult) *DoctorResult {
 		}
 	}
 	out.Result = doctor.Diagnose(in)
+	if out.Result.KubeletStart.Starts {
+		skip := func(format string, a ...any) {
+			out.Result.Skipped = append(out.Result.Skipped, fmt.Sprintf(format, a...))
+		}
+		out.Restart = r.restartOutlook(n, mi, skip, note)
+		for _, o := range out.Restart {
+			out.Result.Findings = append(out.Result.Findings, o.Finding())
+		}
+	}
 	return out
 }
 

@@ -1,0 +1,83 @@
+package nodestate
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/admit"
+)
+
+// Doctor on a live GPU node says what a reboot and a kubelet restart do to its pods: the
+// trainer (a ReplicaSet's, holding 3 GPUs in the device checkpoint, running) waits on
+// its plugins after a reboot and comes back after a kubelet restart; a pod without devices
+// (bare) comes back either way. One finding a restart.
+func TestDoctorRestartOutlookLive(t *testing.T) {
+	dir := filepath.Join(repo, "examples/admit-node")
+	dc, _, err := LoadDoctorConfig(filepath.Join(dir, "machine.json"), filepath.Join(dir, "kubelet-config.yaml"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := os.ReadFile(filepath.Join(repo, "testdata/kubelet/kubelet_internal_checkpoint/v1.37.1/multi-resource.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := corev1.ResourceList{"intel.com/sriov_netdevice": resource.MustParse("4"), "nvidia.com/gpu": resource.MustParse("4"),
+		corev1.ResourceCPU: resource.MustParse("30"), corev1.ResourceMemory: resource.MustParse("60Gi"), corev1.ResourcePods: resource.MustParse("110")}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Status: corev1.NodeStatus{
+		NodeInfo:   corev1.NodeSystemInfo{KubeletVersion: "v1.37.1", OperatingSystem: "linux"},
+		Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+		Capacity:   counts, Allocatable: counts,
+	}}
+	yes := true
+	// Its VF's NUMA node needs sysfs, which doctor does not read here: it asks the GPUs only.
+	devices := corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("3")}
+	trainer := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "trainer", Namespace: "ml", UID: types.UID("6f1c2a0d-3b5e-4c8a-9d1e-2a7b6c5d4e3f"),
+		CreationTimestamp: metav1.Unix(100, 0), OwnerReferences: []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "trainer-1", Controller: &yes}}},
+		Spec: corev1.PodSpec{NodeName: "a", Containers: []corev1.Container{{Name: "trainer", Resources: corev1.ResourceRequirements{Requests: devices, Limits: devices}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: "trainer", ContainerID: "containerd://t1",
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}}}
+	web := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-web", CreationTimestamp: metav1.Unix(50, 0)},
+		Spec:   corev1.PodSpec{NodeName: "a", Containers: []corev1.Container{{Name: "app"}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	exec := fakeNodeExec(map[string][]byte{"device-plugins/kubelet_internal_checkpoint": cp}, nil)
+	r, err := New(context.Background(), Config{AllNodes: true, Client: runningPodsClient(node, trainer, web), RESTConfig: &rest.Config{}, Exec: exec,
+		Engines: Engines{Doctor: dc}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := only(t, r)
+	if res.Doctor == nil || !res.Doctor.KubeletStart.Starts || len(res.Doctor.Restart) != 2 {
+		t.Fatalf("doctor: %+v", res.Doctor)
+	}
+	reboot, restart := res.Doctor.Restart[0], res.Doctor.Restart[1]
+	if reboot.Kind != admit.RestartReboot || reboot.Pods != 2 || len(reboot.AtRisk) != 1 {
+		t.Fatalf("reboot: %+v", reboot)
+	}
+	if p := reboot.AtRisk[0]; p.Pod != "ml/trainer" || p.Owner != "ReplicaSet" || !slices.Equal(p.WaitsOn, []string{"nvidia.com/gpu"}) || p.Reason != "UnexpectedAdmissionError" {
+		t.Errorf("reboot: trainer %+v, want it waiting on nvidia.com/gpu", p)
+	}
+	if restart.Kind != admit.RestartKubelet || len(restart.AtRisk) != 0 {
+		t.Errorf("kubelet restart: %+v, want every pod back (the trainer runs)", restart)
+	}
+	var lines []string
+	for _, f := range res.Doctor.Findings {
+		if f.Check == CheckIfReboot || f.Check == CheckIfKubeletRestart {
+			lines = append(lines, string(f.Severity)+" "+f.Check+": "+f.Message+" | "+f.Fix)
+		}
+	}
+	t.Logf("%s", strings.Join(lines, "\n"))
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "warning if-reboot: if this node reboots") || !strings.Contains(lines[0], "ml/trainer waits on") ||
+		!strings.Contains(lines[0], "its ReplicaSet makes a new one") || !strings.HasPrefix(lines[1], "info if-kubelet-restart: ") || !strings.Contains(lines[1], "all 2 pods come back") {
+		t.Errorf("findings:\n%s", strings.Join(lines, "\n"))
+	}
+}
