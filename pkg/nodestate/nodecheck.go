@@ -347,6 +347,16 @@ func judgeRestart(cr *CheckResult, res *NodeResult, versionErr, configErr error)
 		cr.Status, cr.Summary = CheckUnknown, "cannot judge: "+strings.Join(res.Doctor.Skipped, "; ")
 	default:
 		cr.Summary = fmt.Sprintf("kubelet %s would start with its config and files", start.Kubelet)
+		// It starts, but the pods it re-admits after a reboot or a restart may be refused.
+		for _, f := range res.Doctor.Findings {
+			if (f.Check == CheckIfReboot || f.Check == CheckIfKubeletRestart) && f.Severity != doctor.SeverityInfo {
+				cr.Problems = append(cr.Problems, f)
+			}
+		}
+		if len(cr.Problems) > 0 {
+			cr.Status = CheckProblem
+			cr.Summary += ", but " + cr.Problems[0].Message
+		}
 	}
 }
 

@@ -52,8 +52,9 @@ const (
 func (r *Runner) restartOutlook(n *NodeResult, mi managerInputs, skip, note func(string, ...any)) []RestartOutlook {
 	ix := n.Snapshot.Pods
 	switch {
-	case n.Node == "" || ix == nil:
-		skip("the restart outlook (%s, %s): the node's pods are known on live nodes only", CheckIfReboot, CheckIfKubeletRestart)
+	case n.Node == "" || ix == nil || len(ix.Pods) == 0:
+		// Offline, or node-local (the runtime's containers, no pod specs): no pods to re-admit.
+		skip("the restart outlook (%s, %s): the node's pods are known from the API server only", CheckIfReboot, CheckIfKubeletRestart)
 		return nil
 	case mi.kubelet == nil || mi.machine == nil || mi.config == nil:
 		return nil // the start was not predicted either; its notes say why

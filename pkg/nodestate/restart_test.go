@@ -80,4 +80,10 @@ func TestDoctorRestartOutlookLive(t *testing.T) {
 		!strings.Contains(lines[0], "its ReplicaSet makes a new one") || !strings.HasPrefix(lines[1], "info if-kubelet-restart: ") || !strings.Contains(lines[1], "all 2 pods come back") {
 		t.Errorf("findings:\n%s", strings.Join(lines, "\n"))
 	}
+	// node-check restart: the kubelet starts, but a reboot would refuse the trainer.
+	cr := CheckResult{Check: CheckRestart}
+	judgeRestart(&cr, res, nil, nil)
+	if cr.Status != CheckProblem || !strings.Contains(cr.Summary, "would start with its config and files, but if this node reboots") || len(cr.Problems) != 1 {
+		t.Errorf("node-check restart: %+v", cr)
+	}
 }
