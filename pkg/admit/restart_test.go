@@ -27,21 +27,18 @@ func restartSeedCase(t *testing.T, kubelet string) Input {
 		}
 		restartSet = set
 	}
-	for _, set := range []*vectorpack.Set{restartSet} {
-		c, ok := set.Case(name)
-		if !ok {
-			t.Fatalf("no case %s", name)
-		}
-		in := caseInput(t, c, set.MetaString("kubelet"), true)
-		var seed v1.Pod
-		if err := json.Unmarshal(c.Files["setup/seed0.json"], &seed); err != nil {
-			t.Fatal(err)
-		}
-		in.Pods = append([]*v1.Pod{&seed}, in.Pods...)
-		in.Kubelet.Version = version.MustParseSemantic(kubelet)
-		return in
+	c, ok := restartSet.Case(name)
+	if !ok {
+		t.Fatalf("no case %s", name)
 	}
-	return Input{}
+	in := caseInput(t, c, restartSet.MetaString("kubelet"), true)
+	var seed v1.Pod
+	if err := json.Unmarshal(c.Files["setup/seed0.json"], &seed); err != nil {
+		t.Fatal(err)
+	}
+	in.Pods = append([]*v1.Pod{&seed}, in.Pods...)
+	in.Kubelet.Version = version.MustParseSemantic(kubelet)
+	return in
 }
 
 // restartSet is the shipped set restartSeedCase reads, read once.
