@@ -115,11 +115,7 @@ func TestJoinNodeDevicesNotJudged(t *testing.T) {
 // GPUs by UUID, FPGAs by name), the node's status and every PCI device's NUMA node in the same
 // exec, replays the VFs with their sysfs NUMA nodes, and says the others are not judged.
 func TestAdmitDevicesLive(t *testing.T) {
-	dir := filepath.Join(repo, "examples/admit-node")
-	dc, _, err := LoadDoctorConfig(filepath.Join(dir, "machine.json"), filepath.Join(dir, "kubelet-config.yaml"), "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	dc, _ := admitNode(t)
 	cp, err := os.ReadFile(filepath.Join(repo, "testdata/kubelet/kubelet_internal_checkpoint/v1.37.1/multi-resource.json"))
 	if err != nil {
 		t.Fatal(err)

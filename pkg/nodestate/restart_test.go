@@ -22,11 +22,7 @@ import (
 // its plugins after a reboot and comes back after a kubelet restart; a pod without devices
 // (bare) comes back either way. One finding a restart.
 func TestDoctorRestartOutlookLive(t *testing.T) {
-	dir := filepath.Join(repo, "examples/admit-node")
-	dc, _, err := LoadDoctorConfig(filepath.Join(dir, "machine.json"), filepath.Join(dir, "kubelet-config.yaml"), "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	dc, _ := admitNode(t)
 	cp, err := os.ReadFile(filepath.Join(repo, "testdata/kubelet/kubelet_internal_checkpoint/v1.37.1/multi-resource.json"))
 	if err != nil {
 		t.Fatal(err)

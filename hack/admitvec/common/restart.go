@@ -162,16 +162,11 @@ func RunRestart(k Kubelet, caseDir, stateDir string) (*Expected, error) {
 	if err != nil {
 		return nil, err
 	}
-	work, err := os.MkdirTemp("", "admitvec-")
+	work, err := stateWorkDir(stateDir)
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(work)
-	for _, name := range []string{"cpu_manager_state", "memory_manager_state"} {
-		if err := copyFile(filepath.Join(stateDir, name), filepath.Join(work, name)); err != nil && !os.IsNotExist(err) {
-			return nil, err
-		}
-	}
 	if err := copyFile(filepath.Join(stateDir, deviceCheckpoint), filepath.Join(devicePluginDir, "kubelet_internal_checkpoint")); err != nil && !os.IsNotExist(err) {
 		return nil, err
 	}

@@ -395,16 +395,11 @@ func RunCase(k Kubelet, caseDir, stateDir string) (*Expected, error) {
 	if len(pods) == 0 {
 		return nil, errors.New(caseDir + ": no pod.json")
 	}
-	work, err := os.MkdirTemp("", "admitvec-")
+	work, err := stateWorkDir(stateDir)
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(work)
-	for _, name := range []string{"cpu_manager_state", "memory_manager_state"} {
-		if err := copyFile(filepath.Join(stateDir, name), filepath.Join(work, name)); err != nil && !os.IsNotExist(err) {
-			return nil, err
-		}
-	}
 	nf, err := readNodeFile(filepath.Join(caseDir, "node.json"))
 	if err != nil {
 		return nil, err
@@ -558,4 +553,20 @@ func CPUList(ids []int) string {
 		i = j + 1
 	}
 	return b.String()
+}
+
+// stateWorkDir is a temporary directory holding a copy of the case's CPU and memory checkpoints
+// (those it has), for the managers to start from and write.
+func stateWorkDir(stateDir string) (string, error) {
+	work, err := os.MkdirTemp("", "admitvec-")
+	if err != nil {
+		return "", err
+	}
+	for _, name := range []string{"cpu_manager_state", "memory_manager_state"} {
+		if err := copyFile(filepath.Join(stateDir, name), filepath.Join(work, name)); err != nil && !os.IsNotExist(err) {
+			os.RemoveAll(work)
+			return "", err
+		}
+	}
+	return work, nil
 }
