@@ -3,6 +3,14 @@
 #
 #   hack/e2e-node.sh                     # everything
 #   hack/e2e-node.sh -test.run TestFullNode   # extra args go to the test binary
+#   NODESTATE_E2E_NODE_KUBE=v1.38.0-beta.0 hack/e2e-node.sh   # the next release's kubelet (below)
+#
+# NODESTATE_E2E_NODE_KUBE picks the kubelet: unset (or v1.37.1, KUBE_VERSION in
+# hack/tools/build.sh) is the default that CI runs; the version pinned in hack/tools/kube-next
+# (v1.38.0-beta.0) builds and caches that kubelet (NODESTATE_TOOLS=kubelet-next, Go 1.27.3 in that
+# module only) and runs the same suite against it. The control plane (etcd, kube-apiserver,
+# kubectl) stays v1.37.1 either way: 1.38.0-beta.0's kube-apiserver needs k8s.io/apiextensions-api,
+# which the module proxy does not serve (docs/development.md).
 #
 # Phases (each timed on stderr): apt packages (installed if missing), the pinned tools
 # (etcd, kube-apiserver, kubectl from hack/tools/build.sh's cache; the kubelet from
@@ -55,8 +63,20 @@ apt_packages() {
 }
 timed apt apt_packages
 
-tools() { bin=$(NODESTATE_TOOLS="etcd kubectl kube-apiserver kubelet node-problem-detector" hack/tools/build.sh | tail -n 1); }
+kube_default=$(sed -n 's/^KUBE_VERSION=//p' hack/tools/build.sh)
+kube_next=$(sed -n 's#^\(require \)\{0,1\}[[:space:]]*k8s.io/kubernetes \(v[^ ]*\).*#\2#p' hack/tools/kube-next/go.mod | head -n 1)
+kubelet_version=${NODESTATE_E2E_NODE_KUBE:-$kube_default}
+case $kubelet_version in
+"$kube_default") next_tool= ;;
+"$kube_next") next_tool=kubelet-next ;;
+*)
+  log "NODESTATE_E2E_NODE_KUBE=$kubelet_version: this tree builds $kube_default (default) or $kube_next (hack/tools/kube-next)"
+  exit 2
+  ;;
+esac
+tools() { bin=$(NODESTATE_TOOLS="etcd kubectl kube-apiserver kubelet node-problem-detector $next_tool" hack/tools/build.sh | tail -n 1); }
 timed tools tools
+log "kubelet $kubelet_version, control plane (etcd, kube-apiserver, kubectl) $kube_default"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/nodestate-e2e-node.XXXXXX")
 cleanup() {
@@ -69,6 +89,15 @@ cleanup() {
   exit $rc
 }
 trap cleanup EXIT
+
+# The next release's kubelet: the cached tools dir with its kubelet swapped in (links only), so
+# up.sh, kubelet.sh and the tests (TOOLS_BIN) see one tools dir as on the default run.
+if [[ -n $next_tool ]]; then
+  mkdir -p "$tmp/tools"
+  for f in "$bin"/*; do ln -s "$(readlink -f "$f")" "$tmp/tools/$(basename "$f")"; done
+  ln -sfn "$(readlink -f "$bin/kubelet-$kubelet_version")" "$tmp/tools/kubelet"
+  bin=$tmp/tools
+fi
 
 # Default build settings (as make e2e builds the plugin), so the shared build cache serves them.
 # pause imports no cgo package, so it links statically as the image needs.

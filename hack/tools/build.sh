@@ -30,6 +30,14 @@ KREW_VERSION=v0.4.4
 # apiserver, from its own module (hack/tools/kubelet); named after a hash of that module's pins
 # instead of joining the cache key, so adding it did not rebuild the others.
 KUBELET_KEY=$(cat "$(dirname "${BASH_SOURCE[0]}")/kubelet/go.mod" "$(dirname "${BASH_SOURCE[0]}")/kubelet/go.sum" | sha256sum | cut -c1-12)
+# Opt-in (NODESTATE_TOOLS=kubelet-next): the NEXT release's kubelet, for
+# NODESTATE_E2E_NODE_KUBE=<its version> make e2e-node only (never CI's default). From its own module
+# (hack/tools/kube-next, Go 1.27 through GOTOOLCHAIN=go1.27.3 there only); named after its
+# version and a hash of that module's pins (go.mod, go.sum, the iptables-wrappers stand-in), and
+# linked as kubelet-<version>: the plain kubelet link stays the v1.37.1 one.
+KUBE_NEXT_VERSION=$(sed -n 's#^\(require \)\{0,1\}[[:space:]]*k8s.io/kubernetes \(v[^ ]*\).*#\2#p' "$(dirname "${BASH_SOURCE[0]}")/kube-next/go.mod" | head -n 1)
+KUBE_NEXT_TOOLCHAIN=$(sed -n 's#^toolchain \(go[^ ]*\)$#\1#p' "$(dirname "${BASH_SOURCE[0]}")/kube-next/go.mod")
+KUBE_NEXT_KEY=$(cd "$(dirname "${BASH_SOURCE[0]}")/kube-next" && find . -type f \( -name go.mod -o -name go.sum -o -name '*.go' \) | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-12)
 GORELEASER_VERSION=$(sed -n 's#^\tgithub.com/goreleaser/goreleaser/v2 \(v[^ ]*\).*#\1#p' "$(dirname "${BASH_SOURCE[0]}")/goreleaser/go.mod")
 # Opt-in the same way (NODESTATE_TOOLS=staticcheck): .ci/run's lint step.
 STATICCHECK_VERSION=$(sed -n 's#^\thonnef.co/go/tools \(v[^ ]*\).*#\1#p' "$(dirname "${BASH_SOURCE[0]}")/staticcheck/go.mod")
@@ -70,13 +78,13 @@ export GOFLAGS="-mod=readonly -buildvcs=false -trimpath"
 export GOWORK=off
 export CGO_ENABLED=0
 
-kube_ldflags() {
-  local major minor
-  major=${KUBE_VERSION#v}; major=${major%%.*}
-  minor=${KUBE_VERSION#v*.}; minor=${minor%%.*}
+kube_ldflags() { # [VERSION], default KUBE_VERSION
+  local version=${1:-$KUBE_VERSION} major minor
+  major=${version#v}; major=${major%%.*}
+  minor=${version#v*.}; minor=${minor%%.*}
   local pkg flags="-s -w"
   for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-    flags+=" -X $pkg.gitVersion=$KUBE_VERSION"
+    flags+=" -X $pkg.gitVersion=$version"
     flags+=" -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
     flags+=" -X $pkg.gitCommit=0000000000000000000000000000000000000000"
     flags+=" -X $pkg.gitTreeState=clean"
@@ -121,6 +129,13 @@ fi
 if [[ " ${NODESTATE_TOOLS:-} " == *" kubelet "* ]]; then
   build "kubelet-$KUBE_VERSION-$KUBELET_KEY" kubelet k8s.io/kubernetes/cmd/kubelet "$(kube_ldflags)"
   ln -sf "kubelet-$KUBE_VERSION-$KUBELET_KEY" "$bin/kubelet"
+fi
+if [[ " ${NODESTATE_TOOLS:-} " == *" kubelet-next "* ]]; then
+  # Without -trimpath: Go 1.27.3's build cache is then the one hack/admitvec and hack/restorevec's
+  # 1.38 modules fill (they build without it).
+  GOTOOLCHAIN=$KUBE_NEXT_TOOLCHAIN GOFLAGS="-mod=readonly -buildvcs=false" NODESTATE_TOOLS=kubelet \
+    build "kubelet-$KUBE_NEXT_VERSION-$KUBE_NEXT_KEY" kube-next k8s.io/kubernetes/cmd/kubelet "$(kube_ldflags "$KUBE_NEXT_VERSION")"
+  ln -sf "kubelet-$KUBE_NEXT_VERSION-$KUBE_NEXT_KEY" "$bin/kubelet-$KUBE_NEXT_VERSION"
 fi
 if [[ " ${NODESTATE_TOOLS:-} " == *" staticcheck "* ]]; then
   build "staticcheck-$STATICCHECK_VERSION" staticcheck honnef.co/go/tools/cmd/staticcheck \
