@@ -33,6 +33,11 @@ var eventRules = []eventRule{
 	{reason: "FailedMount", contains: "hostPath type check failed", result: ReasonRootDir,
 		fix: "--kubelet-root-dir %[1]q is not a directory on the node; set --kubelet-root-dir to the node kubelet's --root-dir " +
 			"(e.g. /var/lib/k0s/kubelet, /var/snap/microk8s/common/var/lib/kubelet)"},
+	// 1.38 checks existence first, in its own words (1.38.0-beta.0 pkg/volume/hostpath/host_path.go:408
+	// "hostPath %s doesn't exist"); up to 1.37 a missing path failed the type check above.
+	{reason: "FailedMount", contains: "doesn't exist", result: ReasonRootDir,
+		fix: "--kubelet-root-dir %[1]q does not exist on the node; set --kubelet-root-dir to the node kubelet's --root-dir " +
+			"(e.g. /var/lib/k0s/kubelet, /var/snap/microk8s/common/var/lib/kubelet)"},
 	{reason: "FailedMount", result: ReasonRootDir,
 		fix: "the node cannot mount --kubelet-root-dir %[1]q read-only; check the flag against the node kubelet's --root-dir"},
 	{reason: "FailedCreatePodSandBox", result: ReasonSandbox,

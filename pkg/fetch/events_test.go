@@ -50,6 +50,13 @@ func TestEventError(t *testing.T) {
 			has:    []string{"--kubelet-root-dir", `"/var/lib/kubelet-wrong"`, "is not a directory", "kubelet: FailedMount"},
 		},
 		{
+			name: "wrong kubelet root dir, 1.38's words",
+			ev: kubeletEvent(pod, "Warning", "FailedMount",
+				`MountVolume.SetUp failed for volume "kubelet" : hostPath /nonexistent/kubelet doesn't exist`),
+			reason: ReasonRootDir,
+			has:    []string{"--kubelet-root-dir", `"/var/lib/kubelet-wrong"`, "does not exist on the node", "set --kubelet-root-dir", "kubelet: FailedMount"},
+		},
+		{
 			name:   "other mount failure",
 			ev:     kubeletEvent(pod, "Warning", "FailedMount", `MountVolume.SetUp failed for volume "kubelet" : permission denied`),
 			reason: ReasonRootDir,

@@ -324,10 +324,16 @@ func TestFullNode(t *testing.T) {
 		if r.code != 2 {
 			t.Errorf("exit %d, want 2", r.code)
 		}
-		for _, want := range []string{"--kubelet-root-dir", `"/nonexistent/kubelet"`, "FailedMount", "hostPath type check failed"} {
+		// The plugin's own advice for a root dir that is not there, after the kubelet's words.
+		for _, want := range []string{"--kubelet-root-dir", `"/nonexistent/kubelet"`, "FailedMount", "set --kubelet-root-dir to the node kubelet's --root-dir"} {
 			if !strings.Contains(r.stderr, want) {
 				t.Errorf("stderr lacks %q:\n%s", want, r)
 			}
+		}
+		// The kubelet's words: up to 1.37 the type check fails; 1.38 checks existence first
+		// (1.38.0-beta.0 pkg/volume/hostpath/host_path.go:408).
+		if !strings.Contains(r.stderr, "hostPath type check failed") && !strings.Contains(r.stderr, "hostPath /nonexistent/kubelet doesn't exist") {
+			t.Errorf("stderr lacks the kubelet's hostPath check (1.37 or 1.38 words):\n%s", r)
 		}
 		if strings.Contains(r.stderr, "not Running after") {
 			t.Errorf("waited out the timeout:\n%s", r)
