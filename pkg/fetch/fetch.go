@@ -149,6 +149,7 @@ func (f *Fetcher) fetch(ctx context.Context, node NodeInfo, pw *podWatch) (nf *S
 				nf.Pods.add(debug)
 			}
 			nf.Pods.Debug[string(debug.UID)] = true
+			nf.Pods.DebugNamespace = opts.Namespace
 		}
 	}()
 

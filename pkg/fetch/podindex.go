@@ -46,11 +46,23 @@ type PodIndex struct {
 	// the one Fetch created to read the node, which the kubelet's files still list (1.37
 	// keeps it in actuated_pods_state for about a minute after deletion).
 	Debug map[string]bool
+	// DebugNamespace is the namespace Fetch made its debug pod in ("" when none): a pod gone
+	// from the API server that a 1.38+ V2 allocation file still names there with PodNamePrefix
+	// is one of this plugin's earlier debug pods (see DebugPodNamed).
+	DebugNamespace string
 }
 
 // DebugPod reports whether uid is one of this plugin's own debug pods.
 func (ix *PodIndex) DebugPod(uid string) bool {
 	return ix != nil && ix.Debug[uid]
+}
+
+// DebugPodNamed reports whether a pod the API server no longer lists, named namespace/name by
+// the kubelet's own file (1.38+ V2 podList), is one of this plugin's debug pods: the kubelet
+// keeps a deleted pod in actuated_pods_state until its container GC (every minute), and the
+// admission policy lets only pods named with PodNamePrefix run in the debug namespace.
+func (ix *PodIndex) DebugPodNamed(namespace, name string) bool {
+	return ix != nil && ix.DebugNamespace != "" && namespace == ix.DebugNamespace && strings.HasPrefix(name, PodNamePrefix)
 }
 
 // Pod names a pod UID.

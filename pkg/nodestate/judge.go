@@ -218,7 +218,12 @@ func (p podNames) Container(id string) (string, string, string, bool) {
 
 func (p podNames) DebugPod(uid string) bool { return p.ix.DebugPod(uid) }
 
+func (p podNames) DebugPodNamed(namespace, name string) bool {
+	return p.ix.DebugPodNamed(namespace, name)
+}
+
 var (
-	_ PodNames  = podNames{}
-	_ DebugPods = podNames{}
+	_ PodNames      = podNames{}
+	_ DebugPods     = podNames{}
+	_ DebugPodNames = podNames{}
 )

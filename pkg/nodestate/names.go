@@ -15,3 +15,9 @@ type PodNames interface {
 type DebugPods interface {
 	DebugPod(uid string) bool
 }
+
+// DebugPodNames is implemented by a PodNames that can tell, by namespace and name alone, a
+// debug pod the API server no longer lists but a 1.38+ V2 allocation file still names.
+type DebugPodNames interface {
+	DebugPodNamed(namespace, name string) bool
+}

@@ -10,6 +10,13 @@ func isDebugPod(names nodestate.PodNames, uid string) bool {
 	return ok && d.DebugPod(uid)
 }
 
+// isDebugPodNamed: a pod named only by a 1.38+ V2 file (gone from the API server) that is one
+// of this plugin's earlier debug pods.
+func isDebugPodNamed(names nodestate.PodNames, namespace, name string) bool {
+	d, ok := names.(nodestate.DebugPodNames)
+	return ok && name != "" && d.DebugPodNamed(namespace, name)
+}
+
 // DebugPodMark follows the POD cell of this plugin's own debug pods in tables.
 const DebugPodMark = " (nodestate debug pod)"
 

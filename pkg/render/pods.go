@@ -51,12 +51,16 @@ func PodRows(in []PodAllocations) []PodRow {
 		var node []PodRow
 		for uid, p := range n.State.Pods {
 			ns, name := podName(n.Names, uid)
+			debug := isDebugPod(n.Names, uid)
 			if name == "" {
-				// A 1.38+ V2 file names its pods itself (podList).
+				// A 1.38+ V2 file names its pods itself (podList), those gone from the API
+				// server too: the kubelet keeps a deleted pod in actuated_pods_state until
+				// its container GC, earlier debug pods included.
 				ns, name = p.Namespace, p.Name
+				debug = debug || isDebugPodNamed(n.Names, ns, name)
 			}
 			base := PodRow{Node: n.Node, Namespace: ns, Pod: name, PodUID: uid, Source: podSources[n.File],
-				LimitsKnown: !n.State.RequestsOnly, ResizeStatus: p.ResizeStatus, DebugPod: isDebugPod(n.Names, uid)}
+				LimitsKnown: !n.State.RequestsOnly, ResizeStatus: p.ResizeStatus, DebugPod: debug}
 			for c, res := range p.Containers {
 				r := base
 				r.Container, r.Requests, r.Limits = c, res.Requests, res.Limits

@@ -483,3 +483,36 @@ func TestVerifySources(t *testing.T) {
 		}
 	}
 }
+
+// debugNamedNames also tells an earlier debug pod by the namespace and name a V2 file gives it.
+type debugNamedNames struct {
+	debugNames
+	namespace string
+}
+
+func (d debugNamedNames) DebugPodNamed(namespace, name string) bool {
+	return namespace == d.namespace && strings.HasPrefix(name, "nodestate-")
+}
+
+// 1.38's V2 files name their pods (podList), those gone from the API server too: the kubelet
+// keeps the earlier debug pods in actuated_pods_state until its container GC (found by
+// NODESTATE_E2E_NODE_KUBE=v1.38.0-beta.0 make e2e-node, TestFullNode). They are marked as the
+// plugin's own; a workload the file names, or a nodestate- pod in another namespace, is not.
+func TestPodsMarkEarlierDebugPodsNamedByV2File(t *testing.T) {
+	names := debugNamedNames{debugNames: debugNames{fakeNames: fakeNames{pods: map[string][2]string{}}, debug: map[string]bool{}},
+		namespace: "kubectl-nodestate"}
+	none := map[string]corev1.ResourceRequirements{"nodestate": {}}
+	state := &decode.PodAllocationState{Pods: map[string]decode.PodResources{
+		"uid-old-debug": {Namespace: "kubectl-nodestate", Name: "nodestate-n1-95ll2", Containers: none},
+		"uid-web":       {Namespace: "default", Name: "web", Containers: none},
+		"uid-other-ns":  {Namespace: "default", Name: "nodestate-n1-abcde", Containers: none},
+	}}
+	in := []PodAllocations{{Source: Source{Node: "n1", Names: names}, File: decode.KindActuated, State: state}}
+	marked := map[string]bool{}
+	for _, r := range PodRows(in) {
+		marked[r.PodUID] = r.DebugPod
+	}
+	if want := map[string]bool{"uid-old-debug": true, "uid-web": false, "uid-other-ns": false}; !maps.Equal(marked, want) {
+		t.Errorf("debugPod per UID %v, want %v", marked, want)
+	}
+}
