@@ -54,8 +54,18 @@ func TestCgroupAudit(t *testing.T) {
 	t.Run("healthy node: no finding", func(t *testing.T) {
 		r := nodestate(t, "doctor", "-o", "json")
 		d := parseDoctor(t, r)
-		if r.code != 0 || len(d.Findings) != 0 {
-			t.Errorf("want exit 0 and no finding: %s", r)
+		// Only the restart outlook, which says every pod comes back (issue 44): the node's pods
+		// ask for no device.
+		var others, outlook []string
+		for _, f := range d.Findings {
+			if f.Severity == "info" && (f.Check == "if-reboot" || f.Check == "if-kubelet-restart") && strings.HasSuffix(f.Message, " pods come back") {
+				outlook = append(outlook, f.Check)
+				continue
+			}
+			others = append(others, f.Severity+" "+f.Check+": "+f.Message)
+		}
+		if r.code != 0 || len(others) != 0 || len(outlook) != 2 {
+			t.Errorf("want exit 0, no finding but the restart outlook's two (every pod comes back): %s", r)
 		}
 		for _, s := range d.Skipped {
 			if strings.Contains(s, "cgroup") {
