@@ -319,45 +319,13 @@ func importImage(t *testing.T, im e2eImage) {
 		size = fi.Size()
 	}
 	t.Logf("imported %s (%d bytes) into the node's containerd in %s", im.ref, size, time.Since(start).Round(time.Millisecond))
-	removeImageAtEnd(t, im.ref)
-}
-
-// removeImageAtEnd removes, at the end of the test, every name containerd holds for the image
-// ref names: ref, and the CRI's own record by image ID (`sha256:<config>`), which the kubelet's
-// first use of the image adds and which alone keeps its layer and snapshot.
-func removeImageAtEnd(t *testing.T, ref string) {
-	t.Helper()
-	ctr := []string{"--address", strings.TrimPrefix(node.CRIEndpoint, "unix://"), "--namespace", "k8s.io"}
-	digest := imageDigests(t, ctr)[ref]
-	if digest == "" {
-		t.Fatalf("containerd holds no image %s", ref)
-	}
+	// The tag only: removing the CRI's record by image ID as well (to free the layer) left
+	// containerd 1.6's CRI blind to a later import of the same image (ErrImageNeverPull).
 	t.Cleanup(func() {
-		for name, d := range imageDigests(t, ctr) {
-			if d != digest {
-				continue
-			}
-			if out, err := exec.Command("ctr", append(ctr, "images", "rm", "--sync", name)...).CombinedOutput(); err != nil {
-				t.Errorf("ctr images rm %s: %v\n%s", name, err, out)
-			}
+		if out, err := exec.Command("ctr", append(ctr, "images", "rm", "--sync", im.ref)...).CombinedOutput(); err != nil {
+			t.Errorf("ctr images rm %s: %v\n%s", im.ref, err, out)
 		}
 	})
-}
-
-// imageDigests is each image name containerd holds (`ctr images ls`), with its target's digest.
-func imageDigests(t *testing.T, ctr []string) map[string]string {
-	t.Helper()
-	out, err := exec.Command("ctr", append(ctr, "images", "ls")...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("ctr images ls: %v\n%s", err, out)
-	}
-	names := map[string]string{}
-	for _, line := range strings.Split(string(out), "\n")[1:] { // REF TYPE DIGEST SIZE PLATFORMS LABELS
-		if f := strings.Fields(line); len(f) >= 3 {
-			names[f[0]] = f[2]
-		}
-	}
-	return names
 }
 
 // readNPDDeployment decodes deploy/npd: the objects of daemonset.yaml and the monitor config.
