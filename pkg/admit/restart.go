@@ -208,8 +208,13 @@ func PredictRestart(in Input) (RestartResult, error) {
 		return RestartResult{}, err
 	}
 	out := RestartResult{Result: res, Restart: *in.Restart, Fates: []PodFate{}}
+	// The plugins that register late: what a refused pod may wait on.
+	var late map[string]bool
+	if dev := restartDevices(in); dev != nil {
+		late = dev.Deferred
+	}
 	var early *Result
-	if in.Devices != nil && len(in.Restart.deferred(in.Devices)) > 0 && slices.ContainsFunc(res.Admissions, func(a Admission) bool { return !a.Admitted }) {
+	if len(late) > 0 && slices.ContainsFunc(res.Admissions, func(a Admission) bool { return !a.Admitted }) {
 		try := in
 		r := *in.Restart
 		r.Register = nil
@@ -219,12 +224,6 @@ func PredictRestart(in Input) (RestartResult, error) {
 			return RestartResult{}, err
 		}
 		early = &e
-	}
-	late := map[string]bool{}
-	if in.Devices != nil {
-		for _, resource := range in.Restart.deferred(in.Devices) {
-			late[resource] = true
-		}
 	}
 	for i, a := range res.Admissions {
 		f := PodFate{Pod: a.Pod, Namespace: a.Namespace, UID: a.UID, Fate: FateComesBack, NotJudged: a.Verdict == VerdictNotJudged}

@@ -99,6 +99,23 @@ func deviceReason(resource, why string) string {
 	return fmt.Sprintf("%s: device plugin resource %s: %s", ProviderDevices, resource, why)
 }
 
+// AsksExtendedResource reports whether some pod asks for an extended resource (requests or
+// limits: a pod from a file is not defaulted yet).
+func AsksExtendedResource(pods []*v1.Pod) bool {
+	for _, p := range pods {
+		for _, c := range podContainersOf(p) {
+			for _, list := range []v1.ResourceList{c.Resources.Requests, c.Resources.Limits} {
+				for name := range list {
+					if IsExtendedResource(name) {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
+}
+
 // IsExtendedResource is v1helper.IsExtendedResourceName: a device plugin can serve it.
 func IsExtendedResource(name v1.ResourceName) bool {
 	s := string(name)

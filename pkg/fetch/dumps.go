@@ -47,8 +47,14 @@ func ShellReaderScript(sections []StderrDump) string {
 // (the script holds its directories).
 func ShellSectionArg(d StderrDump) string {
 	name, _, _ := strings.Cut(d.ReaderSection, "=")
-	return "--section=" + name
+	return sectionFlag + name
 }
+
+// binarySectionArg is the argument that asks ReaderBinary's node reader for d.
+func binarySectionArg(d StderrDump) string { return sectionFlag + d.ReaderSection }
+
+// sectionFlag starts the argument that asks either reader for a section.
+const sectionFlag = "--section="
 
 // ShellReaderCommand is the exec command of ReaderShell: script (ShellReaderScript of every
 // section the reads may ask for) asked for dumps' sections and the tar of paths, each path with
@@ -74,7 +80,7 @@ func NodeReadCommand(paths []string, dumps []StderrDump) []string {
 	cmd := []string{ReaderPath, NodeReadVerb}
 	for _, d := range dumps {
 		if d.ReaderSection != "" {
-			cmd = append(cmd, "--section="+d.ReaderSection)
+			cmd = append(cmd, binarySectionArg(d))
 		}
 	}
 	return append(append(cmd, "--"), paths...)
@@ -127,7 +133,7 @@ func ReadsOf(sections []StderrDump, paths []string) ReadAllowlist {
 		if d.ReaderSection == "" {
 			continue
 		}
-		r.Sections = append(r.Sections, "--section="+d.ReaderSection)
+		r.Sections = append(r.Sections, binarySectionArg(d))
 		if d.Script != "" && ShellSectionArg(d) != r.Sections[len(r.Sections)-1] {
 			r.Sections = append(r.Sections, ShellSectionArg(d))
 		}

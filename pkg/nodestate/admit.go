@@ -52,7 +52,6 @@ func (r *Runner) admit(n *NodeResult) *AdmitResult {
 	out := &AdmitResult{}
 	note := func(format string, a ...any) { out.Notes = append(out.Notes, fmt.Sprintf(format, a...)) }
 	mi := r.managerInputs(n, r.cfg.Admit.Machine, r.cfg.Admit.KubeletConfig, note)
-	in := admit.Input{Machine: mi.machine, Config: mi.config, RootDir: r.cfg.KubeletRootDir, Pods: r.cfg.Admit.Pods}
 	switch {
 	case mi.kubelet == nil:
 		out.Err = fmt.Errorf("no kubelet version: give --kubelet-version")
@@ -64,26 +63,11 @@ func (r *Runner) admit(n *NodeResult) *AdmitResult {
 		out.Err = fmt.Errorf("no kubelet config: give --kubelet-config")
 		return out
 	}
-	in.Kubelet = *mi.kubelet
-	for _, row := range mi.rows {
-		switch {
-		case row.Report == nil:
-		case row.Report.Kind == decode.KindCPU:
-			in.CPU = row.Report
-		case row.Report.Kind == decode.KindMemory:
-			in.Memory = row.Report
-		}
-	}
-	// The device manager runs when the devices are known: --devices FILE, and on a node whose
-	// status is known, its checkpoint's devices with their NUMA nodes from sysfs.
-	if d := r.nodeDevices(n, mi); d != nil {
-		in.Devices = d.input(mi.deviceCheckpoint())
-		in.DeviceTopology = d.sources
+	in, d := r.replayInput(n, mi, r.cfg.Admit.Pods)
+	if d != nil {
 		for _, line := range deviceTopologyNotes(d) {
 			note("%s", line)
 		}
-	} else {
-		in.Devices, in.DevicesNotReplayed = noDevicePlugins(n, mi)
 	}
 	if n.Node != "" {
 		in.DRAExtendedResources, in.DRAExtendedNotKnown = r.draExtended, r.noDRAExtended
@@ -171,7 +155,7 @@ func (r *Runner) nodeDevices(n *NodeResult, mi managerInputs) *nodeDevices {
 			in.podResources, in.podResourcesErr = machine.ParsePodResources(dump)
 		}
 	}
-	if rep := mi.deviceCheckpoint(); rep != nil && rep.Verdict == decode.Valid && rep.Decoded.Devices != nil {
+	if rep := mi.report(decode.KindDevices); rep != nil && rep.Verdict == decode.Valid && rep.Decoded.Devices != nil {
 		in.checkpoint = rep.Decoded.Devices
 	}
 	return joinNodeDevices(in)
@@ -183,7 +167,7 @@ func (r *Runner) nodeDevices(n *NodeResult, mi managerInputs) *nodeDevices {
 // extended resources are not its. Otherwise (offline, no --devices) the plugins are not known:
 // nil, and why, which the pods asking for devices say as they are not judged.
 func noDevicePlugins(n *NodeResult, mi managerInputs) (*replay.DeviceInput, string) {
-	checkpoint := mi.deviceCheckpoint()
+	checkpoint := mi.report(decode.KindDevices)
 	var registered []string
 	if checkpoint != nil && checkpoint.Decoded.Devices != nil {
 		registered = slices.Sorted(maps.Keys(checkpoint.Decoded.Devices.RegisteredDevices))
@@ -203,34 +187,30 @@ func (d *nodeDevices) input(checkpoint *decode.Report) *replay.DeviceInput {
 	return &replay.DeviceInput{Plugins: d.plugins, NotJudged: d.notJudged, Checkpoint: checkpoint}
 }
 
-// deviceCheckpoint is the report of the node's device checkpoint (one file a node), or nil.
-func (mi managerInputs) deviceCheckpoint() *decode.Report {
+// report is the report of the node's file of kind (one file a kind), or nil.
+func (mi managerInputs) report(kind decode.Kind) *decode.Report {
 	var out *decode.Report
 	for _, row := range mi.rows {
-		if rep := row.Report; rep != nil && rep.Kind == decode.KindDevices {
+		if rep := row.Report; rep != nil && rep.Kind == kind {
 			out = rep
 		}
 	}
 	return out
 }
 
-// asksExtended: some pod asks for an extended resource (one DRA may serve: the DeviceClasses
-// are listed only then).
-func asksExtended(pods []*v1.Pod) bool {
-	for _, p := range pods {
-		for _, c := range append(slices.Clone(p.Spec.InitContainers), p.Spec.Containers...) {
-			// Limits too: a pod from a file is not defaulted (requests from limits) yet.
-			for name := range maps.Keys(c.Resources.Requests) {
-				if admit.IsExtendedResource(name) {
-					return true
-				}
-			}
-			for name := range maps.Keys(c.Resources.Limits) {
-				if admit.IsExtendedResource(name) {
-					return true
-				}
-			}
-		}
+// replayInput is what both replays of a node read, admit's and the restart outlook's (the
+// machine, config and kubelet known): the node's checkpoints, and its devices as the kubelet
+// holds them when they are known (--devices FILE; on a live node, the device join, whose
+// sources come back for the notes; nil without it), with pods to admit.
+func (r *Runner) replayInput(n *NodeResult, mi managerInputs, pods []*v1.Pod) (admit.Input, *nodeDevices) {
+	in := admit.Input{Machine: mi.machine, Config: mi.config, Kubelet: *mi.kubelet, RootDir: r.cfg.KubeletRootDir, Pods: pods,
+		CPU: mi.report(decode.KindCPU), Memory: mi.report(decode.KindMemory)}
+	d := r.nodeDevices(n, mi)
+	if d != nil {
+		in.Devices = d.input(mi.report(decode.KindDevices))
+		in.DeviceTopology = d.sources
+	} else {
+		in.Devices, in.DevicesNotReplayed = noDevicePlugins(n, mi)
 	}
-	return false
+	return in, d
 }

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/admit"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cgroup"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
@@ -236,7 +237,7 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 		r.configz = APIConfigz(cfg.Client)
 	}
 	r.withExtras(ctx, r.fetcher)
-	if cfg.Admit != nil && asksExtended(cfg.Admit.Pods) {
+	if cfg.Admit != nil && admit.AsksExtendedResource(cfg.Admit.Pods) {
 		r.draExtended, r.noDRAExtended = draExtendedResources(ctx, cfg.Client)
 	}
 	r.nodes, r.infos = cfg.Nodes, fetch.Named(cfg.Nodes)

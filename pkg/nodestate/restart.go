@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/admit"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/doctor"
@@ -61,23 +62,7 @@ func (r *Runner) restartOutlook(n *NodeResult, mi managerInputs, skip, note func
 	}
 	pods := slices.Clone(ix.Running)
 	admit.SortByCreation(pods)
-	in := admit.Input{Machine: mi.machine, Config: mi.config, Kubelet: *mi.kubelet, RootDir: r.cfg.KubeletRootDir, Pods: pods}
-	for _, row := range mi.rows {
-		if row.Report == nil {
-			continue
-		}
-		switch row.Report.Kind {
-		case KindCPU:
-			in.CPU = row.Report
-		case KindMemory:
-			in.Memory = row.Report
-		}
-	}
-	if d := r.nodeDevices(n, mi); d != nil {
-		in.Devices = d.input(mi.deviceCheckpoint())
-	} else {
-		in.Devices, in.DevicesNotReplayed = noDevicePlugins(n, mi)
-	}
+	in, _ := r.replayInput(n, mi, pods)
 	never := map[string]int{}
 	if in.Devices != nil {
 		for resource := range in.Devices.Plugins {
@@ -129,10 +114,8 @@ func (r *Runner) restartOutlook(n *NodeResult, mi managerInputs, skip, note func
 
 // ownerKind is the kind of the pod's controller, "" for a bare pod.
 func ownerKind(p *v1.Pod) string {
-	for _, o := range p.OwnerReferences {
-		if o.Controller != nil && *o.Controller {
-			return o.Kind
-		}
+	if o := metav1.GetControllerOf(p); o != nil {
+		return o.Kind
 	}
 	return ""
 }
