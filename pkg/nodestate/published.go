@@ -1,0 +1,259 @@
+package nodestate
+
+import (
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/admit"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch/local"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/machine"
+)
+
+// A node publishes its state (node-publish) so that the kubelet's admission can be replayed
+// elsewhere, exactly, without a debug pod: by the scheduler's filter before it binds, and by
+// admit --from-published for a fleet. What it publishes is what a debug pod's read returns,
+// as bytes (the checkpoints, the kubelet's config, the sections of sysfs, PCI, the NVIDIA
+// driver and the PodResources API): every consumer decodes and judges them with the same
+// engines as a live read, so a published node and a read node answer alike.
+
+// PublishedFormat names PublishedState's encoding; a reader refuses any other.
+const PublishedFormat = "nodestate.kubectl-nodestate.io/v1alpha1"
+
+// The caps on a published state: what the API object holds (gzip) and what it expands to. A
+// node's checkpoints and sections are tens of KiB; the caps bound what a hostile or broken
+// node can make every consumer hold.
+const (
+	MaxPublishedBytes    = 512 << 10
+	MaxPublishedExpanded = 8 << 20
+)
+
+// PublishedState is one node's published state.
+type PublishedState struct {
+	Format string `json:"format"`
+	Node   string `json:"node"`
+	// ReadAt is when the node was read; the state is as old as that.
+	ReadAt time.Time `json:"readAt"`
+	// KubeletVersion is the node's kubelet's version, and where it was read.
+	KubeletVersion     string `json:"kubeletVersion,omitempty"`
+	KubeletVersionFrom string `json:"kubeletVersionFrom,omitempty"`
+	// KubeletRootDir is the kubelet's --root-dir; Files are relative to it.
+	KubeletRootDir string `json:"kubeletRootDir"`
+	// KubeletConfig is the kubelet's config file as read (KubeletConfigFrom names it).
+	KubeletConfig     []byte `json:"kubeletConfig,omitempty"`
+	KubeletConfigFrom string `json:"kubeletConfigFrom,omitempty"`
+	// Files are the kubelet's checkpoint files by path relative to the root dir; Missing,
+	// Oversized and TempFiles are as fetch.Snapshot's.
+	Files     map[string][]byte `json:"files"`
+	Missing   []string          `json:"missing,omitempty"`
+	Oversized []string          `json:"oversized,omitempty"`
+	TempFiles []string          `json:"tempFiles,omitempty"`
+	// Sections are the read's sections (sysfs, PCI, NVIDIA, PodResources) by header.
+	Sections map[string][]byte `json:"sections,omitempty"`
+	// Warnings are the read's non-fatal problems.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Fingerprint identifies the state's content, ReadAt apart: a publisher writes only when it
+// changed, and a consumer decodes a node's state once per fingerprint.
+func (s *PublishedState) Fingerprint() string {
+	c := *s
+	c.ReadAt = time.Time{}
+	b, _ := json.Marshal(&c) // maps marshal in key order: the same content, the same bytes
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:16])
+}
+
+// EncodePublished is the state as the API object holds it: JSON, gzip; a state over
+// MaxPublishedBytes is refused.
+func EncodePublished(s *PublishedState) ([]byte, error) {
+	if err := s.validate(); err != nil {
+		return nil, err
+	}
+	raw, err := json.Marshal(s)
+	if err != nil {
+		return nil, err
+	}
+	if len(raw) > MaxPublishedExpanded {
+		return nil, fmt.Errorf("published state of node %s: %d bytes of JSON, over the cap of %d", s.Node, len(raw), MaxPublishedExpanded)
+	}
+	var b bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&b, gzip.BestCompression)
+	zw.Write(raw)
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	if b.Len() > MaxPublishedBytes {
+		return nil, fmt.Errorf("published state of node %s: %d bytes compressed, over the cap of %d", s.Node, b.Len(), MaxPublishedBytes)
+	}
+	return b.Bytes(), nil
+}
+
+// DecodePublished reads what EncodePublished wrote, from any node: sizes capped before and
+// while expanding, the format and every path checked.
+func DecodePublished(b []byte) (*PublishedState, error) {
+	if len(b) > MaxPublishedBytes {
+		return nil, fmt.Errorf("published state: %d bytes, over the cap of %d", len(b), MaxPublishedBytes)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, fmt.Errorf("published state: not gzip: %w", err)
+	}
+	raw, err := io.ReadAll(io.LimitReader(zr, MaxPublishedExpanded+1))
+	if err != nil {
+		return nil, fmt.Errorf("published state: %w", err)
+	}
+	if len(raw) > MaxPublishedExpanded {
+		return nil, fmt.Errorf("published state: expands past the cap of %d bytes", MaxPublishedExpanded)
+	}
+	var s PublishedState
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if err := dec.Decode(&s); err != nil {
+		return nil, fmt.Errorf("published state: %w", err)
+	}
+	if dec.More() {
+		return nil, errors.New("published state: data after the state")
+	}
+	if err := s.validate(); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// validate refuses a state no publisher of this version writes: another format, a file path
+// that is not a plain path under the root dir, a file over the read's per-file cap, a section
+// no reader prints.
+func (s *PublishedState) validate() error {
+	if s.Format != PublishedFormat {
+		return fmt.Errorf("published state: format %q, want %q (publisher and reader of other versions)", s.Format, PublishedFormat)
+	}
+	if s.Node == "" {
+		return errors.New("published state: no node name")
+	}
+	for name, data := range s.Files {
+		if name == "" || path.IsAbs(name) || path.Clean(name) != name || name == ".." || strings.HasPrefix(name, "../") {
+			return fmt.Errorf("published state of node %s: file path %q is not a plain path under the kubelet root dir", s.Node, name)
+		}
+		if int64(len(data)) > local.DefaultLimits.MaxFileBytes {
+			return fmt.Errorf("published state of node %s: file %s: %d bytes, over the per-file cap of %d", s.Node, name, len(data), local.DefaultLimits.MaxFileBytes)
+		}
+	}
+	for header := range s.Sections {
+		if !slices.Contains(publishedSections, header) {
+			return fmt.Errorf("published state of node %s: unknown section %q", s.Node, header)
+		}
+	}
+	return nil
+}
+
+// publishedSections are the sections a node publishes: what admit reads of a node beside its
+// files.
+var publishedSections = []string{machine.SysfsHeader, machine.PCIHeader, machine.NVIDIAHeader, machine.PodResourcesHeader}
+
+// snapshot is the state as a read's snapshot, with what node (the API's Node object, when
+// known) says of its devices and allocatable.
+func (s *PublishedState) snapshot(node *corev1.Node) *fetch.Snapshot {
+	snap := &fetch.Snapshot{Node: s.Node, Source: "published state", KubeletVersion: s.KubeletVersion, KubeletVersionFrom: s.KubeletVersionFrom,
+		Files: maps.Clone(s.Files), Missing: s.Missing, Oversized: s.Oversized, TempFiles: s.TempFiles,
+		Dumps: maps.Clone(s.Sections), Warnings: s.Warnings}
+	if snap.Files == nil {
+		snap.Files = map[string][]byte{}
+	}
+	if snap.Dumps == nil {
+		snap.Dumps = map[string][]byte{}
+	}
+	if node != nil {
+		info := fetch.NodeInfoOf(node)
+		snap.Devices, snap.Allocatable = info.Devices, info.Allocatable
+		if snap.KubeletVersion == "" {
+			snap.KubeletVersion = info.KubeletVersion
+		}
+	}
+	return snap
+}
+
+// PublishedNode is a node's published state decoded and judged once, ready to replay the
+// admission of pods on it as often as asked (the scheduler's filter asks once per pod).
+type PublishedNode struct {
+	State *PublishedState
+	// Fingerprint is State's.
+	Fingerprint string
+	// Result is the node as a read node is: its judged files and, when the replay can run,
+	// nothing in Err.
+	Result *NodeResult
+	// Notes say what the replay took from the node and what it lacked.
+	Notes []string
+	// Err is why no admission can be replayed on the node (no kubelet version, machine or
+	// config published).
+	Err error
+
+	input admit.Input
+}
+
+// PreparePublished decodes and judges a node's published state for its own kubelet (kubelet nil)
+// or the one given, with node the API's Node object (its devices and allocatable; nil: not
+// known).
+func PreparePublished(s *PublishedState, node *corev1.Node, kubelet *decode.Kubelet) *PublishedNode {
+	r := &Runner{cfg: Config{KubeletRootDir: s.KubeletRootDir, Kubelet: kubelet, Engines: Engines{Admit: &AdmitConfig{}}}}
+	if r.cfg.KubeletRootDir == "" {
+		r.cfg.KubeletRootDir = decode.DefaultRootDir
+	}
+	res := &NodeResult{Node: s.Node, Where: "node " + s.Node + " (published)", Snapshot: s.snapshot(node),
+		KubeletConfig: s.KubeletConfig, KubeletConfigFrom: s.KubeletConfigFrom}
+	if res.KubeletConfig == nil {
+		res.KubeletConfigNote = "the node published no kubelet config"
+	}
+	r.offlineExtras(res)
+	r.judge(res)
+	p := &PublishedNode{State: s, Fingerprint: s.Fingerprint(), Result: res}
+	note := func(format string, a ...any) { p.Notes = append(p.Notes, fmt.Sprintf(format, a...)) }
+	mi := r.managerInputs(res, nil, nil, note)
+	switch {
+	case mi.kubelet == nil:
+		p.Err = errors.New("no kubelet version published")
+	case mi.machine == nil:
+		p.Err = errors.New("no machine published (the sysfs section)")
+	case mi.config == nil:
+		p.Err = errors.New("no kubelet config published")
+	}
+	if p.Err != nil {
+		return p
+	}
+	in, d := r.replayInput(res, mi, nil)
+	if d != nil {
+		for _, line := range deviceTopologyNotes(d) {
+			note("%s", line)
+		}
+	}
+	p.input = in
+	return p
+}
+
+// Admit replays the kubelet admitting pods, in order, on the published node: the pods the node
+// has not reported yet first (the scheduler's reserved ones), then the pod asked about. The
+// node-resource predicate is the scheduler's own (NodeResourcesFit) and is not replayed here.
+func (p *PublishedNode) Admit(pods []*corev1.Pod) (admit.Result, error) {
+	if p.Err != nil {
+		return admit.Result{}, p.Err
+	}
+	in := p.input
+	in.Pods = pods
+	return admit.Predict(in)
+}
+
+// Age is how old the state is at now.
+func (p *PublishedNode) Age(now time.Time) time.Duration { return now.Sub(p.State.ReadAt) }
