@@ -34,6 +34,34 @@ import (
 // PublishedFormat names PublishedState's encoding; a reader refuses any other.
 const PublishedFormat = "nodestate.kubectl-nodestate.io/v1alpha1"
 
+// Where a node's state is published: a ConfigMap named after the node, in PublishedNamespace,
+// labelled PublishedLabel, owned by its Node (deleted with it), the state under
+// PublishedDataKey, and its fingerprint and read time as annotations, so that a consumer that
+// holds the fingerprint already needs not expand the data.
+const (
+	PublishedNamespace    = "nodestate-publish"
+	PublishedLabel        = "nodestate.kubectl-nodestate.io/published-state"
+	PublishedDataKey      = "state.json.gz"
+	FingerprintAnnotation = "nodestate.kubectl-nodestate.io/fingerprint"
+	ReadAtAnnotation      = "nodestate.kubectl-nodestate.io/read-at"
+)
+
+// PublishedStateOf is the state a published ConfigMap holds.
+func PublishedStateOf(cm *corev1.ConfigMap) (*PublishedState, error) {
+	b, ok := cm.BinaryData[PublishedDataKey]
+	if !ok {
+		return nil, fmt.Errorf("ConfigMap %s/%s holds no %s", cm.Namespace, cm.Name, PublishedDataKey)
+	}
+	s, err := DecodePublished(b)
+	if err != nil {
+		return nil, fmt.Errorf("ConfigMap %s/%s: %w", cm.Namespace, cm.Name, err)
+	}
+	if s.Node != cm.Name {
+		return nil, fmt.Errorf("ConfigMap %s/%s holds the state of node %q, not its own", cm.Namespace, cm.Name, s.Node)
+	}
+	return s, nil
+}
+
 // The caps on a published state: what the API object holds (gzip) and what it expands to. A
 // node's checkpoints and sections are tens of KiB; the caps bound what a hostile or broken
 // node can make every consumer hold.
