@@ -27,6 +27,8 @@
 #                 and the predicate set with SET=predicate ONLY='^pred__' (every release)
 #                 and v1.33.6's sets with SET=uncore ONLY='uncore', SET=scenarios ONLY='^s[0-9]',
 #                 memory, readmit, hang and topogates as above
+#   NAMES=FILE    only the cases (shipped or generated) named in FILE, one a line: a release's
+#                 own set kept to the names of the release before it (hack/release-day.sh)
 #   HANG_AFTER=D  the watchdog's limit on one admission (-hang-after; default 20s): a pod whose
 #                 admission has not returned by then is recorded "hangs" (each costs D)
 set -euo pipefail
@@ -70,6 +72,13 @@ one_case() {
 export -f one_case
 export work
 
+# named CASE: CASE is one of NAMES's (every case without NAMES).
+declare -A names=()
+if [ -n "${NAMES:-}" ]; then
+  while read -r n; do names[$n]=1; done < "$NAMES"
+fi
+named() { [ -z "${NAMES:-}" ] || [ -n "${names[$1]:-}" ]; }
+
 for rel in "${releases[@]}"; do
   SECONDS=0
   bin=$work/bin/$rel
@@ -85,12 +94,14 @@ for rel in "${releases[@]}"; do
   {
     if [ "$rel" != v1.37.1 ] && [ -z "${SET:-}" ]; then
       for src in "$shipped"/cases/*/; do
+        named "$(basename "$src")" || continue
         printf '%s\0%s\0' "$src" "$out/cases/$(basename "$src")"
       done
     fi
     for src in "$work"/gen/*/; do
       [[ $(basename "$src") =~ ${ONLY:-.} ]] || continue
       [ -n "${SKIP:-}" ] && [[ $(basename "$src") =~ $SKIP ]] && continue
+      named "$(basename "$src")" || continue
       dest=$out/cases/$(basename "$src")
       [ -e "$shipped/cases/$(basename "$src")" ] && { echo "case name $(basename "$src") is taken by a shipped case" >&2; exit 1; }
       printf '%s\0%s\0' "$src" "$dest"

@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# Release day (docs/adding-a-kubelet-release.md, "Release day"): a new Kubernetes build (an rc, a
+# GA, a patch) gets every ground truth its predecessor has, from the same generators, one pinned
+# version each. Three steps, each safe to re-run:
+#
+#   hack/release-day.sh modules FROM TO   clone FROM's release modules to TO and resolve them
+#                                         (hack/admitvec/FROM, hack/restorevec/alloc/FROM and
+#                                         hack/tools/kube-next when it pins FROM)
+#   hack/release-day.sh vectors FROM TO [SET...]
+#                                         every admission set FROM has (testdata/admission/SETS),
+#                                         for TO, by its recipe (hack/release-day/recipes.tsv),
+#                                         packed and listed in SETS; the kubelet-start set; and,
+#                                         when FROM has them, the V2 allocation vectors
+#   hack/release-day.sh compare FROM TO   the conformance tests, and the sets whose results TO
+#                                         gives otherwise than FROM (each is a release row to write)
+#
+# BINDIR, JOBS pass on to the generators. DRYRUN=1 prints what vectors would run.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cd "$repo"
+
+usage() {
+  sed -n '2,17p' "$0" >&2
+  exit 2
+}
+[ $# -ge 3 ] || usage
+step=$1 from=$2 to=$3
+shift 3
+staging_of() { echo "v0.${1#v1.}"; }
+
+# clone_module DIR: DIR/FROM becomes DIR/TO (links kept), every FROM version in its go.mod now
+# TO's (the module path, k8s.io/kubernetes, the staging modules' replaces); go.sum is resolved
+# again by the go command. The replaces of modules the proxy did not serve are kept: they are
+# printed with what the proxy serves now, to drop them by hand when it serves the original.
+clone_module() {
+  local dir=$1
+  [ -d "$dir/$from" ] || return 0
+  if [ -e "$dir/$to" ]; then
+    echo "$dir/$to exists: kept" >&2
+  else
+    cp -a "$dir/$from" "$dir/$to"
+    rm -f "$dir/$to/go.sum"
+    sed -i -e "s#$from#$to#g" -e "s#$(staging_of "$from")#$(staging_of "$to")#g" "$dir/$to/go.mod"
+  fi
+  resolve "$dir/$to" "k8s.io/kubernetes@$to"
+}
+
+# resolve DIR PKG...: go get in DIR with its own toolchain (never go mod tidy: it walks test
+# imports the proxy may not serve, as 1.38.0-beta.0's k8s.io/ktesting), then build.
+resolve() {
+  local dir=$1
+  shift
+  local tc
+  tc=$(sed -n 's/^toolchain //p' "$dir/go.mod")
+  echo "resolving $dir (${tc:-the local Go})" >&2
+  (cd "$dir" && GOTOOLCHAIN=${tc:-local} GOWORK=off GOFLAGS=-mod=mod go get "$@" && GOTOOLCHAIN=${tc:-local} GOWORK=off GOFLAGS=-mod=mod go build -o /dev/null ./...)
+  local m
+  for m in $(sed -n 's#^[[:space:]]*\([^ ]*\) => \([^ ]*\) v[^ ]*$#\1 \2#p' "$dir/go.mod" | awk '$1 == $2 && $1 !~ /^k8s.io\// {print $1}'); do
+    echo "  $dir keeps a replace of $m; the proxy serves: $(cd "$dir" && GOWORK=off go list -m -versions "$m" 2> /dev/null | cut -d' ' -f2- | tr ' ' '\n' | tail -3 | tr '\n' ' ')" >&2
+  done
+}
+
+# sets_of RELEASE: the suffixes of RELEASE's admission sets in SETS ("-" for its own).
+sets_of() {
+  awk -v r="$1" '$1 == r {print "-"} index($1, r "-") == 1 {print substr($1, length(r) + 2)}' testdata/admission/SETS
+}
+
+# list_set FILE: FILE's set is listed in SETS with the case count of its header (added or
+# replaced).
+list_set() {
+  local name n
+  name=$(basename "$1" .vectors.jsonl)
+  n=$(head -n 1 "$1" | grep -o '"cases":[0-9]*' | cut -d: -f2)
+  if grep -q "^$name " testdata/admission/SETS; then
+    sed -i "s#^$name .*#$name $n#" testdata/admission/SETS
+  else
+    echo "$name $n" >> testdata/admission/SETS
+  fi
+  echo "listed $name: $n cases" >&2
+}
+
+case $step in
+modules)
+  clone_module hack/admitvec
+  clone_module hack/restorevec/alloc
+  if grep -q "k8s.io/kubernetes $from" hack/tools/kube-next/go.mod; then
+    sed -i -e "s#$from#$to#g" -e "s#$(staging_of "$from")#$(staging_of "$to")#g" hack/tools/kube-next/go.mod
+    resolve hack/tools/kube-next "k8s.io/kubernetes/cmd/kubelet@$to" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl
+  fi
+  echo "next: hack/release-day.sh vectors $from $to" >&2
+  ;;
+vectors)
+  [ -d "hack/admitvec/$to" ] || { echo "no hack/admitvec/$to: run the modules step first" >&2; exit 1; }
+  wanted=("$@")
+  [ ${#wanted[@]} -gt 0 ] || mapfile -t wanted < <(sets_of "$from")
+  names=$(mktemp)
+  trap 'rm -f "$names"; rm -rf "$names.d"' EXIT
+  for set in "${wanted[@]}"; do
+    recipe=$(awk -F'\t' -v s="$set" '$1 == s {print $2}' hack/release-day/recipes.tsv)
+    [ -n "$recipe" ] || { echo "set $from-$set has no recipe in hack/release-day/recipes.tsv: write it first" >&2; exit 1; }
+    file=testdata/admission/$to-$set.vectors.jsonl
+    if [ "$set" = - ]; then
+      file=testdata/admission/$to.vectors.jsonl
+      # A release's own set is kept to its predecessor's case names.
+      go run ./hack/vectorpack -unpack "testdata/admission/$from.vectors.jsonl" "$names.d" > /dev/null 2>&1
+      ls "$names.d/cases" > "$names"
+      rm -rf "$names.d"
+    fi
+    cmd=${recipe//RELEASE/$to}
+    cmd=${cmd//\$NAMES_FILE/$names}
+    label=$set
+    [ "$set" = - ] && label="(own)"
+    echo "== set $label of $from, for $to: $cmd" >&2
+    [ -n "${DRYRUN:-}" ] && continue
+    (cd hack/admitvec && eval "$cmd")
+    case $set in
+    restart) cp "hack/admitvec/restart-out/$to-restart.vectors.jsonl" "$file" ;;
+    *-devices | devices)
+      # devices.sh leaves its set as a directory: packed here as the others are.
+      go run ./hack/vectorpack "testdata/admission/$to-$set" "$file"
+      rm -rf "testdata/admission/$to-$set"
+      ;;
+    esac
+    list_set "$file"
+  done
+  [ -n "${DRYRUN:-}" ] && exit 0
+  if [ $# -eq 0 ]; then
+    # The kubelet-start set holds each release beside the newest one.
+    if go run ./hack/vectorpack -unpack testdata/kubelet-start/start-admitvec.vectors.jsonl "$names.d" > /dev/null && grep -q "\"$from\"" "$names.d/MANIFEST.json" 2> /dev/null; then
+      rels=$(grep -o '"v1\.[0-9.a-z-]*"' "$names.d/MANIFEST.json" | tr -d '"' | sort -uV | grep -vx "$to" | tr '\n' ' ')
+      OUT=testdata/kubelet-start/start-admitvec.vectors.jsonl hack/admitvec/start.sh $rels "$to"
+    fi
+    rm -rf "$names.d"
+    if [ -d "hack/restorevec/alloc/$to" ]; then
+      echo "the V2 allocation vectors: set writer=$to and the readers in hack/restorevec/alloc/run.sh, then run it" >&2
+    fi
+  fi
+  echo "next: hack/release-day.sh compare $from $to" >&2
+  ;;
+compare)
+  go test ./pkg/admit -run TestAdmissionConformance -count=1 -v 2>&1 | grep -E "^\s*--- (PASS|FAIL): TestAdmissionConformance/($from|$to)" || true
+  go test ./pkg/doctor -run 'TestStart(Conformance|VectorsComplete)' -count=1 -v 2>&1 | grep -E -- "--- (PASS|FAIL)|$to" | head -20 || true
+  go test ./pkg/decode -run Conformance -count=1
+  ;;
+*) usage ;;
+esac
