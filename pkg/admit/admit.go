@@ -59,6 +59,11 @@ type Input struct {
 	// KnownPods are the UIDs of every pod the API server has on the node (nil: not known,
 	// offline). A device checkpoint's holder not among them is a pod that no longer exists.
 	KnownPods map[string]bool
+	// ActivePods are the UIDs of the pods the kubelet counts active, when known (a live node's
+	// pods not terminal, the scheduler's pods on the node): the checkpoints' entries of any
+	// other pod are stale, and the managers drop them at the first admission as the kubelet
+	// does (nil: every checkpoint owner is active). See replay.StartInput.Active.
+	ActivePods map[string]bool
 	// PodNames names pod UIDs ("namespace/name"), for the holders of devices (nil: none known).
 	PodNames map[string]string
 	// Restart: the kubelet starts again over Pods, the pods it ran, and re-admits them as the
@@ -195,7 +200,7 @@ func predict(in Input, keepStates bool) (Result, []replay.State, error) {
 	if in.Kubelet.Version != nil {
 		res.Kubelet = in.Kubelet.String()
 	}
-	si := replay.StartInput{CPU: in.CPU, Memory: in.Memory, Machine: in.Machine, Config: in.Config, Kubelet: in.Kubelet, RootDir: in.RootDir, Devices: restartDevices(in)}
+	si := replay.StartInput{CPU: in.CPU, Memory: in.Memory, Machine: in.Machine, Config: in.Config, Kubelet: in.Kubelet, RootDir: in.RootDir, Devices: restartDevices(in), Active: in.ActivePods}
 	var deferred []string
 	if in.Restart != nil {
 		si.Restart = in.Restart.replayRestart()

@@ -24,10 +24,15 @@ type StaleHolder struct {
 	Devices map[string][]string `json:"devices"`
 }
 
-// staleHolders are the device checkpoint's holders that are neither among the node's pods nor
-// among those admitted here, sorted by UID.
-func staleHolders(in Input) []StaleHolder {
-	if in.KnownPods == nil || in.Devices == nil || in.Devices.Checkpoint == nil {
+// StaleHolders are the device checkpoint's holders that are neither among the node's pods
+// (the active ones when known, else all the API server has) nor among those admitted here,
+// sorted by UID.
+func StaleHolders(in Input) []StaleHolder {
+	known := in.ActivePods
+	if known == nil {
+		known = in.KnownPods
+	}
+	if known == nil || in.Devices == nil || in.Devices.Checkpoint == nil {
 		return nil
 	}
 	admitted := map[string]bool{}
@@ -37,7 +42,7 @@ func staleHolders(in Input) []StaleHolder {
 	holders := replay.CheckpointHolders(in.Devices.Checkpoint)
 	var out []StaleHolder
 	for _, uid := range slices.Sorted(maps.Keys(holders)) {
-		if !in.KnownPods[uid] && !admitted[uid] {
+		if !known[uid] && !admitted[uid] {
 			out = append(out, StaleHolder{PodUID: uid, Devices: holders[uid]})
 		}
 	}
@@ -52,7 +57,10 @@ const maxStaleTries = 16
 // together when that does. The proof is the same admissions replayed without their entries, as
 // the kubelet would run once it had freed them.
 func nameStaleHolders(in Input, res *Result) error {
-	stale := staleHolders(in)
+	if in.ActivePods != nil {
+		return nil // the kubelet's active pods known: their devices were freed as it frees them
+	}
+	stale := StaleHolders(in)
 	if len(stale) == 0 {
 		return nil
 	}

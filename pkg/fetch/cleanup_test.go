@@ -134,6 +134,8 @@ func TestPodIndex(t *testing.T) {
 			{Name: "init", ID: "containerd://i1"}, {Name: "app", ID: "cri-o://c1"}, {Name: "debug", ID: "docker://e1"},
 		}},
 		Debug: map[string]bool{"uid-debug": true},
+		// Not Succeeded or Failed, by both of a static pod's UIDs.
+		Active: map[string]bool{"uid-web": true, "uid-mirror": true, "static-hash": true, "uid-debug": true},
 	}
 	// The pods holding node resources: not the debug pod, kept to names and resources.
 	var running []string

@@ -89,6 +89,7 @@ func TestFetch(t *testing.T) {
 			ContainerNames: map[string]map[string]bool{"uid-debug": {"nodestate": true}},
 			Statuses:       map[string][]ContainerStatus{"uid-app": {{Name: "main", ID: "containerd://c0ffee"}}},
 			Debug:          map[string]bool{"uid-debug": true},
+			Active:         map[string]bool{"uid-app": true, "uid-debug": true},
 			DebugNamespace: "kube-system",
 		},
 		Warnings: []string{"tar: ./x: Cannot open: Permission denied"},

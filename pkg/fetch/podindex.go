@@ -42,6 +42,9 @@ type PodIndex struct {
 	// plugin's debug pods), kept to their names and resources: the "other pods" of the
 	// kubelet's node-resource predicate.
 	Running []*corev1.Pod
+	// Active holds the UIDs the kubelet knows the pods not Succeeded or Failed by (a static
+	// pod's too): the pods its managers count active (GetActivePods).
+	Active map[string]bool
 	// Debug holds the UIDs of this plugin's own debug pods: those listed with its label, and
 	// the one Fetch created to read the node, which the kubelet's files still list (1.37
 	// keeps it in actuated_pods_state for about a minute after deletion).
@@ -108,7 +111,7 @@ func IndexNodePods(ctx context.Context, client kubernetes.Interface, node string
 
 // NewPodIndex indexes pods, e.g. from one cluster-wide list when reading many nodes.
 func NewPodIndex(pods []corev1.Pod) *PodIndex {
-	ix := &PodIndex{Pods: map[string]PodRef{}, Containers: map[string]ContainerRef{}, Debug: map[string]bool{},
+	ix := &PodIndex{Pods: map[string]PodRef{}, Containers: map[string]ContainerRef{}, Debug: map[string]bool{}, Active: map[string]bool{},
 		ContainerNames: map[string]map[string]bool{}, Statuses: map[string][]ContainerStatus{}}
 	for i := range pods {
 		ix.add(&pods[i])
@@ -141,8 +144,15 @@ func (ix *PodIndex) add(p *corev1.Pod) {
 			ix.Statuses[uid] = st
 		}
 	}
-	if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed && p.Labels[LabelManagedBy] != ManagedBy {
-		ix.Running = append(ix.Running, resourcesOnly(p))
+	if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+		for _, uid := range []string{string(p.UID), p.Annotations[configMirrorAnnotation]} {
+			if uid != "" {
+				ix.Active[uid] = true
+			}
+		}
+		if p.Labels[LabelManagedBy] != ManagedBy {
+			ix.Running = append(ix.Running, resourcesOnly(p))
+		}
 	}
 	for _, statuses := range [][]corev1.ContainerStatus{
 		p.Status.InitContainerStatuses, p.Status.ContainerStatuses, p.Status.EphemeralContainerStatuses,

@@ -84,6 +84,8 @@ func (r *Runner) admit(n *NodeResult) *AdmitResult {
 		for uid := range n.Snapshot.Pods.Pods {
 			in.KnownPods[uid] = true
 		}
+		in.ActivePods = n.Snapshot.Pods.Active
+		staleHolderNotes(in, note)
 	}
 	if n.Snapshot.Pods != nil {
 		in.PodNames = map[string]string{}
@@ -213,4 +215,17 @@ func (r *Runner) replayInput(n *NodeResult, mi managerInputs, pods []*v1.Pod) (a
 		in.Devices, in.DevicesNotReplayed = noDevicePlugins(n, mi)
 	}
 	return in, d
+}
+
+// staleHolderNotes says which holders of the device checkpoint the node no longer runs: the
+// kubelet rewrites the file only at its next allocation, and frees their devices then
+// (UpdateAllocatedDevices), as the replay does.
+func staleHolderNotes(in admit.Input, note func(string, ...any)) {
+	for _, h := range admit.StaleHolders(in) {
+		var held []string
+		for _, resource := range slices.Sorted(maps.Keys(h.Devices)) {
+			held = append(held, resource+" "+strings.Join(h.Devices[resource], ","))
+		}
+		note("device checkpoint: pod %s, which the node no longer runs, still holds %s: the kubelet frees them at its next admission, and so does the replay", h.PodUID, strings.Join(held, "; "))
+	}
 }

@@ -43,26 +43,32 @@ type PodAdmission struct {
 	Devices map[string][]DeviceStatus
 }
 
-// markCheckpointOwnersActive: the pods owning checkpoint entries run (with those containers).
-func (n *Node) markCheckpointOwnersActive() {
+// markCheckpointOwnersActive: the pods owning checkpoint entries run (with those containers),
+// those of them the kubelet counts active when that is known (active non-nil).
+func (n *Node) markCheckpointOwnersActive(active map[string]bool) {
+	activate := func(pod, ctr string) {
+		if active == nil || active[pod] {
+			n.activate(pod, ctr)
+		}
+	}
 	if n.CPU != nil && n.CPU.state != nil {
 		for pod, ctrs := range n.CPU.state.assignments {
 			for ctr := range ctrs {
-				n.activate(pod, ctr)
+				activate(pod, ctr)
 			}
 		}
 	}
 	if n.Memory != nil && n.Memory.static() != nil {
 		for pod, ctrs := range n.Memory.static().assignments {
 			for ctr := range ctrs {
-				n.activate(pod, ctr)
+				activate(pod, ctr)
 			}
 		}
 	}
 	if n.Devices != nil {
 		for pod, ctrs := range n.Devices.owners() {
 			for _, ctr := range ctrs {
-				n.activate(pod, ctr)
+				activate(pod, ctr)
 			}
 		}
 	}

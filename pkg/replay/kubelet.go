@@ -74,6 +74,12 @@ type StartInput struct {
 	// Restart is the kubelet starting again on a node that ran pods, which it re-admits (nil: a
 	// kubelet whose sources are ready, admitting new pods).
 	Restart *Restart
+	// Active are the UIDs of the pods the kubelet counts active (its pod manager's pods not
+	// terminal nor terminating), when known; nil: every checkpoint owner. A checkpoint owner
+	// not among them is stale: each manager drops its entries when first called for a pod
+	// (removeStaleState; the device manager's UpdateAllocatedDevices, whose checkpoint keeps a
+	// deleted pod's devices until the next allocation rewrites it).
+	Active map[string]bool
 }
 
 // Restart is what differs when the kubelet starts again over the pods it ran: the runtime's
@@ -270,7 +276,7 @@ func Start(in StartInput) (*Node, Prediction, error) {
 	if in.Restart == nil {
 		// On a restart the checkpoints' owners are active only once re-admitted (the kubelet's
 		// pod manager gets them one by one, in the order it admits them).
-		n.markCheckpointOwnersActive()
+		n.markCheckpointOwnersActive(in.Active)
 	}
 	return n, p, nil
 }
