@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -108,9 +109,40 @@ func deviceAssignments(k Kubelet, active *ActivePods, pods []*v1.Pod) *map[strin
 	return &out
 }
 
+// heldFor is how a checkpoint holding tells its device apart in the classes: the holder's UID,
+// and when the device manager dropped the holding before the last pod, the admission it was
+// gone by ("uid@i"); "" when it was gone by the first admission. A holding of one of the
+// case's pods is dropped when that pod is not active at an admission with the sources ready
+// (UpdateAllocatedDevices, before any device is picked for the pod admitted): a restart's
+// first admission drops every later pod's holding, which the kubelet then picks among the
+// free devices at random, like any other. Other holders (active seeds, never in the case's
+// stateAfter) are kept as held.
+func heldFor(pods []PodResult, podUID, container, resource, id string) string {
+	ofCase := false
+	for _, p := range pods {
+		ofCase = ofCase || p.UID == podUID
+	}
+	if !ofCase {
+		return podUID
+	}
+	for i, p := range pods {
+		if p.StateAfter == nil || p.StateAfter.DeviceAssignments == nil {
+			return podUID // not known from here on: kept, as before the state was read
+		}
+		if !slices.Contains((*p.StateAfter.DeviceAssignments)[podUID][container][resource], id) {
+			if i == 0 {
+				return ""
+			}
+			return fmt.Sprintf("%s@%d", podUID, i)
+		}
+	}
+	return podUID
+}
+
 // classifyDevices writes deviceClasses and deviceChoice (the shipped device set's README): the
 // devices the kubelet's decisions cannot tell apart (same health, same NUMA nodes unless the
-// topology manager policy is none, held by the same pods at start), and whether the kubelet
+// topology manager policy is none, held by the same pods at start for as long as the device
+// manager kept the holding: heldFor), and whether the kubelet
 // picked among such devices ("symmetric": some class ends split between holders) or every pick
 // was forced ("exact"). Its picks are random among a class: the vectors are exact up to
 // swapping inside classes.
@@ -149,7 +181,9 @@ func classifyDevices(e *Expected, m *Machine, plugins map[string][]Device, check
 				if holders[k] == nil {
 					holders[k] = map[string]bool{}
 				}
-				holders[k][en.PodUID] = true
+				if held := heldFor(e.Pods, en.PodUID, en.ContainerName, en.ResourceName, id); held != "" {
+					holders[k][held] = true
+				}
 				if _, ok := see(en.ResourceName, id)[id]; !ok {
 					see(en.ResourceName, id)[id] = "unknown"
 				}
