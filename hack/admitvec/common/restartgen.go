@@ -253,6 +253,23 @@ func restartScenarios() []restartScenario {
 		},
 	})
 
+	// The other way: a held 2 GPUs and asks 1 after the restart. The hints asked of held
+	// devices are [] for any other count (topology_hints.go:56-59), where a hint built over the
+	// held devices would fit the one asked: restricted and single-numa-node refuse with
+	// TopologyAffinityError, not with Allocate's "changed request".
+	aTwo := rpod("a", 0, app("2", 2, 0))
+	out = append(out, restartScenario{
+		short:       "shrunk-request",
+		description: "pod a holds 2 GPUs but asks 1 after the restart; b holds 1 and asks 1; c CPUs only",
+		seeds:       []*v1.Pod{aTwo, b, c}, again: []*v1.Pod{a, b, c},
+		bestEffort:  true,
+		seedDevices: restartDevices(false), devices: restartDevices(false),
+		variants: []restartVariant{
+			reboot("plugin-first", reg(gpu, 0)),
+			kubeletRestart("running-plugin-first", false, allApps, reg(gpu, 0)),
+		},
+	})
+
 	// The GPU plugin was gone past its 5-minute grace period before the restart: the checkpoint
 	// keeps a's and b's entries but no longer registers the resource.
 	out = append(out, restartScenario{
