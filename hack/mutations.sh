@@ -8,6 +8,9 @@
 #   PKGS=./pkg/doctor/... hack/mutations.sh
 #   ONLY=numa-first hack/mutations.sh
 #   ONLY='pod-level-.*|socket-aligned-.*' PKGS=./pkg/admit hack/mutations.sh   # a regex
+#   RUN=TestAdmissionConformance ONLY='restart-.*' PKGS=./pkg/admit hack/mutations.sh
+#                                    # only those tests (go test -run): which vectors catch it;
+#                                    # a conformance failure names its sets
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pkgs=${PKGS:-./...}
@@ -129,8 +132,10 @@ report() { printf '%-26s %s\n' "$1" "$2"; }
 failed() {
   printf '%s ' $(grep -oE '^FAIL[[:space:]]+[^[:space:]]+' "$work/out" | awk '{print $2}' | sed 's|.*/kubectl-nodestate/||' | sort -u)
   grep -oE -- '--- FAIL: [A-Za-z0-9_]+' "$work/out" | sed 's/--- FAIL: //' | sort -u | head -4 | tr '\n' ' '
+  # The vector sets a conformance test found wrong, with their cases wrong ("set: n").
+  grep -oE '^[[:space:]]+conformance_test\.go:[0-9]+: v1\.[^ ]+ ' "$work/out" | awk '{print $2}' | sort | uniq -c | awk '{printf "%s: %s  ", $2, $1}'
 }
-run_tests() { (cd "$tree" && go test -count=1 $pkgs >"$work/out" 2>&1); }
+run_tests() { (cd "$tree" && go test -count=1 ${RUN:+-run "$RUN"} $pkgs >"$work/out" 2>&1); }
 # judge runs the tests on the mutated copy and counts the mutation caught or survived.
 judge() {
   if run_tests; then
