@@ -114,7 +114,6 @@ vectors)
     [ -n "${DRYRUN:-}" ] && continue
     (cd hack/admitvec && eval "$cmd")
     case $set in
-    restart) cp "hack/admitvec/restart-out/$to-restart.vectors.jsonl" "$file" ;;
     *-devices | devices)
       # devices.sh leaves its set as a directory: packed here as the others are.
       go run ./hack/vectorpack "testdata/admission/$to-$set" "$file"

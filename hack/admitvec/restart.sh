@@ -11,7 +11,8 @@
 # map's order) the case is not a vector: it is moved to OUT/<release>-random/ with every run's result.
 # Usage: hack/admitvec/restart.sh [release ...]   (BINDIR, JOBS, ONLY as run.sh)
 #   OUT=DIR (default /tmp/restart-cases): cases written to OUT/<release>/cases/<name>/
-#   PACK=1: then packed into hack/admitvec/restart-out/<release>-restart.vectors.jsonl
+#   PACK=1: then packed into testdata/admission/<release>-restart.vectors.jsonl (list it in SETS
+#           once the replay matches it)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -82,7 +83,6 @@ for rel in "${releases[@]}"; do
   fi
   echo "$rel: $(ls "$out/cases" | wc -l) cases in ${SECONDS}s ($(ls "$randdir" 2> /dev/null | wc -l) not a vector: outcomes differ between runs), $(du -sb --apparent-size "$out" | cut -f1) bytes" >&2
   if [ -n "${PACK:-}" ]; then
-    mkdir -p "$here/restart-out"
-    (cd "$repo" && go run ./hack/vectorpack "$out" "hack/admitvec/restart-out/$rel-restart.vectors.jsonl")
+    (cd "$repo" && go run ./hack/vectorpack "$out" "testdata/admission/$rel-restart.vectors.jsonl")
   fi
 done
