@@ -192,8 +192,10 @@ type PodFate struct {
 	// FateWaitsOnPlugin).
 	Reason  string `json:"reason,omitempty"`
 	Message string `json:"message,omitempty"`
-	// NotJudged: the replay cannot tell (Admission.NotJudged says why).
-	NotJudged bool `json:"notJudged,omitempty"`
+	// NotJudged: the replay cannot tell (Admission.NotJudged says why, or Why for a pod
+	// rebuilt from the node's files).
+	NotJudged bool   `json:"notJudged,omitempty"`
+	Why       string `json:"why,omitempty"`
 }
 
 // PredictRestart replays the kubelet starting again (in.Restart; in.Pods in the kubelet's
@@ -227,6 +229,9 @@ func PredictRestart(in Input) (RestartResult, error) {
 	}
 	for i, a := range res.Admissions {
 		f := PodFate{Pod: a.Pod, Namespace: a.Namespace, UID: a.UID, Fate: FateComesBack, NotJudged: a.Verdict == VerdictNotJudged}
+		if f.NotJudged {
+			f.Why = strings.Join(a.NotJudged, "; ")
+		}
 		if !a.Admitted {
 			f.Fate, f.Reason, f.Message = FateRefused, a.Reason, a.Message
 			if early != nil && i < len(early.Admissions) && early.Admissions[i].Admitted {

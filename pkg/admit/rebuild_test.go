@@ -1,0 +1,255 @@
+package admit
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/internal/vectorpack"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/replay"
+)
+
+// The restart vector packs of every release the generator ran (hack/admitvec/RESTART.md): the
+// real kubelet's checkpoints before it restarted and each pod's fate after.
+const restartVectorsDir = "../../hack/admitvec/restart-out"
+
+// rebuildTally counts a set's pods by what the files-only rebuild made of them.
+type rebuildTally struct {
+	cases, casesJudged int
+	pods, equal        int
+	// equalFilesOnly are the pods judged equal with no plugin registering during the case: the
+	// plugins wholly the device checkpoint's, as in doctor's outlook.
+	equalFilesOnly int
+	// notJudged counts the pods not judged by why; notInFiles the case's pods the files do not
+	// hold, by why; specChanged the pods whose case spec asks for other resources than the
+	// files hold (answered as the files say, which the real kubelet was not given).
+	notJudged, notInFiles map[string]int
+	specChanged           int
+	// specChangedDiffer are those of specChanged whose fate differs from the real kubelet's.
+	specChangedDiffer int
+	// casesFilePodsJudged are the cases whose every pod the files hold is judged (and equal).
+	casesFilePodsJudged int
+}
+
+// TestRestartFromFilesMatchesTheRealKubelet rebuilds each restart case's pods from its
+// checkpoints alone (no pod.json), finds the plugins in its device checkpoint, replays the case's
+// restart (its runtime's containers, its sources, its plugins' registrations), and compares every
+// pod the rebuild judges with the real kubelet's fate: all must be equal, but for a pod whose
+// spec the case changed after the files were written (the files cannot know it; counted).
+func TestRestartFromFilesMatchesTheRealKubelet(t *testing.T) {
+	sets, err := vectorpack.ReadDir(restartVectorsDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sets) == 0 {
+		t.Fatalf("no restart vectors in %s", restartVectorsDir)
+	}
+	var all rebuildTally
+	for _, set := range sets {
+		kubelet := set.MetaString("kubelet")
+		tally := rebuildTally{notJudged: map[string]int{}, notInFiles: map[string]int{}}
+		for _, c := range set.Cases {
+			var want expectedCase
+			if err := json.Unmarshal(c.Expected, &want); err != nil {
+				t.Fatalf("%s %s: %v", set.Name, c.Name, err)
+			}
+			if !want.Starts {
+				continue
+			}
+			tally.cases++
+			if diff := rebuildCase(t, c, kubelet, want, &tally); diff != "" {
+				t.Errorf("%s %s: %s", set.Name, c.Name, diff)
+			}
+		}
+		t.Logf("%s: %d cases: %d with every pod judged, %d with every pod the files hold judged; %d pods: %d judged equal to the real kubelet (%d with the checkpoint's plugins only), %d spec changed after the files (%d of them fare otherwise); not judged %v; not in the files %v",
+			kubelet, tally.cases, tally.casesJudged, tally.casesFilePodsJudged, tally.pods, tally.equal, tally.equalFilesOnly, tally.specChanged, tally.specChangedDiffer, tally.notJudged, tally.notInFiles)
+		if tally.equal == 0 {
+			t.Errorf("%s: the rebuild judged no pod", kubelet)
+		}
+		all.add(tally)
+	}
+	t.Logf("all releases: %d cases: %d with every pod judged, %d with every pod the files hold judged; %d pods: %d judged equal (%d with the checkpoint's plugins only), %d spec changed after the files (%d of them fare otherwise); not judged %v; not in the files %v",
+		all.cases, all.casesJudged, all.casesFilePodsJudged, all.pods, all.equal, all.equalFilesOnly, all.specChanged, all.specChangedDiffer, all.notJudged, all.notInFiles)
+}
+
+func (a *rebuildTally) add(b rebuildTally) {
+	a.cases, a.casesJudged, a.pods, a.equal, a.specChanged = a.cases+b.cases, a.casesJudged+b.casesJudged, a.pods+b.pods, a.equal+b.equal, a.specChanged+b.specChanged
+	a.equalFilesOnly, a.specChangedDiffer, a.casesFilePodsJudged = a.equalFilesOnly+b.equalFilesOnly, a.specChangedDiffer+b.specChangedDiffer, a.casesFilePodsJudged+b.casesFilePodsJudged
+	for _, m := range []struct {
+		into *map[string]int
+		from map[string]int
+	}{{&a.notJudged, b.notJudged}, {&a.notInFiles, b.notInFiles}} {
+		if *m.into == nil {
+			*m.into = map[string]int{}
+		}
+		for k, n := range m.from {
+			(*m.into)[k] += n
+		}
+	}
+}
+
+// rebuildCase replays one case from its files and tallies its pods; it returns the first pod
+// judged otherwise than the real kubelet.
+func rebuildCase(t *testing.T, c vectorpack.Case, kubelet string, want expectedCase, tally *rebuildTally) string {
+	t.Helper()
+	in := caseInput(t, c, kubelet, true)
+	casePods := in.Pods
+	rb := RebuildPods(RebuildInput{CPU: in.CPU, Memory: in.Memory, Devices: in.Devices.Checkpoint})
+	// The plugins are the device checkpoint's; one that registers during the case reports then
+	// what the case's plugin reports (its devices' health and NUMA nodes), which no file holds.
+	plugins, _ := FilePlugins(in.Devices.Checkpoint)
+	if plugins == nil {
+		plugins = map[string][]replay.Device{}
+	}
+	fromFiles := true
+	for resource, devices := range in.Devices.Plugins {
+		if in.Restart.Register[resource] <= len(casePods) {
+			plugins[resource] = devices
+			fromFiles = false
+		}
+	}
+	in.Devices = &replay.DeviceInput{Plugins: plugins, Checkpoint: in.Devices.Checkpoint}
+	in.Restart = rebuiltRegistrations(in.Restart, casePods, rb)
+	res, err := PredictRestartRebuilt(in, rb)
+	if err != nil {
+		return err.Error()
+	}
+	index := map[string]int{}
+	for i, p := range casePods {
+		index[string(p.UID)] = i
+	}
+	whole, filePodsJudged := true, 0
+	seen := map[string]bool{}
+	for i, f := range res.Fates {
+		j, ok := index[f.UID]
+		if !ok {
+			continue // a holder the API server no longer has: the kubelet re-admits no such pod
+		}
+		seen[f.UID] = true
+		tally.pods++
+		if f.NotJudged {
+			tally.notJudged[whyClass(f.Why)]++
+			whole = false
+			filePodsJudged = -len(res.Fates)
+			continue
+		}
+		w := want.Pods[j]
+		got := f.Fate == FateComesBack
+		same := got == w.Admit && (got || f.Reason == w.Reason && f.Message == w.Message)
+		if changed := specDiffers(rb.Pods[i].Pod, casePods[j]); changed {
+			tally.specChanged++
+			if !same {
+				tally.specChangedDiffer++
+			}
+			whole = false
+			continue
+		}
+		filePodsJudged++
+		if !same {
+			return fmt.Sprintf("pod %s: rebuilt from %v: %s %q, the real kubelet: admit=%v %q", f.UID, rb.Pods[i].Sources, f.Fate, f.Message, w.Admit, w.Message)
+		}
+		tally.equal++
+		if fromFiles {
+			tally.equalFilesOnly++
+		}
+	}
+	for _, p := range casePods {
+		if seen[string(p.UID)] {
+			continue
+		}
+		tally.pods++
+		whole = false
+		if asksTheManagersNothing(p) {
+			// In no checkpoint, and nothing for the managers to refuse: it comes back.
+			if w := want.Pods[index[string(p.UID)]]; !w.Admit {
+				return fmt.Sprintf("pod %s asks the managers for nothing, yet the real kubelet refused it: %q", p.UID, w.Message)
+			}
+			tally.notInFiles["asks the managers for nothing (comes back)"]++
+			continue
+		}
+		tally.notInFiles["a new pod: asks for devices or exclusive CPUs, in no checkpoint"]++
+	}
+	if whole {
+		tally.casesJudged++
+	}
+	if filePodsJudged > 0 {
+		tally.casesFilePodsJudged++
+	}
+	return ""
+}
+
+// rebuiltRegistrations moves the case's registrations (after so many of its pods) onto the
+// rebuilt pods judged: a plugin registering before case pod k registers before the first
+// judged rebuilt pod that comes at or after k.
+func rebuiltRegistrations(r *Restart, casePods []*v1.Pod, rb Rebuild) *Restart {
+	if r == nil {
+		return nil
+	}
+	out := *r
+	out.Register = map[string]int{}
+	index := map[string]int{}
+	for i, p := range casePods {
+		index[string(p.UID)] = i
+	}
+	for resource, k := range r.Register {
+		if k > len(casePods) {
+			out.Register[resource] = len(rb.Pods) + 1 // never
+			continue
+		}
+		n := 0
+		for _, p := range rb.Pods {
+			if i, ok := index[string(p.Pod.UID)]; ok && i < k && p.NotJudged == "" {
+				n++
+			}
+		}
+		out.Register[resource] = n
+	}
+	return &out
+}
+
+// specDiffers: the case's pod asks for other devices or CPUs than the rebuilt one, which asks
+// for what its containers hold.
+func specDiffers(rebuilt, given *v1.Pod) bool {
+	limits := map[string]v1.ResourceList{}
+	for _, c := range podContainersOf(given) {
+		limits[c.Name] = c.Resources.Limits
+	}
+	for _, c := range podContainersOf(rebuilt) {
+		for name, q := range c.Resources.Limits {
+			if name == v1.ResourceMemory || strings.HasPrefix(string(name), v1.ResourceHugePagesPrefix) {
+				continue // blocks may exceed the request
+			}
+			if g, ok := limits[c.Name][name]; !ok || !g.Equal(q) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// whyClass is a not-judged reason without its pod's particulars.
+func whyClass(why string) string {
+	for _, prefix := range []string{"its containers' types", "it has pod-level resources", "its fate depends on the order", "its spec asks"} {
+		if strings.HasPrefix(why, prefix) {
+			return prefix
+		}
+	}
+	return why
+}
+
+// asksTheManagersNothing: no device-plugin resource, and no container whose CPU or memory
+// request equals its limit (what a Guaranteed pod's exclusive CPUs or memory blocks need).
+func asksTheManagersNothing(p *v1.Pod) bool {
+	for _, c := range podContainersOf(p) {
+		for name, limit := range c.Resources.Limits {
+			req, ok := c.Resources.Requests[name]
+			if IsExtendedResource(name) || (name == v1.ResourceCPU || name == v1.ResourceMemory) && (!ok || req.Equal(limit)) {
+				return false
+			}
+		}
+	}
+	return true
+}
