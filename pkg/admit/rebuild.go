@@ -43,7 +43,8 @@ type RebuiltPod struct {
 	Lacks []string `json:"lacks,omitempty"`
 	// NotJudged says why its fate cannot be told from the files ("": it can).
 	NotJudged string `json:"notJudged,omitempty"`
-	// OwnerKnown: the files name its controller or say it has none (1.38's V2 pods only).
+	// OwnerKnown: the files name its controller or say it has none (none do today: 1.38's V2
+	// file keeps a pod's name, namespace and spec only).
 	OwnerKnown bool `json:"ownerKnown,omitempty"`
 }
 
@@ -51,8 +52,8 @@ type RebuiltPod struct {
 // files tell it.
 type Rebuild struct {
 	Pods []RebuiltPod `json:"pods"`
-	// OrderKnown: every pod has its creation time (V2's pods): the kubelet's order. Otherwise
-	// the pods are in UID order, and a pod whose fate depends on the order is not judged.
+	// OrderKnown: every pod has its creation time: the kubelet's order. No file holds it today,
+	// so the pods are in UID order, and a pod whose fate depends on the order is not judged.
 	OrderKnown bool `json:"orderKnown"`
 	// Notes say what the rebuild took and lacked, node-wide.
 	Notes []string `json:"notes,omitempty"`
@@ -102,7 +103,7 @@ func RebuildPods(in RebuildInput) Rebuild {
 	case alloc == nil:
 		out.Notes = append(out.Notes, "no allocation file (allocated_pods_state, 1.33+): the pods are rebuilt from the CPU, memory and device checkpoints; a pod that holds none of them is not in these files")
 	case alloc.FromPodList:
-		out.Notes = append(out.Notes, "the pods are the allocation file's (V2, 1.38+)")
+		out.Notes = append(out.Notes, "the pods are the allocation file's (V2, 1.38+): names and specs, no owners or creation times")
 	default:
 		out.Notes = append(out.Notes, "the allocation file (V1) holds each container's resources, not the containers' types nor the pods' names and creation times")
 	}
@@ -111,8 +112,7 @@ func RebuildPods(in RebuildInput) Rebuild {
 		var p RebuiltPod
 		if alloc != nil {
 			if r, ok := alloc.Pods[uid]; ok && r.Pod != nil {
-				p = RebuiltPod{Pod: r.Pod.DeepCopy(), Sources: []string{string(decode.KindAllocated) + " (V2)"}, OwnerKnown: true}
-				p.Pod.Status = v1.PodStatus{}
+				p = fromAllocationV2(uid, r.Pod)
 			} else if ok {
 				p = fromAllocationV1(uid, r)
 			}
@@ -166,6 +166,21 @@ func deviceState(r *decode.Report) *decode.DeviceState {
 		return nil
 	}
 	return r.Decoded.Devices
+}
+
+// fromAllocationV2 is a pod of 1.38's allocation file: its name, namespace and spec, which the
+// kubelet stores without the rest of its metadata (owners, creation time) or its status. A pod
+// with no name is one the kubelet migrated from a V1 file, every container made a regular one.
+func fromAllocationV2(uid string, pod *v1.Pod) RebuiltPod {
+	p := RebuiltPod{Pod: &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID}, Spec: *pod.Spec.DeepCopy()},
+		Sources: []string{string(decode.KindAllocated) + " (V2)"}, Lacks: []string{"owner", "creation time"}}
+	if pod.Name == "" {
+		p.Pod.Name = uid
+		if n := len(podContainersOf(pod)); n > 1 {
+			p.NotJudged = fmt.Sprintf(notJudgedContainerTypes, "its allocation entry (migrated from V1)", n, containerNames(pod))
+		}
+	}
+	return p
 }
 
 // fromAllocationV1 is a pod of a V1 allocation file: its containers' resources, every one taken

@@ -3,12 +3,16 @@ package admit
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/internal/vectorpack"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/replay"
 )
 
@@ -252,4 +256,61 @@ func asksTheManagersNothing(p *v1.Pod) bool {
 		}
 	}
 	return true
+}
+
+// allocationReport decodes a real kubelet's allocated_pods_state for kubelet.
+func allocationReport(t *testing.T, file, kubelet string) *decode.Report {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("../../testdata/kubelet/allocated_pods_state", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := decode.ParseKubelet(kubelet, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := decode.Decode(decode.KindAllocated, b, decode.Options{Kubelet: &k})
+	if rep.Verdict != decode.Valid {
+		t.Fatalf("%s: %s %s", file, rep.Verdict, rep.Error)
+	}
+	return rep
+}
+
+// The allocation files of real kubelets: 1.38's V2 gives each pod's name and containers by
+// type (an init-container pod is judged); a V1 file gives containers without their types (a pod
+// of two is not judged), and so does a V2 file the kubelet migrated from V1 (no names).
+func TestRebuildFromAllocationFiles(t *testing.T) {
+	for _, tc := range []struct {
+		file, kubelet string
+		// want is pod UID -> name, its init and app containers, and whether it is judged.
+		want map[string]string
+	}{
+		{"v1.38.0-beta.0/two-pods.json", "v1.38.0-beta.0", map[string]string{
+			"3f6a1b2c-0d4e-4f5a-8b6c-7d8e9f0a1b2c": "default/web-0 init=0 app=2 judged",
+			"9a8b7c6d-5e4f-4a3b-9c2d-1e0f2a3b4c5d": "jobs/batch-1 init=2 app=1 judged"}},
+		{"v1.37.1/one-pod-two-containers.json", "v1.37.1", map[string]string{
+			"3f6a1b2c-0d4e-4f5a-8b6c-7d8e9f0a1b2c": "/3f6a1b2c-0d4e-4f5a-8b6c-7d8e9f0a1b2c init=0 app=2 not judged"}},
+		{"v1.38.0-beta.0/upgraded-from-v1.json", "v1.38.0-beta.0", map[string]string{
+			"1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f": "/1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f init=0 app=1 judged",
+			"3f6a1b2c-0d4e-4f5a-8b6c-7d8e9f0a1b2c": "/3f6a1b2c-0d4e-4f5a-8b6c-7d8e9f0a1b2c init=0 app=2 not judged"}},
+	} {
+		rb := RebuildPods(RebuildInput{Allocation: allocationReport(t, tc.file, tc.kubelet)})
+		got := map[string]string{}
+		for _, p := range rb.Pods {
+			judged := "judged"
+			if p.NotJudged != "" {
+				judged = "not judged"
+			}
+			got[string(p.Pod.UID)] = fmt.Sprintf("%s/%s init=%d app=%d %s", p.Pod.Namespace, p.Pod.Name, len(p.Pod.Spec.InitContainers), len(p.Pod.Spec.Containers), judged)
+			if p.OwnerKnown {
+				t.Errorf("%s: pod %s: the owner is not in the file", tc.file, p.Pod.UID)
+			}
+		}
+		if !maps.Equal(got, tc.want) {
+			t.Errorf("%s: got %v, want %v", tc.file, got, tc.want)
+		}
+		if rb.OrderKnown {
+			t.Errorf("%s: no allocation file holds creation times", tc.file)
+		}
+	}
 }

@@ -135,7 +135,8 @@ func CheckNode(ctx context.Context, lc LocalConfig, checks ...NodeCheck) ([]Chec
 		runs[c] = true
 	}
 	if runs[CheckRestart] {
-		want.Sysfs = true
+		// The restart outlook: the running containers (a kubelet restart) and the plugin sockets.
+		want.Sysfs, want.Containers, want.Sockets = true, true, true
 	}
 	if runs[CheckCgroups] {
 		want.Cgroups, want.Containers = true, true

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -241,6 +242,7 @@ func TestCheckRestart(t *testing.T) {
 	lc := LocalConfig{Paths: nodelocal.Defaults(), KubeletVersion: "v1.37.1"}
 	lc.RootDir = root
 	lc.SysRoot, lc.ProcRoot = sysfsTree(t, "kvm-2cpu.txt")
+	lc.Runtimes = []nodelocal.Runtime{{Name: "containerd", Bundles: filepath.Join(t.TempDir(), "*", "config.json")}} // none found
 	got := checkOne(t, lc, CheckRestart)
 	if got.Status != CheckProblem || !strings.HasPrefix(got.Summary, `kubelet v1.37.1 would not start: could not restore state from checkpoint: configured policy "none" differs from state checkpoint policy "static"`) {
 		t.Errorf("%+v", got)
@@ -248,7 +250,11 @@ func TestCheckRestart(t *testing.T) {
 	config := filepath.Join(root, "config.yaml")
 	b, _ := os.ReadFile(config)
 	os.WriteFile(config, []byte(strings.Replace(string(b), "cpuManagerPolicy: none", "cpuManagerPolicy: static", 1)), 0o644)
-	if got := checkOne(t, lc, CheckRestart); got.Status != CheckOK || got.Summary != "kubelet v1.37.1 would start with its config and files" {
+	// It starts; its files hold the trainer on GPUs and a VF, which a reboot refuses until their
+	// plugins register (the restart outlook, from the files).
+	if got := checkOne(t, lc, CheckRestart); got.Status != CheckProblem ||
+		!strings.HasPrefix(got.Summary, "kubelet v1.37.1 would start with its config and files, but if this node reboots") ||
+		!strings.Contains(got.Summary, "pod 6f1c2a0d-3b5e-4c8a-9d1e-2a7b6c5d4e3f waits on intel.com/sriov_netdevice, nvidia.com/gpu") {
 		t.Errorf("policy back: %+v", got)
 	}
 	lc.KubeletConfigFile = filepath.Join(root, "absent.yaml")
@@ -258,6 +264,48 @@ func TestCheckRestart(t *testing.T) {
 	lc.KubeletConfigFile, lc.KubeletVersion, lc.KubeletBinaries = "", "", []string{filepath.Join(root, "absent")}
 	if got := checkOne(t, lc, CheckRestart); got.Status != CheckUnknown || !strings.HasPrefix(got.Summary, "cannot judge: kubelet version: no kubelet binary at") {
 		t.Errorf("no version: %+v", got)
+	}
+}
+
+// node-check restart on a node known by its files and its runtime's state: the kubelet restart
+// re-admits the trainer (its GPUs and VF in the device checkpoint) while its container runs, so
+// it comes back; with only another pod's container running it is refused as at a reboot, and
+// the outlook says so.
+func TestCheckRestartWithTheRuntimesContainers(t *testing.T) {
+	const trainer, other = "6f1c2a0d-3b5e-4c8a-9d1e-2a7b6c5d4e3f", "c956c337-b836-4801-b85a-e41649c6788c"
+	for _, tc := range []struct {
+		running   [][2]string
+		wantCheck []string
+	}{
+		{[][2]string{{trainer, "trainer"}, {other, "main"}}, []string{CheckIfReboot}},
+		{[][2]string{{other, "main"}}, []string{CheckIfReboot, CheckIfKubeletRestart}},
+	} {
+		root := copyTree(t, filepath.Join("testdata", "noderoot", "kubelet"))
+		config := filepath.Join(root, "config.yaml")
+		b, _ := os.ReadFile(config)
+		os.WriteFile(config, []byte(strings.Replace(string(b), "cpuManagerPolicy: none", "cpuManagerPolicy: static", 1)), 0o644)
+		lc := LocalConfig{Paths: nodelocal.Defaults(), KubeletVersion: "v1.37.1"}
+		lc.RootDir = root
+		lc.SysRoot, lc.ProcRoot = sysfsTree(t, "kvm-2cpu.txt")
+		state := t.TempDir()
+		lc.Runtimes = []nodelocal.Runtime{nodelocal.Runtimes[0]}
+		lc.Runtimes[0].Bundles = filepath.Join(state, "*", "config.json")
+		for i, c := range tc.running {
+			dir := filepath.Join(state, fmt.Sprintf("c%d", i))
+			os.MkdirAll(dir, 0o755)
+			os.WriteFile(filepath.Join(dir, "config.json"), fmt.Appendf(nil, `{"annotations":{"io.kubernetes.cri.container-type":"container","io.kubernetes.cri.sandbox-uid":%q,"io.kubernetes.cri.container-name":%q}}`, c[0], c[1]), 0o644)
+		}
+		got := checkOne(t, lc, CheckRestart)
+		var checks []string
+		for _, f := range got.Problems {
+			checks = append(checks, f.Check)
+		}
+		if got.Status != CheckProblem || !slices.Equal(checks, tc.wantCheck) {
+			t.Errorf("running %v: problems %v, want %v: %+v", tc.running, checks, tc.wantCheck, got)
+		}
+		if len(got.Problems) == 2 && !strings.Contains(got.Problems[1].Message, "pod "+trainer+" waits on intel.com/sriov_netdevice, nvidia.com/gpu") {
+			t.Errorf("kubelet restart: %s", got.Problems[1].Message)
+		}
 	}
 }
 

@@ -10,7 +10,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/admit"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/doctor"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodefs"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/replay"
 )
 
 // RestartOutlook is what the node's pods become if the kubelet starts again now (issue 44): the
@@ -24,8 +27,12 @@ type RestartOutlook struct {
 	Pods int `json:"pods"`
 	// AtRisk are the pods refused, in the kubelet's order.
 	AtRisk []PodAtRisk `json:"atRisk,omitempty"`
-	// NotJudged are the pods the replay cannot answer for (their devices are not known).
+	// NotJudged are the pods the replay cannot answer for, each "name (why)".
 	NotJudged []string `json:"notJudged,omitempty"`
+	// FromFiles: no API server gave the pods; they are rebuilt from the node's files (offline,
+	// node-local), and Rebuilt says from what and what they lack.
+	FromFiles bool     `json:"fromFiles,omitempty"`
+	Rebuilt   []string `json:"rebuilt,omitempty"`
 }
 
 // PodAtRisk is one pod the restart refuses.
@@ -38,6 +45,8 @@ type PodAtRisk struct {
 	Message string   `json:"message"`
 	// Owner is the kind of its controller ("": a bare pod, which nothing makes again).
 	Owner string `json:"owner,omitempty"`
+	// OwnerNotKnown: a pod rebuilt from files that do not name its controller.
+	OwnerNotKnown bool `json:"ownerNotKnown,omitempty"`
 }
 
 // Finding checks of the restart outlook (one line a node each).
@@ -46,29 +55,23 @@ const (
 	CheckIfKubeletRestart = "if-kubelet-restart"
 )
 
-// restartOutlook replays both restarts of a live node whose kubelet starts with its files:
-// its pods (the API server's, not terminal), its device plugins as admit knows them, none
-// registered during the re-admissions, and the kubelet's sources not yet ready (the first batch
-// of pods after a start). Nil, and why (skip), when it cannot.
+// restartOutlook replays both restarts of a node whose kubelet starts with its files: its pods
+// (a live node's from the API server, not terminal; else rebuilt from its files), its device
+// plugins, none registered during the re-admissions, and the kubelet's sources not yet ready
+// (the first batch of pods after a start). Nil, and why (skip), when it cannot.
 func (r *Runner) restartOutlook(n *NodeResult, mi managerInputs, skip, note func(string, ...any)) []RestartOutlook {
-	ix := n.Snapshot.Pods
-	switch {
-	case n.Node == "" || ix == nil || len(ix.Pods) == 0:
-		// Offline, or node-local (the runtime's containers, no pod specs): no pods to re-admit.
-		skip("the restart outlook (%s, %s): the node's pods are known from the API server only", CheckIfReboot, CheckIfKubeletRestart)
-		return nil
-	case mi.kubelet == nil || mi.machine == nil || mi.config == nil:
+	if mi.kubelet == nil || mi.machine == nil || mi.config == nil {
 		return nil // the start was not predicted either; its notes say why
+	}
+	ix := n.Snapshot.Pods
+	if n.Node == "" || ix == nil || len(ix.Pods) == 0 {
+		// Offline, or node-local (the runtime's containers, no pod specs): the files' pods.
+		return r.restartOutlookFromFiles(n, mi, skip, note)
 	}
 	pods := slices.Clone(ix.Running)
 	admit.SortByCreation(pods)
 	in, _ := r.replayInput(n, mi, pods)
-	never := map[string]int{}
-	if in.Devices != nil {
-		for resource := range in.Devices.Plugins {
-			never[resource] = len(pods) + 1
-		}
-	}
+	never := neverRegisters(in.Devices, len(pods))
 	running, exited := map[string]map[string]bool{}, map[string]map[string]bool{}
 	for _, p := range pods {
 		uid := string(p.UID)
@@ -96,10 +99,7 @@ func (r *Runner) restartOutlook(n *NodeResult, mi managerInputs, skip, note func
 		}
 		o := RestartOutlook{Kind: restart.Kind, Pods: len(pods)}
 		for i, f := range res.Fates {
-			name := f.Pod
-			if f.Namespace != "" {
-				name = f.Namespace + "/" + f.Pod
-			}
+			name := fateName(f)
 			switch {
 			case f.NotJudged:
 				o.NotJudged = append(o.NotJudged, name)
@@ -110,6 +110,131 @@ func (r *Runner) restartOutlook(n *NodeResult, mi managerInputs, skip, note func
 		out = append(out, o)
 	}
 	return out
+}
+
+// neverRegisters is every plugin of devices registering after the last of n re-admissions.
+func neverRegisters(devices *replay.DeviceInput, n int) map[string]int {
+	never := map[string]int{}
+	if devices != nil {
+		for resource := range devices.Plugins {
+			never[resource] = n + 1
+		}
+	}
+	return never
+}
+
+func fateName(f admit.PodFate) string {
+	if f.Namespace != "" {
+		return f.Namespace + "/" + f.Pod
+	}
+	if f.Pod == f.UID {
+		return "pod " + f.UID // rebuilt from files that name it by UID only
+	}
+	return f.Pod
+}
+
+// restartOutlookFromFiles is the outlook of a node known by its files alone (a collect bundle, a
+// copied kubelet root dir, node-local): the pods rebuilt from its allocation and managers'
+// checkpoints (admit.RebuildPods), the plugins its device checkpoint registers (and the join's,
+// where it knows more), and for a kubelet restart the containers running now: the runtime's
+// (node-local), else none known, and that outlook is skipped.
+func (r *Runner) restartOutlookFromFiles(n *NodeResult, mi managerInputs, skip, note func(string, ...any)) []RestartOutlook {
+	rb := admit.RebuildPods(admit.RebuildInput{Allocation: mi.report(decode.KindAllocated),
+		CPU: mi.report(decode.KindCPU), Memory: mi.report(decode.KindMemory), Devices: mi.report(decode.KindDevices)})
+	in, _ := r.replayInput(n, mi, nil)
+	plugins, unplaced := admit.FilePlugins(mi.report(decode.KindDevices))
+	if in.Devices == nil {
+		in.Devices, in.DevicesNotReplayed = &replay.DeviceInput{Checkpoint: mi.report(decode.KindDevices)}, ""
+	}
+	if len(plugins) > 0 {
+		in.Devices.Plugins = maps.Clone(in.Devices.Plugins)
+		if in.Devices.Plugins == nil {
+			in.Devices.Plugins = map[string][]replay.Device{}
+		}
+		for resource, devices := range plugins {
+			if _, known := in.Devices.Plugins[resource]; !known {
+				in.Devices.Plugins[resource] = devices
+			}
+		}
+	}
+	rebuilt := slices.Clone(rb.Notes)
+	if len(plugins) > 0 {
+		rebuilt = append(rebuilt, "plugins: "+strings.Join(slices.Sorted(maps.Keys(plugins)), ", ")+" (the device checkpoint registers them)")
+	}
+	rebuilt = append(rebuilt, unplaced...)
+	if socks := pluginSockets(n); len(socks) > 0 {
+		rebuilt = append(rebuilt, "device plugin sockets: "+strings.Join(socks, ", "))
+	}
+	never := neverRegisters(in.Devices, len(rb.Pods))
+	restarts := []admit.Restart{{Kind: admit.RestartReboot, Register: never}}
+	if running, ok := runtimeContainers(n); ok {
+		restarts = append(restarts, admit.Restart{Kind: admit.RestartKubelet, Running: running, Register: never})
+	} else {
+		skip("the restart outlook (%s): the containers the node runs now are not known (offline; node-local, no runtime state found)", CheckIfKubeletRestart)
+	}
+	var out []RestartOutlook
+	for _, restart := range restarts {
+		in.Restart = &restart
+		res, err := admit.PredictRestartRebuilt(in, rb)
+		if err != nil {
+			note("%s not predicted: %v", restart.Kind, err)
+			continue
+		}
+		o := RestartOutlook{Kind: restart.Kind, Pods: len(rb.Pods), FromFiles: true, Rebuilt: rebuilt}
+		for i, f := range res.Fates {
+			name := fateName(f)
+			switch {
+			case f.NotJudged:
+				o.NotJudged = append(o.NotJudged, name+" ("+f.Why+")")
+			case f.Fate != admit.FateComesBack:
+				risk := PodAtRisk{Pod: name, WaitsOn: f.WaitsOn, Reason: f.Reason, Message: f.Message, OwnerNotKnown: !rb.Pods[i].OwnerKnown}
+				if rb.Pods[i].OwnerKnown {
+					risk.Owner = ownerKind(rb.Pods[i].Pod)
+				}
+				o.AtRisk = append(o.AtRisk, risk)
+			}
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+// pluginSockets are the sockets in the node's device-plugins dir (the bundle's sockets section),
+// read for doctor's device checks or here.
+func pluginSockets(n *NodeResult) []string {
+	if n.Sockets != nil {
+		return n.Sockets.Names
+	}
+	if b := n.Snapshot.Dumps[nodefs.SocketsHeader]; b != nil {
+		if socks, err := nodefs.ParseSockets(b); err == nil {
+			return socks.Names
+		}
+	}
+	return nil
+}
+
+// runtimeContainers are the containers the node runs now, by pod UID, from the runtime's state
+// (node-local); false when not known. A bundle's cgroups name container IDs, not names: they
+// do not say which of a pod's containers run.
+func runtimeContainers(n *NodeResult) (map[string]map[string]bool, bool) {
+	ix := n.Snapshot.Pods
+	if ix == nil || len(ix.Statuses) == 0 {
+		// None found: not a node running nothing (node-check runs in a pod of its own) but a
+		// runtime whose state is elsewhere.
+		return nil, false
+	}
+	running := map[string]map[string]bool{}
+	for uid, statuses := range ix.Statuses {
+		for _, c := range statuses {
+			if c.Running {
+				if running[uid] == nil {
+					running[uid] = map[string]bool{}
+				}
+				running[uid][c.Name] = true
+			}
+		}
+	}
+	return running, true
 }
 
 // ownerKind is the kind of the pod's controller, "" for a bare pod.
@@ -127,12 +252,19 @@ func (o RestartOutlook) Finding() doctor.Finding {
 	if o.Kind == admit.RestartReboot {
 		f.Check, what = CheckIfReboot, "if this node reboots (no container running; device plugins not yet registered)"
 	}
-	var notJudged string
+	var notJudged, from string
 	if len(o.NotJudged) > 0 {
-		notJudged = fmt.Sprintf("; not judged (devices not known): %s", strings.Join(o.NotJudged, ", "))
+		why := "devices not known"
+		if o.FromFiles {
+			why = "the files do not tell"
+		}
+		notJudged = fmt.Sprintf("; not judged (%s): %s", why, strings.Join(o.NotJudged, ", "))
+	}
+	if o.FromFiles {
+		from = " [pods rebuilt from the node's files]"
 	}
 	if len(o.AtRisk) == 0 {
-		f.Message = fmt.Sprintf("%s: all %d pods come back%s", what, o.Pods-len(o.NotJudged), notJudged)
+		f.Message = fmt.Sprintf("%s: all %d pods come back%s%s", what, o.Pods-len(o.NotJudged), notJudged, from)
 		return f
 	}
 	f.Severity = doctor.SeverityWarning
@@ -141,9 +273,13 @@ func (o RestartOutlook) Finding() doctor.Finding {
 	bare := false
 	for _, p := range o.AtRisk {
 		next := "bare: stays Failed, nothing makes it again"
-		if p.Owner != "" {
+		switch {
+		case p.OwnerNotKnown:
+			next = "its owner is not in the files: a bare pod stays Failed, a controller's is made again"
+			bare = true
+		case p.Owner != "":
 			next = "its " + p.Owner + " makes a new one"
-		} else {
+		default:
 			bare = true
 		}
 		if len(p.WaitsOn) > 0 {
@@ -155,7 +291,7 @@ func (o RestartOutlook) Finding() doctor.Finding {
 		}
 		parts = append(parts, fmt.Sprintf("%s refused: %s: %s (%s)", p.Pod, p.Reason, p.Message, next))
 	}
-	f.Message = fmt.Sprintf("%s: %d of %d pods refused: %s%s", what, len(o.AtRisk), o.Pods, strings.Join(parts, "; "), notJudged)
+	f.Message = fmt.Sprintf("%s: %d of %d pods refused: %s%s%s", what, len(o.AtRisk), o.Pods, strings.Join(parts, "; "), notJudged, from)
 	if len(waits) > 0 {
 		f.Fix = fmt.Sprintf("have the %s plugin register before the kubelet re-admits its pods", strings.Join(slices.Sorted(maps.Keys(waits)), ", "))
 		if bare {
