@@ -170,7 +170,11 @@ func (r *Runner) restartOutlookFromFiles(n *NodeResult, mi managerInputs, skip, 
 	if running, ok := runtimeContainers(n); ok {
 		restarts = append(restarts, admit.Restart{Kind: admit.RestartKubelet, Running: running, Register: never})
 	} else {
-		skip("the restart outlook (%s): the containers the node runs now are not known (offline; node-local, no runtime state found)", CheckIfKubeletRestart)
+		why := "the copied files do not say which containers run (a bundle's cgroups name container IDs, not containers)"
+		if n.Snapshot.Pods != nil {
+			why = "no container runtime's state was found on the node"
+		}
+		skip("the restart outlook (%s): %s", CheckIfKubeletRestart, why)
 	}
 	var out []RestartOutlook
 	for _, restart := range restarts {
@@ -264,7 +268,14 @@ func (o RestartOutlook) Finding() doctor.Finding {
 		from = " [pods rebuilt from the node's files]"
 	}
 	if len(o.AtRisk) == 0 {
-		f.Message = fmt.Sprintf("%s: all %d pods come back%s%s", what, o.Pods-len(o.NotJudged), notJudged, from)
+		switch back := o.Pods - len(o.NotJudged); {
+		case o.FromFiles && o.Pods == 0:
+			f.Message = fmt.Sprintf("%s: no pod in the node's files holds devices, exclusive CPUs or memory blocks: none for the resource managers to refuse%s", what, from)
+		case back == 1:
+			f.Message = fmt.Sprintf("%s: its 1 pod comes back%s%s", what, notJudged, from)
+		default:
+			f.Message = fmt.Sprintf("%s: all %d pods come back%s%s", what, back, notJudged, from)
+		}
 		return f
 	}
 	f.Severity = doctor.SeverityWarning
