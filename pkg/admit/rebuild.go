@@ -357,16 +357,22 @@ func FilePlugins(r *decode.Report) (map[string][]replay.Device, []string) {
 	if dev == nil {
 		return nil, nil
 	}
+	// numa is resource -> held device -> its NUMA nodes (none: no topology, -1 in the file).
 	numa := map[string]map[string][]int64{}
 	for _, e := range dev.PodDeviceEntries {
+		if numa[e.ResourceName] == nil {
+			numa[e.ResourceName] = map[string][]int64{}
+		}
+		for _, id := range e.DeviceIDs {
+			numa[e.ResourceName][id] = numa[e.ResourceName][id][:0:0]
+		}
 		for node, ids := range e.DevicesPerNUMA {
 			for _, id := range ids {
-				if numa[e.ResourceName] == nil {
-					numa[e.ResourceName] = map[string][]int64{}
+				nodes := numa[e.ResourceName][id]
+				if node >= 0 && !slices.Contains(nodes, node) {
+					nodes = append(nodes, node)
 				}
-				if node >= 0 && !slices.Contains(numa[e.ResourceName][id], node) {
-					numa[e.ResourceName][id] = append(numa[e.ResourceName][id], node)
-				}
+				numa[e.ResourceName][id] = nodes
 			}
 		}
 	}

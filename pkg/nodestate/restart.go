@@ -165,6 +165,7 @@ func (r *Runner) restartOutlookFromFiles(n *NodeResult, mi managerInputs, skip, 
 	if socks := pluginSockets(n); len(socks) > 0 {
 		rebuilt = append(rebuilt, "device plugin sockets: "+strings.Join(socks, ", "))
 	}
+	note("the restart outlook from the node's files: %s", strings.Join(rebuilt, "; "))
 	never := neverRegisters(in.Devices, len(rb.Pods))
 	restarts := []admit.Restart{{Kind: admit.RestartReboot, Register: never}}
 	if running, ok := runtimeContainers(n); ok {
@@ -294,7 +295,7 @@ func (o RestartOutlook) Finding() doctor.Finding {
 			bare = true
 		}
 		if len(p.WaitsOn) > 0 {
-			parts = append(parts, fmt.Sprintf("%s waits on %s (%s)", p.Pod, strings.Join(p.WaitsOn, ", "), next))
+			parts = append(parts, fmt.Sprintf("%s waits on %s, refused meanwhile: %s: %s (%s)", p.Pod, strings.Join(p.WaitsOn, ", "), p.Reason, p.Message, next))
 			for _, r := range p.WaitsOn {
 				waits[r] = true
 			}
