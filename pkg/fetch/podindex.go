@@ -38,6 +38,9 @@ type PodIndex struct {
 	ContainerNames map[string]map[string]bool
 	// Statuses lists, per pod UID, its containers' IDs and whether they run.
 	Statuses map[string][]ContainerStatus
+	// Sandboxes are the pods whose sandbox the runtime runs (node-local, from its bundles; nil
+	// elsewhere): pods the kubelet has not finished with.
+	Sandboxes map[string]bool
 	// Running are the pods that hold node resources (not Succeeded or Failed, not this
 	// plugin's debug pods), kept to their names and resources: the "other pods" of the
 	// kubelet's node-resource predicate.

@@ -24,8 +24,8 @@ func FuzzReadBundle(f *testing.F) {
 			t.Fatal(err)
 		}
 		for _, rt := range Runtimes {
-			uid, name, ok, err := readBundle(rt, p)
-			if ok && (err != nil || uid == "" || name == "") {
+			uid, name, sandbox, ok, err := readBundle(rt, p)
+			if ok && (err != nil || uid == "" || (name == "") != sandbox) {
 				t.Fatalf("%s: ok with uid %q name %q err %v", rt.Name, uid, name, err)
 			}
 		}

@@ -157,7 +157,8 @@ func TestSysfsDumpIsTheScripts(t *testing.T) {
 	}
 }
 
-// The bundles name each pod's containers, not their sandboxes, with the runtime's ID scheme.
+// The bundles name each pod's containers with the runtime's ID scheme, and the pods whose
+// sandbox runs.
 func TestRunningContainers(t *testing.T) {
 	rts := []Runtime{Runtimes[0], Runtimes[1]}
 	rts[0].Bundles = filepath.Join("testdata", "bundles", "containerd", "k8s.io", "*", "config.json")
@@ -169,6 +170,9 @@ func TestRunningContainers(t *testing.T) {
 	}
 	if !reflect.DeepEqual(ix.Statuses, want) || len(warnings) != 0 {
 		t.Errorf("statuses %+v, warnings %v", ix.Statuses, warnings)
+	}
+	if sandboxes := map[string]bool{"5f0c1d2e-3a4b-4c5d-8e6f-7a8b9c0d1e2f": true, "0a1b2c3d-4e5f-4061-8293-a4b5c6d7e8f9": true}; !reflect.DeepEqual(ix.Sandboxes, sandboxes) {
+		t.Errorf("sandboxes %v, want %v", ix.Sandboxes, sandboxes)
 	}
 	bad := filepath.Join(t.TempDir(), "x", "config.json")
 	os.MkdirAll(filepath.Dir(bad), 0o755)

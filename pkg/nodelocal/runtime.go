@@ -22,10 +22,10 @@ type Runtime struct {
 	Bundles string
 	IDLevel int
 	// Type, PodUID and Container are the annotations holding the container's type (Workload:
-	// a pod's container, not its sandbox), its pod's UID and its name. Labels, when set, is an
-	// annotation holding the kubelet's labels as JSON, where PodUID and Container are looked up
-	// instead (CRI-O).
-	Type, Workload, PodUID, Container, Labels string
+	// a pod's container; Sandbox: its sandbox), its pod's UID and its name. Labels, when set, is
+	// an annotation holding the kubelet's labels as JSON, where PodUID and Container are looked
+	// up instead (CRI-O).
+	Type, Workload, Sandbox, PodUID, Container, Labels string
 }
 
 // Runtimes are the runtimes' default state dirs: containerd's CRI (namespace k8s.io, its v2
@@ -33,9 +33,9 @@ type Runtime struct {
 // userdata dirs; cri-o's pkg/annotations, the kubelet's labels in io.kubernetes.cri-o.Labels).
 var Runtimes = []Runtime{
 	{Name: "containerd", Bundles: "/run/containerd/io.containerd.runtime.v2.task/k8s.io/*/config.json", IDLevel: 1,
-		Type: "io.kubernetes.cri.container-type", Workload: "container", PodUID: "io.kubernetes.cri.sandbox-uid", Container: "io.kubernetes.cri.container-name"},
+		Type: "io.kubernetes.cri.container-type", Workload: "container", Sandbox: "sandbox", PodUID: "io.kubernetes.cri.sandbox-uid", Container: "io.kubernetes.cri.container-name"},
 	{Name: "cri-o", Bundles: "/run/containers/storage/overlay-containers/*/userdata/config.json", IDLevel: 2,
-		Type: "io.kubernetes.cri-o.ContainerType", Workload: "container", Labels: "io.kubernetes.cri-o.Labels", PodUID: "io.kubernetes.pod.uid", Container: "io.kubernetes.container.name"},
+		Type: "io.kubernetes.cri-o.ContainerType", Workload: "container", Sandbox: "sandbox", Labels: "io.kubernetes.cri-o.Labels", PodUID: "io.kubernetes.pod.uid", Container: "io.kubernetes.container.name"},
 }
 
 // Bounds: a node runs at most a few hundred containers; a bundle's config.json is tens of KiB.
@@ -45,9 +45,10 @@ const (
 )
 
 // runningContainers lists the containers of the runtimes' bundles as the pods' statuses would
-// (every one running: the runtime removes a bundle when its task is deleted).
+// (every one running: the runtime removes a bundle when its task is deleted), and the pods whose
+// sandbox runs.
 func runningContainers(runtimes []Runtime) (*fetch.PodIndex, []string) {
-	ix := &fetch.PodIndex{Statuses: map[string][]fetch.ContainerStatus{}}
+	ix := &fetch.PodIndex{Statuses: map[string][]fetch.ContainerStatus{}, Sandboxes: map[string]bool{}}
 	var warnings []string
 	seen := 0
 	for _, rt := range runtimes {
@@ -60,10 +61,12 @@ func runningContainers(runtimes []Runtime) (*fetch.PodIndex, []string) {
 			if seen++; seen > maxBundles {
 				return ix, append(warnings, fmt.Sprintf("over %d container bundles: the rest not read", maxBundles))
 			}
-			uid, name, ok, err := readBundle(rt, f)
+			uid, name, sandbox, ok, err := readBundle(rt, f)
 			switch {
 			case err != nil:
 				warnings = append(warnings, fmt.Sprintf("%s: %v", f, err))
+			case ok && sandbox:
+				ix.Sandboxes[uid] = true
 			case ok:
 				id := f
 				for range rt.IDLevel {
@@ -79,33 +82,38 @@ func runningContainers(runtimes []Runtime) (*fetch.PodIndex, []string) {
 	return ix, warnings
 }
 
-// readBundle reads a config.json's annotations: ok when it is a pod's container.
-func readBundle(rt Runtime, file string) (uid, name string, ok bool, err error) {
+// readBundle reads a config.json's annotations: ok when it is a pod's container (its pod's UID
+// and its name) or a pod's sandbox (its UID only).
+func readBundle(rt Runtime, file string) (uid, name string, sandbox, ok bool, err error) {
 	f, err := os.Open(file)
 	if err != nil {
-		return "", "", false, err
+		return "", "", false, false, err
 	}
 	defer f.Close()
 	var spec struct {
 		Annotations map[string]string `json:"annotations"`
 	}
 	if err := json.NewDecoder(io.LimitReader(f, maxBundleBytes)).Decode(&spec); err != nil {
-		return "", "", false, fmt.Errorf("not an OCI config (or over %d bytes): %v", maxBundleBytes, err)
+		return "", "", false, false, fmt.Errorf("not an OCI config (or over %d bytes): %v", maxBundleBytes, err)
 	}
 	a := spec.Annotations
-	if a[rt.Type] != rt.Workload {
-		return "", "", false, nil
+	sandbox = a[rt.Type] == rt.Sandbox && rt.Sandbox != ""
+	if a[rt.Type] != rt.Workload && !sandbox {
+		return "", "", false, false, nil
 	}
 	names := a
 	if rt.Labels != "" {
 		names = map[string]string{}
 		if err := json.Unmarshal([]byte(a[rt.Labels]), &names); err != nil {
-			return "", "", false, fmt.Errorf("%s: %v", rt.Labels, err)
+			return "", "", false, false, fmt.Errorf("%s: %v", rt.Labels, err)
 		}
 	}
 	uid, name = names[rt.PodUID], names[rt.Container]
-	if uid == "" || name == "" {
-		return "", "", false, nil
+	if sandbox {
+		return uid, "", true, uid != "", nil
 	}
-	return uid, name, true, nil
+	if uid == "" || name == "" {
+		return "", "", false, false, nil
+	}
+	return uid, name, false, true, nil
 }

@@ -269,16 +269,18 @@ func TestCheckRestart(t *testing.T) {
 
 // node-check restart on a node known by its files and its runtime's state: the kubelet restart
 // re-admits the trainer (its GPUs and VF in the device checkpoint) while its container runs, so
-// it comes back; with only another pod's container running it is refused as at a reboot, and
-// the outlook says so.
+// it comes back; with its sandbox running but not its container (between restarts) it is
+// refused as at a reboot, and the outlook says so; with neither running, the pod is gone or
+// done as far as the node knows, and not judged: no problem.
 func TestCheckRestartWithTheRuntimesContainers(t *testing.T) {
 	const trainer, other = "6f1c2a0d-3b5e-4c8a-9d1e-2a7b6c5d4e3f", "c956c337-b836-4801-b85a-e41649c6788c"
 	for _, tc := range []struct {
-		running   [][2]string
+		running   [][2]string // pod UID, container ("": its sandbox)
 		wantCheck []string
 	}{
-		{[][2]string{{trainer, "trainer"}, {other, "main"}}, []string{CheckIfReboot}},
-		{[][2]string{{other, "main"}}, []string{CheckIfReboot, CheckIfKubeletRestart}},
+		{[][2]string{{trainer, ""}, {trainer, "trainer"}, {other, "main"}}, []string{CheckIfReboot}},
+		{[][2]string{{trainer, ""}, {other, "main"}}, []string{CheckIfReboot, CheckIfKubeletRestart}},
+		{[][2]string{{other, "main"}}, nil},
 	} {
 		root := copyTree(t, filepath.Join("testdata", "noderoot", "kubelet"))
 		config := filepath.Join(root, "config.yaml")
@@ -293,14 +295,18 @@ func TestCheckRestartWithTheRuntimesContainers(t *testing.T) {
 		for i, c := range tc.running {
 			dir := filepath.Join(state, fmt.Sprintf("c%d", i))
 			os.MkdirAll(dir, 0o755)
-			os.WriteFile(filepath.Join(dir, "config.json"), fmt.Appendf(nil, `{"annotations":{"io.kubernetes.cri.container-type":"container","io.kubernetes.cri.sandbox-uid":%q,"io.kubernetes.cri.container-name":%q}}`, c[0], c[1]), 0o644)
+			bundle := fmt.Sprintf(`{"annotations":{"io.kubernetes.cri.container-type":"container","io.kubernetes.cri.sandbox-uid":%q,"io.kubernetes.cri.container-name":%q}}`, c[0], c[1])
+			if c[1] == "" {
+				bundle = fmt.Sprintf(`{"annotations":{"io.kubernetes.cri.container-type":"sandbox","io.kubernetes.cri.sandbox-uid":%q}}`, c[0])
+			}
+			os.WriteFile(filepath.Join(dir, "config.json"), []byte(bundle), 0o644)
 		}
 		got := checkOne(t, lc, CheckRestart)
 		var checks []string
 		for _, f := range got.Problems {
 			checks = append(checks, f.Check)
 		}
-		if got.Status != CheckProblem || !slices.Equal(checks, tc.wantCheck) {
+		if wantStatus := map[bool]CheckStatus{true: CheckProblem, false: CheckOK}[len(tc.wantCheck) > 0]; got.Status != wantStatus || !slices.Equal(checks, tc.wantCheck) {
 			t.Errorf("running %v: problems %v, want %v: %+v", tc.running, checks, tc.wantCheck, got)
 		}
 		if len(got.Problems) == 2 && !strings.Contains(got.Problems[1].Message, "pod "+trainer+" waits on intel.com/sriov_netdevice, nvidia.com/gpu") {

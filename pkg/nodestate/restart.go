@@ -170,6 +170,15 @@ func (r *Runner) restartOutlookFromFiles(n *NodeResult, mi managerInputs, skip, 
 	restarts := []admit.Restart{{Kind: admit.RestartReboot, Register: never}}
 	if running, ok := runtimeContainers(n); ok {
 		restarts = append(restarts, admit.Restart{Kind: admit.RestartKubelet, Running: running, Register: never})
+		// The kubelet is running: a pod whose sandbox and containers do not run is gone or done
+		// (its entries outlive it until the kubelet cleans them), which the kubelet does not
+		// re-admit, or one not started yet.
+		for i, p := range rb.Pods {
+			uid := string(p.Pod.UID)
+			if p.NotJudged == "" && !n.Snapshot.Pods.Sandboxes[uid] && len(running[uid]) == 0 {
+				rb.Pods[i].NotJudged = "no sandbox or container of it runs now: deleted or finished since its entries were written (not re-admitted), or not started; the files cannot tell"
+			}
+		}
 	} else {
 		why := "the copied files do not say which containers run (a bundle's cgroups name container IDs, not containers)"
 		if n.Snapshot.Pods != nil {
