@@ -6,10 +6,12 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/internal/vectorpack"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
@@ -64,7 +66,7 @@ func TestRestartFromFilesMatchesTheRealKubelet(t *testing.T) {
 				continue
 			}
 			tally.cases++
-			if diff := rebuildCase(t, c, kubelet, want, &tally); diff != "" {
+			if diff := rebuildCase(t, c, kubelet, want, false, &tally); diff != "" {
 				t.Errorf("%s %s: %s", set.Name, c.Name, diff)
 			}
 		}
@@ -77,6 +79,30 @@ func TestRestartFromFilesMatchesTheRealKubelet(t *testing.T) {
 	}
 	t.Logf("all releases: %d cases: %d with every pod judged, %d with every pod the files hold judged; %d pods: %d judged equal (%d with the checkpoint's plugins only), %d spec changed after the files (%d of them fare otherwise); not judged %v; not in the files %v",
 		all.cases, all.casesJudged, all.casesFilePodsJudged, all.pods, all.equal, all.equalFilesOnly, all.specChanged, all.specChangedDiffer, all.notJudged, all.notInFiles)
+}
+
+// The same cases with the pods' UIDs sorting against their creation order: the files give no
+// creation times, so every pod whose fate depends on the order must be not judged (the rebuild
+// re-admits them in the wrong order), and every pod judged still equals the real kubelet.
+func TestRestartFromFilesWithoutTheOrder(t *testing.T) {
+	set, err := vectorpack.ReadFile(filepath.Join(restartVectorsDir, "v1.37.1-restart"+vectorpack.Ext))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tally := rebuildTally{notJudged: map[string]int{}, notInFiles: map[string]int{}}
+	for _, c := range set.Cases {
+		var want expectedCase
+		if err := json.Unmarshal(c.Expected, &want); err != nil {
+			t.Fatal(err)
+		}
+		if diff := rebuildCase(t, c, set.MetaString("kubelet"), want, true, &tally); diff != "" {
+			t.Errorf("%s: %s", c.Name, diff)
+		}
+	}
+	t.Logf("UIDs reversed: %d pods judged equal; not judged %v", tally.equal, tally.notJudged)
+	if tally.equal == 0 || tally.notJudged[whyClass(notJudgedOrder)] == 0 {
+		t.Errorf("the reversed order exercised nothing: %d equal, not judged %v", tally.equal, tally.notJudged)
+	}
 }
 
 func (a *rebuildTally) add(b rebuildTally) {
@@ -97,9 +123,12 @@ func (a *rebuildTally) add(b rebuildTally) {
 
 // rebuildCase replays one case from its files and tallies its pods; it returns the first pod
 // judged otherwise than the real kubelet.
-func rebuildCase(t *testing.T, c vectorpack.Case, kubelet string, want expectedCase, tally *rebuildTally) string {
+func rebuildCase(t *testing.T, c vectorpack.Case, kubelet string, want expectedCase, reverseUIDs bool, tally *rebuildTally) string {
 	t.Helper()
 	in := caseInput(t, c, kubelet, true)
+	if reverseUIDs {
+		in, want = withUIDsReversed(in, want)
+	}
 	casePods := in.Pods
 	rb := RebuildPods(RebuildInput{CPU: in.CPU, Memory: in.Memory, Devices: in.Devices.Checkpoint})
 	// The plugins are the device checkpoint's; one that registers during the case reports then
@@ -183,6 +212,64 @@ func rebuildCase(t *testing.T, c vectorpack.Case, kubelet string, want expectedC
 		tally.casesFilePodsJudged++
 	}
 	return ""
+}
+
+// withUIDsReversed renames the case's pods so that their UIDs sort in the reverse of their
+// creation order, in its pods, its decoded checkpoints, its runtime's containers and its
+// expectations: the files then give the rebuild the wrong order.
+func withUIDsReversed(in Input, want expectedCase) (Input, expectedCase) {
+	rename := map[string]string{}
+	for i, p := range in.Pods {
+		rename[string(p.UID)] = fmt.Sprintf("uid-%03d-%s", len(in.Pods)-i, p.UID)
+	}
+	to := func(uid string) string {
+		if r, ok := rename[uid]; ok {
+			return r
+		}
+		return uid
+	}
+	renameKeys := func(m map[string]map[string]bool) map[string]map[string]bool {
+		out := map[string]map[string]bool{}
+		for k, v := range m {
+			out[to(k)] = v
+		}
+		return out
+	}
+	for i, p := range in.Pods {
+		p = p.DeepCopy()
+		p.UID = types.UID(to(string(p.UID)))
+		in.Pods[i] = p
+	}
+	if cpu := cpuState(in.CPU); cpu != nil {
+		entries := map[string]map[string]string{}
+		for uid, e := range cpu.Entries {
+			entries[to(uid)] = e
+		}
+		cpu.Entries = entries
+	}
+	if mem := memoryState(in.Memory); mem != nil {
+		entries := map[string]map[string][]decode.MemoryBlock{}
+		for uid, e := range mem.Entries {
+			entries[to(uid)] = e
+		}
+		mem.Entries = entries
+	}
+	if dev := deviceState(in.Devices.Checkpoint); dev != nil {
+		for i := range dev.PodDeviceEntries {
+			dev.PodDeviceEntries[i].PodUID = to(dev.PodDeviceEntries[i].PodUID)
+		}
+	}
+	if in.Restart != nil {
+		r := *in.Restart
+		r.Running, r.Exited = renameKeys(r.Running), renameKeys(r.Exited)
+		in.Restart = &r
+	}
+	pods := slices.Clone(want.Pods)
+	for i := range pods {
+		pods[i].UID = to(pods[i].UID)
+	}
+	want.Pods = pods
+	return in, want
 }
 
 // rebuiltRegistrations moves the case's registrations (after so many of its pods) onto the
