@@ -401,3 +401,80 @@ func TestRebuildFromAllocationFiles(t *testing.T) {
 		}
 	}
 }
+
+// A V2 pod whose spec asks for other CPUs or devices than its containers hold (a resize the node
+// has not actuated, or a checkpoint of another pod's making) is not judged; one that asks for
+// what it holds is.
+func TestRebuildV2HeldAgainstSpec(t *testing.T) {
+	const web = "3f6a1b2c-0d4e-4f5a-8b6c-7d8e9f0a1b2c" // web-0: app asks for 1 CPU, no device
+	alloc := allocationReport(t, "v1.38.0-beta.0/two-pods.json", "v1.38.0-beta.0")
+	cpu := func(set string) *decode.Report {
+		return &decode.Report{Kind: decode.KindCPU, Verdict: decode.Valid, Decoded: decode.Model{CPU: &decode.CPUState{PolicyName: "static",
+			Entries: map[string]map[string]string{web: {"app": set}}}}}
+	}
+	gpu := &decode.Report{Kind: decode.KindDevices, Verdict: decode.Valid, Decoded: decode.Model{Devices: &decode.DeviceState{
+		PodDeviceEntries:  []decode.DeviceEntry{{PodUID: web, ContainerName: "app", ResourceName: "nvidia.com/gpu", DevicesPerNUMA: map[int64][]string{0: {"gpu-0"}}}},
+		RegisteredDevices: map[string][]string{"nvidia.com/gpu": {"gpu-0"}}}}}
+	for _, tc := range []struct {
+		name      string
+		in        RebuildInput
+		wantJudge bool
+	}{
+		{"holds the CPU it asks for", RebuildInput{Allocation: alloc, CPU: cpu("1")}, true},
+		{"holds two CPUs, asks for one", RebuildInput{Allocation: alloc, CPU: cpu("1-2")}, false},
+		{"holds a GPU it does not ask for", RebuildInput{Allocation: alloc, Devices: gpu}, false},
+	} {
+		rb := RebuildPods(tc.in)
+		i := slices.IndexFunc(rb.Pods, func(p RebuiltPod) bool { return string(p.Pod.UID) == web })
+		if i < 0 {
+			t.Fatalf("%s: web-0 not rebuilt", tc.name)
+		}
+		if got := rb.Pods[i].NotJudged == ""; got != tc.wantJudge || !tc.wantJudge && !strings.HasPrefix(rb.Pods[i].NotJudged, "its spec asks") {
+			t.Errorf("%s: not judged %q", tc.name, rb.Pods[i].NotJudged)
+		}
+	}
+}
+
+// The plugins of a real kubelet 1.37.1's device checkpoint: every registered resource with its
+// devices, each held one on the NUMA node the checkpoint records (none for -1), the others
+// without topology, and said.
+func TestFilePlugins(t *testing.T) {
+	b, err := os.ReadFile("../../testdata/kubelet/kubelet_internal_checkpoint/v1.37.1/multi-resource.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := decode.ParseKubelet("v1.37.1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plugins, unplaced := FilePlugins(decode.Decode(decode.KindDevices, b, decode.Options{Kubelet: &k}))
+	got := map[string]string{}
+	for resource, devices := range plugins {
+		for _, d := range devices {
+			numa := "-"
+			if d.Topology != nil {
+				numa = fmt.Sprint(d.Topology.Nodes)
+			}
+			got[resource+" "+d.ID] = d.Health + " " + numa
+		}
+	}
+	want := map[string]string{
+		"nvidia.com/gpu GPU-8c1f3b2e-5d6a-4f7b-9e0c-1a2b3c4d5e6f": "Healthy [{0}]",
+		"nvidia.com/gpu GPU-2d3e4f5a-6b7c-4d8e-9f0a-1b2c3d4e5f6a": "Healthy [{0}]",
+		"nvidia.com/gpu GPU-7e8f9a0b-1c2d-4e3f-8a4b-5c6d7e8f9a0b": "Healthy [{1}]",
+		"nvidia.com/gpu GPU-4a5b6c7d-8e9f-4a0b-9c1d-2e3f4a5b6c7d": "Healthy [{1}]",
+		"intel.com/sriov_netdevice 0000:3b:02.0":                  "Healthy -",
+		"intel.com/sriov_netdevice 0000:3b:02.1":                  "Healthy -",
+		"intel.com/sriov_netdevice 0000:af:02.0":                  "Healthy -",
+		"intel.com/sriov_netdevice 0000:af:02.1":                  "Healthy [{1}]",
+		"example.com/fpga fpga-0":                                 "Healthy -",
+		"example.com/fpga fpga-1":                                 "Healthy -",
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("plugins:\n got %v\nwant %v", got, want)
+	}
+	if wantUnplaced := []string{"example.com/fpga: 1 of 2 devices held by no pod, NUMA node not known",
+		"intel.com/sriov_netdevice: 3 of 4 devices held by no pod, NUMA node not known"}; !slices.Equal(unplaced, wantUnplaced) {
+		t.Errorf("unplaced: %q", unplaced)
+	}
+}
