@@ -168,17 +168,17 @@ func (r *Runner) restartOutlookFromFiles(n *NodeResult, mi managerInputs, skip, 
 	note("the restart outlook from the node's files: %s", strings.Join(rebuilt, "; "))
 	never := neverRegisters(in.Devices, len(rb.Pods))
 	restarts := []admit.Restart{{Kind: admit.RestartReboot, Register: never}}
-	if running, ok := runtimeContainers(n); ok {
-		restarts = append(restarts, admit.Restart{Kind: admit.RestartKubelet, Running: running, Register: never})
-		// The kubelet is running: a pod whose sandbox and containers do not run is gone or done
-		// (its entries outlive it until the kubelet cleans them), which the kubelet does not
-		// re-admit, or one not started yet.
-		for i, p := range rb.Pods {
-			uid := string(p.Pod.UID)
-			if p.NotJudged == "" && !n.Snapshot.Pods.Sandboxes[uid] && len(running[uid]) == 0 {
-				rb.Pods[i].NotJudged = "no sandbox or container of it runs now: deleted or finished since its entries were written (not re-admitted), or not started; the files cannot tell"
-			}
+	running, runtimeKnown := runtimeContainers(n)
+	// The kubelet was running when the files were read: a pod nothing of which ran then is gone
+	// or done (its entries outlive it until the kubelet cleans them), which the kubelet does not
+	// re-admit, or one not started yet.
+	for i, p := range rb.Pods {
+		if why := nothingRuns(n, string(p.Pod.UID), running, runtimeKnown); p.NotJudged == "" && why != "" {
+			rb.Pods[i].NotJudged = why + ": deleted or finished since its entries were written (not re-admitted), or not started; the files cannot tell"
 		}
+	}
+	if runtimeKnown {
+		restarts = append(restarts, admit.Restart{Kind: admit.RestartKubelet, Running: running, Register: never})
 	} else {
 		why := "the copied files do not say which containers run (a bundle's cgroups name container IDs, not containers)"
 		if n.Snapshot.Pods != nil {
@@ -225,6 +225,24 @@ func pluginSockets(n *NodeResult) []string {
 		}
 	}
 	return nil
+}
+
+// nothingRuns says that nothing of the pod ran when the node was read ("": something did, or
+// that is not known): node-local, neither its sandbox nor a container in the runtime's state; in
+// a bundle, no directory of it under its cgroup (a cut dump tells nothing by absence).
+func nothingRuns(n *NodeResult, uid string, running map[string]map[string]bool, runtimeKnown bool) string {
+	if runtimeKnown {
+		if !n.Snapshot.Pods.Sandboxes[uid] && len(running[uid]) == 0 {
+			return "no sandbox or container of it runs now"
+		}
+		return ""
+	}
+	if cg := n.Cgroups; cg != nil && !cg.Cut && cg.Version > 0 {
+		if pod := cg.Pods[uid]; pod == nil || pod.Children == 0 {
+			return "nothing of it ran when the bundle's cgroups were read"
+		}
+	}
+	return ""
 }
 
 // runtimeContainers are the containers the node runs now, by pod UID, from the runtime's state

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -113,4 +114,57 @@ func vectorBundleOutlook(t *testing.T, c vectorpack.Case, kubelet string) Restar
 		t.Fatalf("%s: %+v", c.Name, res.Doctor)
 	}
 	return res.Doctor.Restart[0]
+}
+
+// A bundle with a cgroups section: a pod of the device checkpoint with no directory under its
+// cgroup ran nothing when the bundle was collected (deleted or finished, its entries not yet
+// cleaned), which the kubelet does not re-admit: not judged, no alarm; with its containers'
+// directories there, the reboot refuses it until its plugins register.
+func TestRestartOutlookFromABundleWithCgroups(t *testing.T) {
+	const trainer, other = "6f1c2a0d-3b5e-4c8a-9d1e-2a7b6c5d4e3f", "c956c337-b836-4801-b85a-e41649c6788c"
+	dump := func(pods ...string) string {
+		lines := []string{"@@nodestate-cgroup v1", "@hierarchy 1", "=./kubepods", "./kubepods/cpuset.cpus:0-1", "./kubepods/cpuset.effective_cpus:0-1", "./kubepods/cpuset.mems:0"}
+		for _, uid := range pods {
+			for _, d := range []string{"./kubepods/pod" + uid, "./kubepods/pod" + uid + "/sandbox", "./kubepods/pod" + uid + "/ctr"} {
+				lines = append(lines, "="+d, d+"/cpuset.cpus:0-1", d+"/cpuset.effective_cpus:0-1", d+"/cpuset.mems:0")
+			}
+		}
+		return strings.Join(append(lines, "@@end"), "\n") + "\n"
+	}
+	for _, tc := range []struct {
+		running    []string
+		wantAtRisk []string
+	}{
+		{[]string{trainer, other}, []string{"pod " + trainer}},
+		{[]string{other}, nil},
+	} {
+		// The recorded node's device checkpoint (its CPU and memory state are a 2-CPU host's).
+		dir := copyTree(t, filepath.Join("testdata", "noderoot", "kubelet"))
+		os.Remove(filepath.Join(dir, "cpu_manager_state"))
+		os.Remove(filepath.Join(dir, "memory_manager_state"))
+		os.Rename(filepath.Join(dir, "config.yaml"), filepath.Join(dir, ConfigYAMLFile))
+		machine, _ := os.ReadFile(filepath.Join(repo, "examples/doctor-node/machine.json"))
+		os.WriteFile(filepath.Join(dir, MachineFile), machine, 0o600)
+		os.WriteFile(filepath.Join(dir, NodeInfoFile), []byte(`{"schema":"`+NodeInfoSchema+`","node":"n","kubeletVersion":"v1.37.1"}`), 0o600)
+		os.WriteFile(filepath.Join(dir, CgroupsFile), []byte(dump(tc.running...)), 0o600)
+		dc, _, err := LoadDoctorConfig("", "", dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := readOne(t, Config{FromDir: dir, Engines: Engines{Doctor: dc}})
+		if res.Cgroups == nil || res.Doctor == nil || len(res.Doctor.Restart) != 1 {
+			t.Fatalf("running %v: cgroups %v (%v), doctor %+v", tc.running, res.Cgroups, res.CgroupsErr, res.Doctor)
+		}
+		o := res.Doctor.Restart[0]
+		var atRisk []string
+		for _, p := range o.AtRisk {
+			atRisk = append(atRisk, p.Pod)
+		}
+		if !slices.Equal(atRisk, tc.wantAtRisk) {
+			t.Errorf("running %v: at risk %v, want %v (not judged %v)", tc.running, atRisk, tc.wantAtRisk, o.NotJudged)
+		}
+		if !slices.Contains(tc.running, trainer) && !strings.Contains(strings.Join(o.NotJudged, " "), "pod "+trainer+" (nothing of it ran when the bundle's cgroups were read") {
+			t.Errorf("running %v: the trainer is not said to have run nothing: %v", tc.running, o.NotJudged)
+		}
+	}
 }
