@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/machine"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/replay"
 )
@@ -61,5 +62,43 @@ func BenchmarkAdmit(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkRestartFromFiles: doctor's reboot outlook on a node known by its files only: 100 pods
+// each holding 1 of 128 GPUs (4 NUMA nodes) in the device checkpoint, rebuilt, then re-admitted
+// with no plugin registered, in UID order and reversed, each refused pod tried again with its
+// plugin first (what node-check restart costs a node per run).
+func BenchmarkRestartFromFiles(b *testing.B) {
+	in := bigAdmission(b, "{}", 0)
+	cfg, err := replay.ParseKubeletConfig([]byte(`{"topologyManagerPolicy":"best-effort"}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	in.Config = cfg
+	const pods, gpus = 100, 128
+	dev := &decode.DeviceState{RegisteredDevices: map[string][]string{}}
+	for g := 0; g < gpus; g++ {
+		dev.RegisteredDevices["nvidia.com/gpu"] = append(dev.RegisteredDevices["nvidia.com/gpu"], fmt.Sprintf("gpu-%03d", g))
+	}
+	for p := 0; p < pods; p++ {
+		dev.PodDeviceEntries = append(dev.PodDeviceEntries, decode.DeviceEntry{PodUID: fmt.Sprintf("uid-%03d", p), ContainerName: "app",
+			ResourceName: "nvidia.com/gpu", DevicesPerNUMA: map[int64][]string{int64(p % 4): {fmt.Sprintf("gpu-%03d", p)}}})
+	}
+	checkpoint := &decode.Report{Kind: decode.KindDevices, Verdict: decode.Valid, Decoded: decode.Model{Devices: dev}}
+	b.ReportAllocs()
+	for b.Loop() {
+		rb := RebuildPods(RebuildInput{Devices: checkpoint})
+		plugins, _ := FilePlugins(checkpoint)
+		run := in
+		run.Devices = &replay.DeviceInput{Plugins: plugins, Checkpoint: checkpoint}
+		run.Restart = &Restart{Kind: RestartReboot, Register: map[string]int{"nvidia.com/gpu": pods + 1}}
+		res, err := PredictRestartRebuilt(run, rb)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(res.Fates) != pods || res.Fates[0].Fate != FateWaitsOnPlugin {
+			b.Fatalf("fates: %d, first %+v", len(res.Fates), res.Fates[0])
+		}
 	}
 }
