@@ -160,6 +160,23 @@ func ReadFile(name string) (*Set, error) {
 	return s, nil
 }
 
+// ReadGlob reads the sets whose files match pattern (filepath.Glob), in name order.
+func ReadGlob(pattern string) ([]*Set, error) {
+	names, err := filepath.Glob(pattern)
+	if err != nil {
+		return nil, err
+	}
+	var sets []*Set
+	for _, name := range names {
+		s, err := ReadFile(name)
+		if err != nil {
+			return nil, err
+		}
+		sets = append(sets, s)
+	}
+	return sets, nil
+}
+
 // ReadDir reads every set packed in dir, by name. A set left unpacked there (a directory with
 // cases/ or MANIFEST.json, as a generator writes it) is an error that says how to pack it, so
 // that no set is silently skipped.

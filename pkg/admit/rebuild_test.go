@@ -20,7 +20,7 @@ import (
 
 // The restart vector packs of every release the generator ran (hack/admitvec/RESTART.md): the
 // real kubelet's checkpoints before it restarted and each pod's fate after.
-const restartVectorsDir = "../../hack/admitvec/restart-out"
+var restartVectors = filepath.Join(admissionVectorsDir, "*-restart"+vectorpack.Ext)
 
 // rebuildTally counts a set's pods by what the files-only rebuild made of them.
 type rebuildTally struct {
@@ -46,12 +46,12 @@ type rebuildTally struct {
 // pod the rebuild judges with the real kubelet's fate: all must be equal, but for a pod whose
 // spec the case changed after the files were written (the files cannot know it; counted).
 func TestRestartFromFilesMatchesTheRealKubelet(t *testing.T) {
-	sets, err := vectorpack.ReadDir(restartVectorsDir)
+	sets, err := vectorpack.ReadGlob(restartVectors)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(sets) == 0 {
-		t.Fatalf("no restart vectors in %s", restartVectorsDir)
+		t.Fatalf("no restart vectors: %s", restartVectors)
 	}
 	var all rebuildTally
 	for _, set := range sets {
@@ -85,7 +85,7 @@ func TestRestartFromFilesMatchesTheRealKubelet(t *testing.T) {
 // creation times, so every pod whose fate depends on the order must be not judged (the rebuild
 // re-admits them in the wrong order), and every pod judged still equals the real kubelet.
 func TestRestartFromFilesWithoutTheOrder(t *testing.T) {
-	set, err := vectorpack.ReadFile(filepath.Join(restartVectorsDir, "v1.37.1-restart"+vectorpack.Ext))
+	set, err := vectorpack.ReadFile(filepath.Join(admissionVectorsDir, "v1.37.1-restart"+vectorpack.Ext))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 
 // The restart vector packs (hack/admitvec/RESTART.md): the real kubelet's files before it
 // restarted and each pod's fate after.
-const restartPacks = "../../hack/admitvec/restart-out"
+const restartPacks = "../../testdata/admission/*-restart" + vectorpack.Ext
 
 // Every reboot case of the packs where no plugin registers during the re-admissions (doctor's
 // own outlook) is written as a collect bundle (its checkpoints, machine.json, the kubelet config
@@ -23,7 +23,7 @@ const restartPacks = "../../hack/admitvec/restart-out"
 // is one the real kubelet refused, with its words, and each the real kubelet refused and the
 // files hold is at risk or not judged.
 func TestRestartOutlookFromVectorBundles(t *testing.T) {
-	sets, err := vectorpack.ReadDir(restartPacks)
+	sets, err := vectorpack.ReadGlob(restartPacks)
 	if err != nil {
 		t.Fatal(err)
 	}
