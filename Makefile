@@ -7,7 +7,7 @@ COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -s -w -X $(PKG)/pkg/version.version=$(VERSION) -X $(PKG)/pkg/version.commit=$(COMMIT) -X $(PKG)/pkg/version.date=$(DATE)
 
-.PHONY: help build test lint mutate mutations demo fuzz bench bench-nodecheck bench-scale bench-fanout bench-admit bench-conditions bench-podindex e2e e2e-faults e2e-scale e2e-node krew-test release-check ci
+.PHONY: help build test lint mutate mutations demo fuzz bench bench-nodecheck bench-scale bench-fanout bench-admit bench-conditions bench-podindex e2e e2e-faults e2e-scale e2e-node e2e-nrt-scheduler krew-test release-check ci
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -63,6 +63,9 @@ e2e-faults: ## the fault suite: API server paused and restarted, exec cut and st
 
 e2e-scale: ## the plugin's verify --all-nodes over 1,000 simulated nodes, at two concurrencies in one run
 	NODESTATE_E2E_PLUGIN_SCALE_NODES=$${NODES:-1000} NODESTATE_E2E_SCALE_NODES=$${NODES:-1000} hack/e2e.sh -run 'TestLiveScale|TestSmokeScale'
+
+e2e-nrt-scheduler: ## the side-by-side's baseline: kube-scheduler + the upstream NodeResourceTopologyMatch (hack/nrtscheduler, built and cached) on the e2e control plane with deploy/scheduler-nrt (docs/scheduler-baseline.md)
+	sched=$$(hack/nrtscheduler/build.sh) && NODESTATE_NRT_SCHEDULER="$$sched" hack/e2e.sh -run '^TestNRTSchedulerBaseline$$'
 
 e2e-node: ## live commands on ONE real kubelet + containerd in a network namespace (root; builds/caches the kubelet)
 	hack/e2e-node.sh
