@@ -155,12 +155,14 @@ func Release() string {
 //	-mode manifest -cases DIR -out FILE           MANIFEST.json of a release's cases
 //	-mode compact -cases DIR                      rewrite every .json under DIR without indentation
 //	-mode start -case DIR -out FILE               would the kubelet start on DIR (kubelet-start layout, start.go)
+//	-mode judge -case NODE -pod FILE -out DIR     admit one pod on a node's state (judge.go)
 func Main(k Kubelet) {
 	mode := flag.String("mode", "run", "run, seed, gen or manifest")
 	caseDir := flag.String("case", "", "case directory (inputs)")
 	stateDir := flag.String("state", "", "directory of the checkpoints (default: -case)")
 	casesDir := flag.String("cases", "", "directory of cases (manifest)")
 	out := flag.String("out", "", "output")
+	podPath := flag.String("pod", "", "judge: the pod to admit (none: only the managers' garbage collection)")
 	flag.BoolVar(&deviceMode, "devices", false, "run the device manager with real device plugins (devices.json; run.sh gives it a private plugin directory)")
 	flag.DurationVar(&hangAfter, "hang-after", hangAfter, "an admission not returned by then is recorded as hanging (and the pods after it are not admitted)")
 	flag.Parse()
@@ -184,6 +186,8 @@ func Main(k Kubelet) {
 		err = WriteManifest(*casesDir, *out, Release())
 	case "compact":
 		err = CompactTree(*casesDir)
+	case "judge":
+		err = JudgeNode(k, *caseDir, *podPath, *out)
 	case "start":
 		var r *StartResult
 		if r, err = StartCase(k, *caseDir); err == nil {
@@ -205,11 +209,14 @@ func Main(k Kubelet) {
 // must be one of them (the predicate counts the pods the kubelet runs, pkg/admit the pods
 // bound to the node: the two lists are the same pods).
 func boot(k Kubelet, m *Machine, stateDir string, bound []*v1.Pod, plugins map[string][]Device) (*ActivePods, *Expected, error) {
-	return bootOnly(k, m, stateDir, bound, plugins, "")
+	return bootOnly(k, m, stateDir, bound, plugins, "", false)
 }
 
 // bootOnly is boot with only one manager made and started when only is "cpu" or "memory".
-func bootOnly(k Kubelet, m *Machine, stateDir string, bound []*v1.Pod, plugins map[string][]Device, only string) (*ActivePods, *Expected, error) {
+// With ownersMayBeGone (judge mode), a checkpoint owner missing from bound is a pod deleted
+// since the checkpoint was written: neither active nor running, so the managers' own
+// removeStaleState drops its entries, as on a node whose pod was deleted.
+func bootOnly(k Kubelet, m *Machine, stateDir string, bound []*v1.Pod, plugins map[string][]Device, only string, ownersMayBeGone bool) (*ActivePods, *Expected, error) {
 	e := &Expected{Phase: "ok"}
 	// The checkpoints' directory is a temporary one here; the kubelet's errors name the files
 	// in its root directory, /var/lib/kubelet by default.
@@ -247,6 +254,9 @@ func bootOnly(k Kubelet, m *Machine, stateDir string, bound []*v1.Pod, plugins m
 		boundByUID[string(p.UID)] = p
 	}
 	for _, uid := range sortedKeys(owners) {
+		if bound != nil && ownersMayBeGone && boundByUID[uid] == nil {
+			continue
+		}
 		p := &v1.Pod{}
 		p.UID, p.Name, p.Namespace = types.UID(uid), "owner-"+uid, "default"
 		for _, c := range sortedKeys(owners[uid]) {

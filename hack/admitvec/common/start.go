@@ -58,7 +58,7 @@ func StartCase(k Kubelet, caseDir string) (*StartResult, error) {
 				return nil, err
 			}
 		}
-		_, e, err := bootOnly(k, &m, dir, nil, nil, only)
+		_, e, err := bootOnly(k, &m, dir, nil, nil, only, false)
 		return e, err
 	}
 	both, err := run("")
