@@ -331,6 +331,10 @@ func checkpointOwners(dir string, owners map[string]map[string]bool) error {
 type NodeFile struct {
 	Allocatable v1.ResourceList `json:"allocatable"`
 	Pods        []*v1.Pod       `json:"pods"`
+	// Name and Labels are the node object's (judge mode: the predicate checks a bound pod's
+	// nodeName and node selector against them); "node-0" and no label but the OS's when absent.
+	Name   string            `json:"name,omitempty"`
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 // readNodeFile reads node.json; nil when there is none.
@@ -361,6 +365,12 @@ func (nf *NodeFile) node() *v1.Node {
 	}
 	n := &v1.Node{}
 	n.Name, n.Labels = "node-0", map[string]string{v1.LabelOSStable: "linux"}
+	if nf.Name != "" {
+		n.Name = nf.Name
+	}
+	for k, v := range nf.Labels {
+		n.Labels[k] = v
+	}
 	n.Status.Capacity, n.Status.Allocatable = nf.Allocatable.DeepCopy(), nf.Allocatable.DeepCopy()
 	return n
 }
