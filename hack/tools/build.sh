@@ -41,6 +41,10 @@ KUBE_NEXT_KEY=$(cd "$(dirname "${BASH_SOURCE[0]}")/kube-next" && find . -type f 
 GORELEASER_VERSION=$(sed -n 's#^\tgithub.com/goreleaser/goreleaser/v2 \(v[^ ]*\).*#\1#p' "$(dirname "${BASH_SOURCE[0]}")/goreleaser/go.mod")
 # Opt-in the same way (NODESTATE_TOOLS=staticcheck): .ci/run's lint step.
 STATICCHECK_VERSION=$(sed -n 's#^\thonnef.co/go/tools \(v[^ ]*\).*#\1#p' "$(dirname "${BASH_SOURCE[0]}")/staticcheck/go.mod")
+# Opt-in the same way (NODESTATE_TOOLS=kube-scheduler): the stock kube-scheduler, only `make judge-loop`
+# needs it (the closed loop's no-topology baseline, issue 45); its own module (hack/tools/kube-scheduler).
+KUBE_SCHEDULER_VERSION=$(sed -n 's#^\tk8s.io/kubernetes \(v[^ ]*\).*#\1#p' "$(dirname "${BASH_SOURCE[0]}")/kube-scheduler/go.mod")
+KUBE_SCHEDULER_KEY=$(cat "$(dirname "${BASH_SOURCE[0]}")/kube-scheduler/go.mod" "$(dirname "${BASH_SOURCE[0]}")/kube-scheduler/go.sum" | sha256sum | cut -c1-12)
 # Opt-in the same way (NODESTATE_TOOLS=gremlins): only `make mutate` needs it.
 # Opt-in the same way (NODESTATE_TOOLS=node-problem-detector): only `make e2e-node` needs it.
 NPD_VERSION=$(sed -n 's#^\tk8s.io/node-problem-detector \(v[^ ]*\).*#\1#p' "$(dirname "${BASH_SOURCE[0]}")/npd/go.mod")
@@ -136,6 +140,11 @@ if [[ " ${NODESTATE_TOOLS:-} " == *" kubelet-next "* ]]; then
   GOTOOLCHAIN=$KUBE_NEXT_TOOLCHAIN GOFLAGS="-mod=readonly -buildvcs=false" NODESTATE_TOOLS=kubelet \
     build "kubelet-$KUBE_NEXT_VERSION-$KUBE_NEXT_KEY" kube-next k8s.io/kubernetes/cmd/kubelet "$(kube_ldflags "$KUBE_NEXT_VERSION")"
   ln -sf "kubelet-$KUBE_NEXT_VERSION-$KUBE_NEXT_KEY" "$bin/kubelet-$KUBE_NEXT_VERSION"
+fi
+if [[ " ${NODESTATE_TOOLS:-} " == *" kube-scheduler "* ]]; then
+  NODESTATE_TOOLS=kube-scheduler \
+    build "kube-scheduler-$KUBE_SCHEDULER_VERSION-$KUBE_SCHEDULER_KEY" kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler "$(kube_ldflags "$KUBE_SCHEDULER_VERSION")"
+  ln -sf "kube-scheduler-$KUBE_SCHEDULER_VERSION-$KUBE_SCHEDULER_KEY" "$bin/kube-scheduler"
 fi
 if [[ " ${NODESTATE_TOOLS:-} " == *" staticcheck "* ]]; then
   build "staticcheck-$STATICCHECK_VERSION" staticcheck honnef.co/go/tools/cmd/staticcheck \
