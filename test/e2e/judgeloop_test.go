@@ -24,8 +24,10 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
+	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/utils/ptr"
 
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/machine"
 	pubstate "github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
 )
 
@@ -68,6 +70,18 @@ func TestJudgeLoop(t *testing.T) {
 	only := regexp.MustCompile(os.Getenv("NODESTATE_JUDGE_WORKLOADS"))
 	schedName := orEnv("NODESTATE_JUDGE_SCHEDULER_NAME", corev1.DefaultSchedulerName)
 	schedBin := orEnv("NODESTATE_JUDGE_SCHEDULER", filepath.Join(ToolsBin(), "kube-scheduler"))
+	// The sysfs section published is the machine the judge's machine.json describes.
+	m, err := machine.FromSysfs(jlSysfs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []jlCPU
+	for _, c := range m.CPUs {
+		got = append(got, jlCPU{ID: c.ID, Core: c.Core, Socket: c.Socket, NUMA: c.NUMA})
+	}
+	if want := jlCPUs(); !slices.Equal(got, want) || len(m.NUMA) != jlSockets || m.NUMA[1].Memory != jlNUMAMemory {
+		t.Fatalf("the sysfs section reads as %+v, not the judge's machine", m)
+	}
 	ctx := ctxFor(t, 3*time.Hour)
 	if err := jlEnsureNRTCRD(ctx); err != nil {
 		t.Fatal(err)
@@ -336,12 +350,12 @@ type jlReport struct {
 	PendingAdmittable int                 `json:"pendingAdmittable"`
 	FalseNegatives    map[string][]string `json:"falseNegatives,omitempty"`
 	// PendingWhy: each pending pod's scheduler message and each node's kubelet verdict on it.
-	PendingWhy map[string][]string `json:"pendingWhy,omitempty"`
-	BindP50Ms         float64             `json:"bindP50Ms"`
-	BindP95Ms         float64             `json:"bindP95Ms"`
-	BindMaxMs         float64             `json:"bindMaxMs"`
-	Judgements        int                 `json:"judgements"`
-	JudgeMeanMs       float64             `json:"judgeMeanMs"`
+	PendingWhy  map[string][]string `json:"pendingWhy,omitempty"`
+	BindP50Ms   float64             `json:"bindP50Ms"`
+	BindP95Ms   float64             `json:"bindP95Ms"`
+	BindMaxMs   float64             `json:"bindMaxMs"`
+	Judgements  int                 `json:"judgements"`
+	JudgeMeanMs float64             `json:"judgeMeanMs"`
 }
 
 // jlLoop is one workload's run.
@@ -543,6 +557,7 @@ func (l *jlLoop) handle(ev watch.Event) {
 		if err := n.publish(l.ctx); err != nil {
 			l.t.Fatal(err)
 		}
+		l.checkHeld(n)
 		return
 	}
 	// Bound then refused: the kubelet's rejectPod, then the pod is deleted.
@@ -597,6 +612,7 @@ func (l *jlLoop) deleteOne() {
 	if err := h.node.publish(l.ctx); err != nil {
 		l.t.Fatal(err)
 	}
+	l.checkHeld(h.node)
 	l.report.Deleted++
 }
 
@@ -637,4 +653,37 @@ func (l *jlLoop) falseNegatives() {
 			l.report.PendingAdmittable++
 		}
 	}
+}
+
+// checkHeld holds the node's published objects to what the scheduler counts: the GPUs the
+// real device manager holds are the pods' effective requests (init containers' reused by the
+// apps, sidecars' added), and the published state can be replayed.
+func (l *jlLoop) checkHeld(n *jlNode) {
+	want := int64(0)
+	for _, p := range n.pods {
+		q := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})[jlGPU]
+		want += q.Value()
+	}
+	zones, err := n.zones()
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	held := int64(0)
+	for _, z := range zones {
+		for _, r := range z.(map[string]any)["resources"].([]any) {
+			if r := r.(map[string]any); r["name"] == jlGPU {
+				var avail int64
+				fmt.Sscan(r["available"].(string), &avail)
+				held += jlGPUsPerNUMA - avail
+			}
+		}
+	}
+	if held != want {
+		l.t.Errorf("node %s: the device manager holds %d GPUs, its pods request %d", n.name, held, want)
+	}
+	node, err := cp.client.CoreV1().Nodes().Get(l.ctx, n.name, metav1.GetOptions{})
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	l.checkPublished(node)
 }
