@@ -172,6 +172,8 @@ type jlNode struct {
 	// pods are the pods admitted there, in admission order (node.json's).
 	pods  []*corev1.Pod
 	state jlState
+	// replay is the node's published ConfigMap as the scheduler's filter prepares it.
+	replay *pubstate.PublishedNode
 }
 
 // init writes the node's directory: machine.json, devices.json, an empty node.json and no

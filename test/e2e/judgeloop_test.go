@@ -27,6 +27,7 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/utils/ptr"
 
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/admit"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/machine"
 	pubstate "github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
 )
@@ -103,9 +104,9 @@ func TestJudgeLoop(t *testing.T) {
 		})
 	}
 	fmt.Printf("JUDGELOOP scheduler %s (schedulerName %s), %d nodes a workload, kubelet %s (real managers)\n", schedBin, schedName, nodes, jlKubelet)
-	fmt.Printf("JUDGELOOP %-22s %-20s %5s %5s %7s %7s %7s %8s %8s %8s  %s\n", "workload", "pool", "pods", "bound", "refused", "per1000", "pending", "fn-pods", "bind-p50", "bind-p95", "refusals")
+	fmt.Printf("JUDGELOOP %-22s %-20s %5s %5s %7s %7s %7s %8s %8s %8s %8s  %s\n", "workload", "pool", "pods", "bound", "refused", "per1000", "pending", "fn-pods", "bind-p50", "bind-p95", "replay=", "refusals")
 	for _, r := range reports {
-		fmt.Printf("JUDGELOOP %-22s %-20s %5d %5d %7d %7.0f %7d %8d %7.0fms %7.0fms  %v\n", r.Workload, r.Pool, r.Pods, r.Bound, r.Refused, r.RefusedPer1000, r.Pending, r.PendingAdmittable, r.BindP50Ms, r.BindP95Ms, r.Reasons)
+		fmt.Printf("JUDGELOOP %-22s %-20s %5d %5d %7d %7.0f %7d %8d %7.0fms %7.0fms %8s  %v\n", r.Workload, r.Pool, r.Pods, r.Bound, r.Refused, r.RefusedPer1000, r.Pending, r.PendingAdmittable, r.BindP50Ms, r.BindP95Ms, fmt.Sprintf("%d/%d", r.ReplayAgrees, r.Bound), r.Reasons)
 	}
 	if path := os.Getenv("NODESTATE_JUDGE_REPORT"); path != "" {
 		b, _ := json.MarshalIndent(reports, "", "  ")
@@ -350,12 +351,16 @@ type jlReport struct {
 	PendingAdmittable int                 `json:"pendingAdmittable"`
 	FalseNegatives    map[string][]string `json:"falseNegatives,omitempty"`
 	// PendingWhy: each pending pod's scheduler message and each node's kubelet verdict on it.
-	PendingWhy  map[string][]string `json:"pendingWhy,omitempty"`
-	BindP50Ms   float64             `json:"bindP50Ms"`
-	BindP95Ms   float64             `json:"bindP95Ms"`
-	BindMaxMs   float64             `json:"bindMaxMs"`
-	Judgements  int                 `json:"judgements"`
-	JudgeMeanMs float64             `json:"judgeMeanMs"`
+	PendingWhy map[string][]string `json:"pendingWhy,omitempty"`
+	BindP50Ms  float64             `json:"bindP50Ms"`
+	BindP95Ms  float64             `json:"bindP95Ms"`
+	BindMaxMs  float64             `json:"bindMaxMs"`
+	// ReplayAgrees counts the bindings where the plugin's replay on the published state
+	// (PublishedNode.Admit) says what the real kubelet said, word for word; ReplayDiffers the others.
+	ReplayAgrees  int      `json:"replayAgrees"`
+	ReplayDiffers []string `json:"replayDiffers,omitempty"`
+	Judgements    int      `json:"judgements"`
+	JudgeMeanMs   float64  `json:"judgeMeanMs"`
 }
 
 // jlLoop is one workload's run.
@@ -408,10 +413,19 @@ func runWorkload(t *testing.T, ctx context.Context, judge *jlJudge, wl jlWorkloa
 		if err := n.init(); err != nil {
 			t.Fatal(err)
 		}
+		// A started kubelet has written its checkpoints (the device manager's once the plugin
+		// registered): its managers start once on the empty node and write them.
+		v, err := judge.judge(ctx, n, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := n.advance(v.out, v.Checkpoints, v.StateAfter); err != nil {
+			t.Fatal(err)
+		}
 		if err := n.publish(ctx); err != nil {
 			t.Fatal(err)
 		}
-		l.checkPublished(updated)
+		n.replay = l.checkPublished(updated)
 		l.nodes[node.Name] = n
 	}
 	// Watch the workload's pods from now on.
@@ -469,6 +483,9 @@ func runWorkload(t *testing.T, ctx context.Context, judge *jlJudge, wl jlWorkloa
 	if err := cp.client.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{}); err != nil {
 		t.Error(err)
 	}
+	for _, d := range r.ReplayDiffers {
+		t.Logf("replay differs: %s", d)
+	}
 	t.Logf("%s: %d pods, %d bound, %d bound then refused %v, %d pending (%d the kubelet would admit somewhere), %d deleted, bind p50 %.0f ms p95 %.0f ms, %d judgements of %.0f ms",
 		r.Workload, r.Pods, r.Bound, r.Refused, r.Reasons, r.Pending, r.PendingAdmittable, r.Deleted, r.BindP50Ms, r.BindP95Ms, r.Judgements, r.JudgeMeanMs)
 	return r
@@ -476,7 +493,7 @@ func runWorkload(t *testing.T, ctx context.Context, judge *jlJudge, wl jlWorkloa
 
 // checkPublished reads the node's ConfigMap back as the scheduler's filter does: the replay
 // must be able to run on it.
-func (l *jlLoop) checkPublished(node *corev1.Node) {
+func (l *jlLoop) checkPublished(node *corev1.Node) *pubstate.PublishedNode {
 	cm, err := cp.client.CoreV1().ConfigMaps(pubstate.PublishedNamespace).Get(l.ctx, node.Name, metav1.GetOptions{})
 	if err != nil {
 		l.t.Fatal(err)
@@ -485,9 +502,40 @@ func (l *jlLoop) checkPublished(node *corev1.Node) {
 	if err != nil {
 		l.t.Fatal(err)
 	}
-	if p := pubstate.PreparePublished(s, node, nil); p.Err != nil {
+	p := pubstate.PreparePublished(s, node, nil)
+	if p.Err != nil {
 		l.t.Fatalf("node %s: the published state cannot be replayed: %v (%v)", node.Name, p.Err, p.Notes)
 	}
+	return p
+}
+
+// replayAgrees compares the real kubelet's verdict with the plugin's replay (pkg/admit) on the
+// node's published state, as the scheduler's filter would run it: what a filter built on that
+// replay would let through.
+func (l *jlLoop) replayAgrees(n *jlNode, pod *corev1.Pod, v *jlVerdict) {
+	res, err := n.replay.Admit([]*corev1.Pod{pod})
+	got := "not replayed"
+	switch {
+	case err != nil:
+		got = "error: " + err.Error()
+	case len(res.Admissions) == 0:
+	case res.Admissions[len(res.Admissions)-1].Verdict == admit.VerdictNotJudged:
+		got = "not judged: " + strings.Join(res.Admissions[len(res.Admissions)-1].NotJudged, "; ")
+	case res.Admissions[len(res.Admissions)-1].Admitted:
+		got = "admit"
+	default:
+		a := res.Admissions[len(res.Admissions)-1]
+		got = a.Reason + ": " + a.Message
+	}
+	want := "admit"
+	if !v.Admit {
+		want = v.Reason + ": " + v.Message
+	}
+	if got == want {
+		l.report.ReplayAgrees++
+		return
+	}
+	l.report.ReplayDiffers = append(l.report.ReplayDiffers, fmt.Sprintf("%s on %s: kubelet %q, replay %q", pod.Name, n.name, want, got))
 }
 
 // settle handles the pod events until this pod is bound and judged, or unschedulable.
@@ -549,6 +597,7 @@ func (l *jlLoop) handle(ev watch.Event) {
 	if err != nil {
 		l.t.Fatal(err)
 	}
+	l.replayAgrees(n, pod, v)
 	if v.Admit {
 		n.pods = append(n.pods, pod)
 		if err := n.advance(v.out, v.Checkpoints, v.StateAfter); err != nil {
@@ -685,5 +734,5 @@ func (l *jlLoop) checkHeld(n *jlNode) {
 	if err != nil {
 		l.t.Fatal(err)
 	}
-	l.checkPublished(node)
+	n.replay = l.checkPublished(node)
 }
