@@ -275,11 +275,20 @@ func PreparePublished(s *PublishedState, node *corev1.Node, kubelet *decode.Kube
 // has not reported yet first (the scheduler's reserved ones), then the pod asked about. The
 // node-resource predicate is the scheduler's own (NodeResourcesFit) and is not replayed here.
 func (p *PublishedNode) Admit(pods []*corev1.Pod) (admit.Result, error) {
+	return p.AdmitAmong(nil, pods)
+}
+
+// AdmitAmong is Admit on a node whose active pods are known (the scheduler's pods bound there,
+// not Succeeded or Failed; nil: not known): a checkpoint owner not among them is gone, and the
+// managers drop its entries at the first admission as the kubelet does (admit.Input.ActivePods).
+// The device checkpoint keeps a deleted pod's devices until the kubelet's next allocation, so
+// without them such a node refuses what the kubelet admits.
+func (p *PublishedNode) AdmitAmong(active map[string]bool, pods []*corev1.Pod) (admit.Result, error) {
 	if p.Err != nil {
 		return admit.Result{}, p.Err
 	}
 	in := p.input
-	in.Pods = pods
+	in.Pods, in.ActivePods = pods, active
 	return admit.Predict(in)
 }
 
