@@ -11,7 +11,9 @@
 package nodelocal
 
 import (
+	"context"
 	"fmt"
+	"time"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cgroup"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
@@ -50,12 +52,22 @@ type Want struct {
 	Cgroups, Sockets, CDI, Sysfs bool
 	// Containers reads the running containers from the runtimes' state (Snapshot.Pods).
 	Containers bool
+	// PCI, NVIDIA and PodResources ask for the node reader's sections of those names (the
+	// devices' NUMA nodes, by PCI address and by GPU UUID, and the kubelet's own view of them).
+	PCI, NVIDIA, PodResources bool
+	// PodResourcesTimeout bounds the PodResources section's read (PodResourcesTimeout if 0).
+	PodResourcesTimeout time.Duration
 }
 
 // Read reads the node. Only the kubelet root dir must be readable: a section whose directory
 // is missing says so as the debug pod's would (an empty cgroup hierarchy, no sockets), and a
 // runtime state dir that cannot be read is a warning.
 func Read(p Paths, w Want) (*fetch.Snapshot, error) {
+	return ReadContext(context.Background(), p, w)
+}
+
+// ReadContext is Read with ctx bounding the PodResources section's call.
+func ReadContext(ctx context.Context, p Paths, w Want) (*fetch.Snapshot, error) {
 	snap, err := local.Read(p.RootDir, w.Files, local.DefaultLimits)
 	if err != nil {
 		return nil, fmt.Errorf("kubelet root dir: %w", err)
@@ -72,6 +84,19 @@ func Read(p Paths, w Want) (*fetch.Snapshot, error) {
 	}
 	if w.Sysfs {
 		snap.Dumps[machine.SysfsHeader] = sysfsDump(p.SysRoot, p.ProcRoot)
+	}
+	if w.PCI {
+		snap.Dumps[machine.PCIHeader] = pciSection(p.SysRoot)
+	}
+	if w.NVIDIA {
+		snap.Dumps[machine.NVIDIAHeader] = nvidiaSection(p.ProcRoot)
+	}
+	if w.PodResources {
+		timeout := w.PodResourcesTimeout
+		if timeout <= 0 {
+			timeout = PodResourcesTimeout
+		}
+		snap.Dumps[machine.PodResourcesHeader] = PodResourcesSection(ReadPodResources(ctx, podResourcesSocketIn(p.RootDir), timeout))
 	}
 	if w.Containers {
 		runtimes := p.Runtimes

@@ -192,9 +192,9 @@ func (s *PublishedState) validate() error {
 // files.
 var publishedSections = []string{machine.SysfsHeader, machine.PCIHeader, machine.NVIDIAHeader, machine.PodResourcesHeader}
 
-// snapshot is the state as a read's snapshot, with what node (the API's Node object, when
-// known) says of its devices and allocatable.
-func (s *PublishedState) snapshot(node *corev1.Node) *fetch.Snapshot {
+// snapshot is the state as a read's snapshot, with what the API's Node object says of its
+// devices and allocatable (info nil: not known).
+func (s *PublishedState) snapshot(info *fetch.NodeInfo) *fetch.Snapshot {
 	snap := &fetch.Snapshot{Node: s.Node, Source: "published state", KubeletVersion: s.KubeletVersion, KubeletVersionFrom: s.KubeletVersionFrom,
 		Files: maps.Clone(s.Files), Missing: s.Missing, Oversized: s.Oversized, TempFiles: s.TempFiles,
 		Dumps: maps.Clone(s.Sections), Warnings: s.Warnings}
@@ -204,14 +204,35 @@ func (s *PublishedState) snapshot(node *corev1.Node) *fetch.Snapshot {
 	if snap.Dumps == nil {
 		snap.Dumps = map[string][]byte{}
 	}
-	if node != nil {
-		info := fetch.NodeInfoOf(node)
+	if info != nil {
 		snap.Devices, snap.Allocatable = info.Devices, info.Allocatable
 		if snap.KubeletVersion == "" {
 			snap.KubeletVersion = info.KubeletVersion
 		}
 	}
 	return snap
+}
+
+// forPublished is r judging a published node: with the kubelet root dir the node published.
+func (r *Runner) forPublished(s *PublishedState) *Runner {
+	cfg := r.cfg
+	if s.KubeletRootDir != "" {
+		cfg.KubeletRootDir = s.KubeletRootDir
+	}
+	return &Runner{cfg: cfg, draExtended: r.draExtended, noDRAExtended: r.noDRAExtended}
+}
+
+// publishedResult is a published node as a read node is: its sections parsed and its files
+// judged, as a copy's are (offlineExtras, judge); the engines are the caller's to run.
+func (r *Runner) publishedResult(s *PublishedState, info *fetch.NodeInfo) *NodeResult {
+	res := &NodeResult{Node: s.Node, Where: "node " + s.Node + " (published)", Snapshot: s.snapshot(info),
+		KubeletConfig: s.KubeletConfig, KubeletConfigFrom: s.KubeletConfigFrom}
+	if res.KubeletConfig == nil {
+		res.KubeletConfigNote = "the node published no kubelet config"
+	}
+	r.offlineExtras(res)
+	r.judge(res)
+	return res
 }
 
 // PublishedNode is a node's published state decoded and judged once, ready to replay the
@@ -236,17 +257,16 @@ type PublishedNode struct {
 // or the one given, with node the API's Node object (its devices and allocatable; nil: not
 // known).
 func PreparePublished(s *PublishedState, node *corev1.Node, kubelet *decode.Kubelet) *PublishedNode {
-	r := &Runner{cfg: Config{KubeletRootDir: s.KubeletRootDir, Kubelet: kubelet, Engines: Engines{Admit: &AdmitConfig{}}}}
+	r := (&Runner{cfg: Config{Kubelet: kubelet, Engines: Engines{Admit: &AdmitConfig{}}}}).forPublished(s)
 	if r.cfg.KubeletRootDir == "" {
 		r.cfg.KubeletRootDir = decode.DefaultRootDir
 	}
-	res := &NodeResult{Node: s.Node, Where: "node " + s.Node + " (published)", Snapshot: s.snapshot(node),
-		KubeletConfig: s.KubeletConfig, KubeletConfigFrom: s.KubeletConfigFrom}
-	if res.KubeletConfig == nil {
-		res.KubeletConfigNote = "the node published no kubelet config"
+	var info *fetch.NodeInfo
+	if node != nil {
+		i := fetch.NodeInfoOf(node)
+		info = &i
 	}
-	r.offlineExtras(res)
-	r.judge(res)
+	res := r.publishedResult(s, info)
 	p := &PublishedNode{State: s, Fingerprint: s.Fingerprint(), Result: res}
 	note := func(format string, a ...any) { p.Notes = append(p.Notes, fmt.Sprintf(format, a...)) }
 	mi := r.managerInputs(res, nil, nil, note)

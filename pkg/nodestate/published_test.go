@@ -1,0 +1,342 @@
+package nodestate
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch/local"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/machine"
+)
+
+// sysfsDumpOf prints m as machine.SysfsScript would on its node, so that a published state can
+// carry a recorded node's machine (its machine.json) the way a node reads its own.
+func sysfsDumpOf(m *machine.Machine) []byte {
+	var b strings.Builder
+	b.WriteString(machine.SysfsHeader + "\n")
+	online := m.Online()
+	fmt.Fprintf(&b, "cpu/online:%s\n", online.String())
+	for _, c := range m.CPUs {
+		fmt.Fprintf(&b, "cpu/cpu%d/topology/core_id:%d\n", c.ID, c.Core)
+	}
+	for _, c := range m.CPUs {
+		fmt.Fprintf(&b, "cpu/cpu%d/topology/physical_package_id:%d\n", c.ID, c.Socket)
+	}
+	for _, n := range m.NUMA {
+		var ids []string
+		for _, c := range m.CPUs {
+			if c.NUMA == n.ID {
+				ids = append(ids, fmt.Sprint(c.ID))
+			}
+		}
+		set, _ := machine.ParseCPUList(strings.Join(ids, ","))
+		fmt.Fprintf(&b, "node/node%d/cpulist:%s\n", n.ID, set.String())
+	}
+	for _, n := range m.NUMA {
+		if len(n.Distances) > 0 {
+			fmt.Fprintf(&b, "node/node%d/distance:%s\n", n.ID, strings.Trim(fmt.Sprint(n.Distances), "[]"))
+		}
+	}
+	for _, n := range m.NUMA {
+		for _, h := range n.HugePages {
+			fmt.Fprintf(&b, "node/node%d/hugepages/hugepages-%dkB/nr_hugepages:%d\n", n.ID, h.PageSizeKiB, h.NumPages)
+		}
+	}
+	for _, n := range m.NUMA {
+		fmt.Fprintf(&b, "node/node%d/meminfo:Node %d MemTotal:       %d kB\n", n.ID, n.ID, n.Memory/1024)
+	}
+	b.WriteString(machine.SysfsEnd + "\n")
+	return []byte(b.String())
+}
+
+func publishedExample(t testing.TB) *PublishedState {
+	t.Helper()
+	dir := filepath.Join(repo, "examples/kubelet-root")
+	snap, err := local.Read(dir, decode.Paths(), local.DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &PublishedState{Format: PublishedFormat, Node: "worker-1", ReadAt: time.Date(2026, 11, 29, 5, 0, 0, 0, time.UTC),
+		KubeletVersion: "v1.37.1", KubeletVersionFrom: "the build info of /usr/bin/kubelet", KubeletRootDir: "/var/lib/kubelet",
+		KubeletConfig: []byte("cpuManagerPolicy: static\n"), KubeletConfigFrom: "/var/lib/kubelet/config.yaml",
+		Files: snap.Files, Missing: snap.Missing, Sections: map[string][]byte{machine.PCIHeader: []byte(machine.PCIHeader + "\n" + machine.PCIEnd + "\n")}}
+}
+
+// What EncodePublished writes, DecodePublished and PublishedStateOf read back whole.
+func TestPublishedRoundTrip(t *testing.T) {
+	s := publishedExample(t)
+	b, err := EncodePublished(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := DecodePublished(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, s) {
+		t.Errorf("round trip changed the state:\n got %+v\nwant %+v", got, s)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "worker-1", Namespace: PublishedNamespace}, BinaryData: map[string][]byte{PublishedDataKey: b}}
+	if got, err := PublishedStateOf(cm); err != nil || got.Fingerprint() != s.Fingerprint() {
+		t.Errorf("PublishedStateOf: %v, fingerprint %s want %s", err, got.Fingerprint(), s.Fingerprint())
+	}
+	cm.Name = "worker-2"
+	if _, err := PublishedStateOf(cm); err == nil || !strings.Contains(err.Error(), `holds the state of node "worker-1", not its own`) {
+		t.Errorf("another node's state under this node's name: %v", err)
+	}
+	delete(cm.BinaryData, PublishedDataKey)
+	if _, err := PublishedStateOf(cm); err == nil || !strings.Contains(err.Error(), "holds no "+PublishedDataKey) {
+		t.Errorf("no data: %v", err)
+	}
+}
+
+// The fingerprint is the content's: not the read time's, and any byte of a file changes it.
+func TestPublishedFingerprint(t *testing.T) {
+	a, b := publishedExample(t), publishedExample(t)
+	b.ReadAt = b.ReadAt.Add(time.Hour)
+	if a.Fingerprint() != b.Fingerprint() {
+		t.Errorf("read time changed the fingerprint")
+	}
+	b.Files["cpu_manager_state"] = append(bytes.Clone(b.Files["cpu_manager_state"]), ' ')
+	if a.Fingerprint() == b.Fingerprint() {
+		t.Errorf("a changed file kept the fingerprint")
+	}
+	c := publishedExample(t)
+	c.Sections[machine.SysfsHeader] = []byte("x")
+	if a.Fingerprint() == c.Fingerprint() {
+		t.Errorf("a new section kept the fingerprint")
+	}
+}
+
+func gzipped(t testing.TB, raw []byte) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	zw.Write(raw)
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// Whatever a node (or anyone who may write its ConfigMap) puts there, every consumer refuses
+// what no publisher writes, within the caps, and never writes outside the kubelet root dir.
+func TestDecodePublishedRefuses(t *testing.T) {
+	good := func(edit func(s map[string]any)) []byte {
+		s := map[string]any{"format": PublishedFormat, "node": "n", "readAt": "2026-11-29T05:00:00Z", "kubeletRootDir": "/var/lib/kubelet",
+			"files": map[string]any{"cpu_manager_state": []byte("{}")}}
+		if edit != nil {
+			edit(s)
+		}
+		b, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return gzipped(t, b)
+	}
+	file := func(name string) func(map[string]any) {
+		return func(s map[string]any) { s["files"] = map[string]any{name: []byte("{}")} }
+	}
+	bomb := gzipped(t, make([]byte, MaxPublishedExpanded+1))
+	for name, tc := range map[string]struct {
+		data []byte
+		want string
+	}{
+		"over the API cap":  {make([]byte, MaxPublishedBytes+1), "over the cap of 524288"},
+		"not gzip":          {[]byte(`{"format":"x"}`), "not gzip"},
+		"gzip bomb":         {bomb, "expands past the cap"},
+		"cut gzip":          {good(nil)[:20], "unexpected EOF"},
+		"not JSON":          {gzipped(t, []byte("<xml/>")), "published state: invalid character"},
+		"data after":        {gzipped(t, append(mustUngzip(t, good(nil)), []byte(" {}")...)), "data after the state"},
+		"other format":      {good(func(s map[string]any) { s["format"] = "nodestate.kubectl-nodestate.io/v2" }), "format \"nodestate.kubectl-nodestate.io/v2\""},
+		"no node":           {good(func(s map[string]any) { delete(s, "node") }), "no node name"},
+		"parent path":       {good(file("../etc/shadow")), "not a plain path"},
+		"absolute path":     {good(file("/etc/shadow")), "not a plain path"},
+		"unclean path":      {good(file("device-plugins/../../x")), "not a plain path"},
+		"dot dot":           {good(file("..")), "not a plain path"},
+		"empty path":        {good(file("")), "not a plain path"},
+		"unknown section":   {good(func(s map[string]any) { s["sections"] = map[string]any{"@@nodestate-cgroups v1": []byte("x")} }), "unknown section"},
+		"files not a map":   {good(func(s map[string]any) { s["files"] = []string{"x"} }), "cannot unmarshal"},
+		"file not base64":   {good(func(s map[string]any) { s["files"] = map[string]any{"cpu_manager_state": "%%%"} }), "illegal base64"},
+		"empty input":       {nil, "not gzip"},
+		"readAt not a time": {good(func(s map[string]any) { s["readAt"] = "yesterday" }), "cannot parse"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := DecodePublished(tc.data)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err %v, want %q", err, tc.want)
+			}
+		})
+	}
+	if _, err := DecodePublished(good(nil)); err != nil {
+		t.Errorf("the good state itself: %v", err)
+	}
+}
+
+func mustUngzip(t testing.TB, b []byte) []byte {
+	t.Helper()
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if _, err := out.ReadFrom(zr); err != nil {
+		t.Fatal(err)
+	}
+	return out.Bytes()
+}
+
+// A publisher refuses to write what no consumer would read: over the caps, or a bad path.
+func TestEncodePublishedRefuses(t *testing.T) {
+	big := publishedExample(t)
+	big.Files["cpu_manager_state"] = make([]byte, local.DefaultLimits.MaxFileBytes+1)
+	if _, err := EncodePublished(big); err == nil || !strings.Contains(err.Error(), "over the per-file cap") {
+		t.Errorf("a file over the per-file cap: %v", err)
+	}
+	expanded := publishedExample(t)
+	expanded.Files["cpu_manager_state"] = make([]byte, MaxPublishedExpanded)
+	if _, err := EncodePublished(expanded); err == nil || !strings.Contains(err.Error(), "bytes of JSON, over the cap") {
+		t.Errorf("over the expanded cap: %v", err)
+	}
+	// Random bytes do not compress: the compressed cap is met before the expanded one.
+	random := publishedExample(t)
+	noise := make([]byte, MaxPublishedBytes)
+	rand.NewChaCha8([32]byte{}).Read(noise)
+	random.Files["cpu_manager_state"] = noise
+	if _, err := EncodePublished(random); err == nil || !strings.Contains(err.Error(), "bytes compressed, over the cap") {
+		t.Errorf("over the compressed cap: %v", err)
+	}
+	bad := publishedExample(t)
+	bad.Files["../x"] = nil
+	if _, err := EncodePublished(bad); err == nil {
+		t.Errorf("a path out of the root dir was encoded")
+	}
+}
+
+// A node's published state replays as admit --from-dir replays the same files: examples/
+// admit-node (a real kubelet v1.37.1's state) with its machine as its sysfs prints it and its
+// kubelet config, the example pods in order.
+func TestPreparePublishedAdmitsAsFromDir(t *testing.T) {
+	dir := filepath.Join(repo, "examples/admit-node")
+	dc, _, err := LoadDoctorConfig(filepath.Join(dir, "machine.json"), filepath.Join(dir, "kubelet-config.yaml"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dump := sysfsDumpOf(dc.Machine)
+	if m, err := machine.FromSysfs(dump); err != nil || !reflect.DeepEqual(m.CPUs, dc.Machine.CPUs) || !reflect.DeepEqual(m.NUMA, dc.Machine.NUMA) {
+		t.Fatalf("the sysfs dump is not machine.json's machine: %v", err)
+	}
+	var pods []*corev1.Pod
+	for i, f := range []string{"pod-db.yaml", "pod-wide.yaml", "pod-odd.yaml"} {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(b, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := obj.(*corev1.Pod)
+		p.Namespace, p.UID = "default", types.UID(fmt.Sprintf("nodestate-admit-%d", i))
+		pods = append(pods, p)
+	}
+	kubelet, err := decode.ParseKubelet("v1.37.1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := New(t.Context(), Config{FromDir: dir, Kubelet: &kubelet, Engines: Engines{Admit: &AdmitConfig{Machine: dc.Machine, KubeletConfig: dc.KubeletConfig, Pods: pods}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromDir := only(t, r)
+	if fromDir.Admit == nil || fromDir.Admit.Err != nil {
+		t.Fatalf("admit --from-dir: %+v", fromDir.Admit)
+	}
+
+	snap, err := local.Read(dir, decode.Paths(), local.DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	config, err := os.ReadFile(filepath.Join(dir, "kubelet-config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &PublishedState{Format: PublishedFormat, Node: "admit-node", ReadAt: time.Now(), KubeletVersion: "v1.37.1", KubeletRootDir: decode.DefaultRootDir,
+		KubeletConfig: config, Files: snap.Files, Missing: snap.Missing, Sections: map[string][]byte{machine.SysfsHeader: dump}}
+	b, err := EncodePublished(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err = DecodePublished(b); err != nil {
+		t.Fatal(err)
+	}
+	p := PreparePublished(s, nil, nil)
+	if p.Err != nil {
+		t.Fatalf("PreparePublished: %v", p.Err)
+	}
+	got, err := p.Admit(pods)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fromDir.Admit.Result
+	if !reflect.DeepEqual(got.Admissions, want.Admissions) || !reflect.DeepEqual(got.KubeletStart, want.KubeletStart) {
+		t.Errorf("published: %+v\nfrom dir:  %+v", got.Admissions, want.Admissions)
+	}
+	// The example's three answers, so that an empty replay on both sides cannot pass.
+	var verdicts []string
+	for _, a := range got.Admissions {
+		verdicts = append(verdicts, fmt.Sprintf("%s:%v:%s", a.Pod, a.Admitted, a.Reason))
+	}
+	if w := "db:true:,wide-18:false:TopologyAffinityError,odd-3:false:SMTAlignmentError"; strings.Join(verdicts, ",") != w {
+		t.Errorf("verdicts %s, want %s", strings.Join(verdicts, ","), w)
+	}
+	// Asked again, the node answers the same: the prepared state is not consumed.
+	again, err := p.Admit(pods)
+	if err != nil || !reflect.DeepEqual(again.Admissions, got.Admissions) {
+		t.Errorf("a second Admit answered otherwise: %v", err)
+	}
+}
+
+// FuzzDecodePublished: any bytes in a node's published ConfigMap are a state or an error, never
+// a panic or a state over the caps; a state read re-encodes to one that reads the same.
+func FuzzDecodePublished(f *testing.F) {
+	good, err := EncodePublished(publishedExample(f))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good)
+	f.Add(gzipped(f, []byte(`{"format":"`+PublishedFormat+`","node":"n","files":{"../x":""}}`)))
+	f.Add(gzipped(f, []byte(`{"format":"`+PublishedFormat+`","node":"n","sections":{"@@nodestate-sysfs v1":"QA=="}}`)))
+	f.Add(gzipped(f, []byte(`{"format":"`+PublishedFormat+`","node":"n"} {}`)))
+	f.Add([]byte{0x1f, 0x8b})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := DecodePublished(data)
+		if err != nil {
+			return
+		}
+		b, err := EncodePublished(s)
+		if err != nil {
+			t.Fatalf("a state read does not encode: %v", err)
+		}
+		again, err := DecodePublished(b)
+		if err != nil || again.Fingerprint() != s.Fingerprint() {
+			t.Fatalf("re-encoded state reads otherwise: %v", err)
+		}
+		// What a consumer builds on it must not panic either.
+		PreparePublished(s, nil, nil)
+	})
+}
