@@ -26,6 +26,7 @@ import (
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmd/conditions"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmd/doctor"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmd/nodecheck"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmd/nodepublish"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmd/noderead"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmd/rbac"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmd/show"
@@ -84,6 +85,7 @@ It reads live nodes through a short-lived read-only debug pod, or files copied o
 	root.AddCommand(rbac.NewCmdRBAC(configFlags, streams))
 	root.AddCommand(nodecheck.NewCmdNodeCheck(streams))
 	root.AddCommand(noderead.NewCmdNodeRead(streams))
+	root.AddCommand(nodepublish.NewCmdNodePublish(configFlags, streams))
 	root.AddCommand(conditions.NewCmdConditions(configFlags, streams))
 	root.AddCommand(versioncmd.NewCmdVersion(streams))
 	return root
