@@ -118,6 +118,9 @@ type ReadOptions struct {
 	ReadCgroups bool
 	// Engines are the library's engines to run beyond decode (doctor).
 	Engines nodestate.Engines
+	// Published answers live nodes from the states they published instead of debug pods
+	// (admit --from-published); nil reads them.
+	Published *nodestate.PublishedRead
 }
 
 // NewReadOptions returns ReadOptions reading live nodes through flags.

@@ -51,6 +51,7 @@ func (o *ReadOptions) Config() (nodestate.Config, error) {
 	}
 	ns := DebugNamespace(live.ConfigFlags)
 	cfg.Nodes, cfg.AllNodes, cfg.Selector = o.Nodes, live.AllNodes, live.Selector
+	cfg.Published = o.Published
 	cfg.Client, cfg.RESTConfig, cfg.Concurrency = client, config, live.Concurrency
 	cfg.Machine, cfg.KubeletConfig = o.ReadMachine, o.ReadKubeletConfig
 	cfg.DebugPod = nodestate.DebugPod{Namespace: ns, Image: live.DebugImage(), ImagePullSecret: live.ImagePullSecret, Timeout: live.Timeout,

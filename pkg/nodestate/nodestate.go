@@ -87,6 +87,10 @@ type Config struct {
 	// when empty).
 	KubeletWhy string
 
+	// Published answers live nodes from the states they published (node-publish) instead of
+	// reading them through debug pods; only Client is needed then.
+	Published *PublishedRead
+
 	// Engines are the engines run beyond decode.
 	Engines
 }
@@ -125,6 +129,8 @@ type NodeResult struct {
 	Names PodNames
 	// Err is why the node could not be read at all (a *fetch.Error for live nodes).
 	Err error
+	// Source is where a published node's state came from and how old it is (nil for a read).
+	Source *Provenance
 
 	// Machine is the node's machine from sysfs (Config.Machine), or why not in MachineErr.
 	Machine    *machine.Machine
@@ -217,6 +223,8 @@ func New(ctx context.Context, cfg Config) (*Runner, error) {
 		return nil, errors.New("read a directory or a file, not both")
 	case cfg.Offline():
 		return r, nil
+	case cfg.Published != nil:
+		return r, r.newPublished(ctx)
 	case cfg.Client == nil || cfg.RESTConfig == nil:
 		return nil, errors.New("live nodes need a Client and a RESTConfig")
 	}
@@ -296,6 +304,10 @@ func (r *Runner) Results(ctx context.Context) iter.Seq2[*NodeResult, error] {
 		if r.cfg.Offline() {
 			res, err := r.readCopies()
 			yield(res, err)
+			return
+		}
+		if r.cfg.Published != nil {
+			r.publishedResults(ctx, yield)
 			return
 		}
 		var stopped atomic.Bool

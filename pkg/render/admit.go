@@ -26,6 +26,8 @@ type AdmitResult struct {
 	LargestDeviceRequest map[string]map[string]int `json:"largestDeviceRequest,omitempty"`
 	// Error is why the node could not be read or predicted (then nothing else is known).
 	Error string `json:"error,omitempty"`
+	// Source is where the node's state came from and how old it is (admit --from-published).
+	Source *nodestate.Provenance `json:"source,omitempty"`
 }
 
 // AdmitListKind is the kind of admit's json/yaml list.
@@ -55,9 +57,13 @@ func Admit(w io.Writer, o Options, results []AdmitResult) error {
 	if devices {
 		headers = append(headers, "DEVICES")
 	}
+	if o.Sources {
+		headers = append(headers, "AGE", "FROM")
+	}
 	t := newTable(w, o, append(headers, "REASON", "MESSAGE")...)
 	// row puts the optional columns in place: cells are POD ADMITTED CONTAINER CPUS, then
 	// MEMORY-NUMA, REASON, MESSAGE.
+	var source *nodestate.Provenance
 	row := func(node string, first []string, cpuNUMA, memNUMA, devs string, last ...string) {
 		cells := slices.Clone(first)
 		if wide {
@@ -67,11 +73,19 @@ func Admit(w io.Writer, o Options, results []AdmitResult) error {
 		if devices {
 			cells = append(cells, devs)
 		}
+		if o.Sources {
+			from := "-"
+			if source != nil {
+				from = string(source.From)
+			}
+			cells = append(cells, source.Age(), from)
+		}
 		t.add(node, append(cells, last...)...)
 	}
 	var why []string
 	picks := map[string]bool{}
 	for _, r := range results {
+		source = r.Source
 		switch s := r.KubeletStart; {
 		case r.Error != "":
 			row(r.Node, []string{"", "error", "", ""}, "", "", "", "", text.OneLine(r.Error))

@@ -185,3 +185,29 @@ func TestAdmitThreeAnswers(t *testing.T) {
 		}
 	}
 }
+
+// Answered from published states, each node's lines say how old its state is and where it came
+// from, before the free text; a node that published none says so, with no age.
+func TestAdmitSources(t *testing.T) {
+	results := threeAnswers()[:2]
+	results[0].Source = &nodestate.Provenance{From: nodestate.FromPublished, AgeSeconds: 90}
+	results[1].Source = &nodestate.Provenance{From: nodestate.FromPublished, AgeSeconds: 3600}
+	results = append(results, AdmitResult{Node: "gpu-d", Error: nodestate.ErrNoPublishedState.Error()})
+	var out bytes.Buffer
+	if err := Admit(&out, Options{ShowNode: true, Sources: true}, results); err != nil {
+		t.Fatal(err)
+	}
+	rs := rows(out.String())
+	if h := rs[0]; h[6] != "AGE" || h[7] != "FROM" || h[8] != "REASON" {
+		t.Fatalf("header %q", h)
+	}
+	want := map[string]string{"gpu-a": "90s published", "gpu-b": "60m published", "gpu-d": "- -"}
+	for _, r := range rs[1:] {
+		if got := r[6] + " " + r[7]; got != want[r[0]] {
+			t.Errorf("%s: %q, want %q", r[0], got, want[r[0]])
+		}
+	}
+	if d := rs[len(rs)-1]; d[2] != "error" || d[9] != nodestate.ErrNoPublishedState.Error() {
+		t.Errorf("a node without a state: %q", d)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	v1 "k8s.io/api/core/v1"
@@ -41,6 +42,9 @@ var example = cmdutil.Examples(`
 	# Why was this pod rejected (TopologyAffinityError, SMTAlignmentError, ...), and what fits?
 	kubectl nodestate admit pod/db-0 -n databases
 
+	# Which nodes admit it, from the states the nodes publish (deploy/publish): no debug pod
+	kubectl nodestate admit --all-nodes --from-published -f pod.yaml
+
 	# Offline, on the files copied off a node (collect bundle), with the machine and config to be
 	kubectl nodestate admit --from-dir ./worker-1 --machine machine.json --kubelet-config config.yaml --kubelet-version v1.37.1 -f pod.yaml`)
 
@@ -54,6 +58,10 @@ type Options struct {
 	Pods resource.FilenameOptions
 	// DevicesFile is --devices: the device plugins' devices (the device manager is replayed).
 	DevicesFile string
+	// FromPublished answers from the states the nodes published (deploy/publish), MaxAge the
+	// oldest taken.
+	FromPublished bool
+	MaxAge        time.Duration
 
 	// podName is NAME of a pod/NAME argument; podRef is that pod as read, with the status the
 	// kubelet gave it.
@@ -92,6 +100,12 @@ func NewCmdAdmit(flags *genericclioptions.ConfigFlags, streams genericiooptions.
 			(replayed without it, the pod is admitted). Without --devices, and for DRA, the
 			result names the hint providers not replayed, and pods asking for devices say so.
 
+			With --from-published, live nodes are answered from the states they publish
+			(node-publish, deploy/publish): one LIST of their ConfigMaps, no debug pod, each node's
+			lines with the state's AGE; a node that publishes none, or one older than --max-age
+			(its publisher stopped), says so and is not judged. The node-resource predicate is
+			not replayed (a published state holds no pod list).
+
 			-o wide adds each container's CPUs' NUMA nodes and the DEVICES column; with
 			--all-nodes the last line names the nodes that admit every pod, with the NUMA nodes
 			they put them on.
@@ -112,6 +126,8 @@ func NewCmdAdmit(flags *genericclioptions.ConfigFlags, streams genericiooptions.
 	cmd.Flags().StringArrayVarP(&o.Pods.Filenames, "filename", "f", nil, "Pod manifests (YAML or JSON, several documents allowed): a file, a directory, a URL, or - for stdin; repeat for more pods, admitted in order")
 	cmd.Flags().BoolVarP(&o.Pods.Recursive, "recursive", "R", false, "Read the directories given with -f recursively")
 	cmd.Flags().StringVar(&o.DevicesFile, "devices", "", `The node's device plugins' devices, per resource, each the device plugin API's Device message as JSON: {"resources": {"example.com/gpu": [{"ID": "gpu-0", "health": "Healthy", "topology": {"nodes": [{"ID": 0}]}}]}}; replays the device manager (with the node's device checkpoint)`)
+	cmd.Flags().BoolVar(&o.FromPublished, "from-published", false, "Answer live nodes from the states they publish (deploy/publish), without debug pods")
+	cmd.Flags().DurationVar(&o.MaxAge, "max-age", nodestate.DefaultMaxPublishedAge, "With --from-published: the oldest state judged (older: its publisher stopped, the node is not judged)")
 	_ = cmd.MarkFlagFilename("devices", "json")
 	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
 	return cmd
@@ -142,6 +158,9 @@ func (o *Options) Complete(args []string) error {
 		return errors.New("pod/NAME takes no node and no -f: it is read from the API and replayed on its node")
 	}
 	o.podName = ref
+	if o.FromPublished {
+		o.Published = &nodestate.PublishedRead{MaxAge: o.MaxAge}
+	}
 	if len(pods) > maxPods {
 		return fmt.Errorf("%d pods: over the %d this command admits at once", len(pods), maxPods)
 	}
@@ -240,6 +259,12 @@ func readPods(files *resource.FilenameOptions) ([]*v1.Pod, error) {
 
 // Validate checks the flags together.
 func (o *Options) Validate() error {
+	switch {
+	case o.FromPublished && o.Source.Offline():
+		return errors.New("--from-published answers live nodes: not with --from-dir")
+	case o.MaxAge <= 0:
+		return errors.New("--max-age must be positive")
+	}
 	if o.podName != "" {
 		if o.Source.Offline() {
 			return errors.New("pod/NAME is read from the API: it replays on live nodes only")
@@ -271,6 +296,7 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	ro := o.RenderOptions()
 	ro.Devices = nodestate.PodsAskDevices(o.Engines.Admit.Pods)
+	ro.Sources = o.Published != nil
 	// Live nodes print as each is replayed (in the order they complete), so a fleet's answers
 	// are not held until the end; one node named prints its object (the JSON contract), as
 	// kubectl get NAME prints an object and a selector a list.
@@ -284,7 +310,7 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	for n, read := range run.Nodes(ctx) {
 		if !read {
-			add(render.AdmitResult{Node: n.Node, Error: n.Err.Error()})
+			add(render.AdmitResult{Node: n.Node, Error: n.Err.Error(), Source: n.Source})
 			continue
 		}
 		a := n.Admit
@@ -295,7 +321,7 @@ func (o *Options) Run(ctx context.Context) error {
 			// Said once for the nodes that share it (no kubelet config on 1,000 nodes).
 			run.Notes.Addf(n.Node, "error: %s: %v", n.Where, a.Err)
 			run.Worst = max(run.Worst, cmdutil.ExitUnreadable)
-			add(render.AdmitResult{Node: n.Node, Error: a.Err.Error()})
+			add(render.AdmitResult{Node: n.Node, Error: a.Err.Error(), Source: n.Source})
 			continue
 		}
 		if !a.KubeletStart.Starts {
@@ -309,7 +335,7 @@ func (o *Options) Run(ctx context.Context) error {
 				notJudged = true
 			}
 		}
-		add(render.AdmitResult{Node: n.Node, AdmitPrediction: a.Result, LargestCPURequest: a.Largest, LargestDeviceRequest: a.LargestDevices})
+		add(render.AdmitResult{Node: n.Node, AdmitPrediction: a.Result, LargestCPURequest: a.Largest, LargestDeviceRequest: a.LargestDevices, Source: n.Source})
 	}
 	err := run.Done()
 	if err != nil && !cmdutil.Interrupted(err) {

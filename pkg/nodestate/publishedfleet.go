@@ -1,0 +1,171 @@
+package nodestate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/duration"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/admit"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
+)
+
+// FromPublished: the state the node published (node-publish).
+const FromPublished Source = "published"
+
+// PublishedRead answers a live read from the states the nodes published, without a debug pod:
+// one LIST of the published ConfigMaps (in pages), each node's state judged and replayed as a
+// read node's is.
+type PublishedRead struct {
+	// MaxAge is how old a state may be (DefaultMaxPublishedAge if 0): an older one is a dead
+	// publisher's, and its node is not judged.
+	MaxAge time.Duration
+	// Now is the clock's reading that ages are measured from (time.Now() if zero).
+	Now time.Time
+}
+
+// publishedPageSize bounds one page of the ConfigMap list: at most this many states are held
+// before they are judged.
+const publishedPageSize = 500
+
+// ErrNoPublishedState is a node's error when it published no state.
+var ErrNoPublishedState = errors.New("no published state: node-publish does not run on it (deploy/publish)")
+
+// newPublished sets up r to answer from the published states: the nodes listed or named, as a
+// live read's, and nothing for debug pods.
+func (r *Runner) newPublished(ctx context.Context) error {
+	cfg := r.cfg
+	if cfg.Client == nil {
+		return errors.New("published states need a Client")
+	}
+	if cfg.Admit != nil && admit.AsksExtendedResource(cfg.Admit.Pods) {
+		r.draExtended, r.noDRAExtended = draExtendedResources(ctx, cfg.Client)
+	}
+	r.nodes, r.infos = cfg.Nodes, fetch.Named(cfg.Nodes)
+	if cfg.AllNodes {
+		infos, err := fetch.ListNodes(ctx, cfg.Client, cfg.Selector, cfg.nodeInfos())
+		if err != nil {
+			return fetch.ExplainError(err, PublishedNamespace)
+		}
+		if len(infos) == 0 {
+			return fmt.Errorf("no nodes match %q", cfg.Selector)
+		}
+		r.infos = infos
+		r.nodes = make([]string, len(infos))
+		for i, n := range infos {
+			r.nodes[i] = n.Name
+		}
+	}
+	return nil
+}
+
+// publishedResults lists the published ConfigMaps and yields each node's result, judged on as
+// many CPUs as there are, then the nodes that published none.
+func (r *Runner) publishedResults(ctx context.Context, yield func(*NodeResult, error) bool) {
+	pr := *r.cfg.Published
+	if pr.MaxAge <= 0 {
+		pr.MaxAge = DefaultMaxPublishedAge
+	}
+	if pr.Now.IsZero() {
+		pr.Now = time.Now()
+	}
+	wanted := make(map[string]*fetch.NodeInfo, len(r.infos))
+	for i := range r.infos {
+		wanted[r.infos[i].Name] = &r.infos[i]
+	}
+	results := make(chan *NodeResult)
+	listErr := make(chan error, 1)
+	listCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() {
+		defer close(results)
+		var g errgroup.Group
+		g.SetLimit(runtime.GOMAXPROCS(0))
+		opts := metav1.ListOptions{LabelSelector: PublishedLabel + "=" + PublishedLabelValue, Limit: publishedPageSize}
+		for {
+			list, err := r.cfg.Client.CoreV1().ConfigMaps(PublishedNamespace).List(listCtx, opts)
+			if err != nil {
+				listErr <- fetch.ExplainError(err, PublishedNamespace)
+				break
+			}
+			for i := range list.Items {
+				cm := &list.Items[i]
+				info, ok := wanted[cm.Name]
+				if !ok {
+					continue
+				}
+				delete(wanted, cm.Name)
+				g.Go(func() error {
+					select {
+					case results <- r.publishedNode(cm, info, pr):
+					case <-listCtx.Done():
+					}
+					return nil
+				})
+			}
+			if opts.Continue = list.Continue; opts.Continue == "" || listCtx.Err() != nil {
+				break
+			}
+		}
+		_ = g.Wait()
+		if len(listErr) > 0 {
+			return
+		}
+		for name := range wanted {
+			res := &NodeResult{Node: name, Where: "node " + name, Err: ErrNoPublishedState}
+			res.Rows = []FileRow{NodeFailedRow(name, false, "no published state", ErrNoPublishedState.Error())}
+			select {
+			case results <- res:
+			case <-listCtx.Done():
+				return
+			}
+		}
+	}()
+	for res := range results {
+		if !yield(res, nil) {
+			stop()
+			for range results {
+			}
+			return
+		}
+	}
+	if ctx.Err() != nil {
+		yield(nil, ErrInterrupted)
+		return
+	}
+	select {
+	case err := <-listErr:
+		yield(nil, err)
+	default:
+	}
+}
+
+// publishedNode is one node's published state judged, and its engines run: as a read node's,
+// its provenance the state's read time; a state that cannot be read, or is older than the
+// read's MaxAge, is the node's error (not judged).
+func (r *Runner) publishedNode(cm *corev1.ConfigMap, info *fetch.NodeInfo, pr PublishedRead) *NodeResult {
+	fail := func(short string, err error) *NodeResult {
+		res := &NodeResult{Node: cm.Name, Where: "node " + cm.Name, Err: err}
+		res.Rows = []FileRow{NodeFailedRow(cm.Name, false, short, err.Error())}
+		return res
+	}
+	s, err := PublishedStateOf(cm)
+	if err != nil {
+		return fail("published state unreadable", err)
+	}
+	age := pr.Now.Sub(s.ReadAt)
+	if age > pr.MaxAge {
+		return fail("published state stale", fmt.Errorf("published state is %s old, over --max-age %s: its publisher stopped (node-publish, deploy/publish)",
+			duration.HumanDuration(age), duration.HumanDuration(pr.MaxAge)))
+	}
+	nr := r.forPublished(s)
+	res := nr.publishedResult(s, info)
+	res.Source = &Provenance{From: FromPublished, At: metav1.NewTime(s.ReadAt.Truncate(time.Second)), AgeSeconds: int64(max(age, 0) / time.Second)}
+	return nr.runEngines(res)
+}
