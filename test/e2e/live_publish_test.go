@@ -1,0 +1,300 @@
+//go:build e2e
+
+package e2e
+
+// Nodes publish their state (node-publish, deploy/publish): the publisher runs as a process
+// with a kubeconfig whose token is bound to a pod on its node, as the DaemonSet's is, and
+// writes through the shipped RBAC and own-node policy; admit --from-published answers from
+// what it wrote as admit answers through a debug pod.
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/cpuset"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/machine"
+	nodestatelib "github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
+)
+
+const publisherSA = "nodestate-publish"
+
+// applyPublishDeploy applies deploy/publish's RBAC and policy and the NodeResourceTopology CRD,
+// as an admin would (kubectl apply), and waits for the CRD to be served.
+func applyPublishDeploy(t *testing.T) {
+	t.Helper()
+	dir := filepath.Join(cp.repoRoot, "deploy", "publish")
+	for _, f := range []string{"rbac.yaml", "policy.yaml", "noderesourcetopology-crd.yaml"} {
+		if r := RunKubectl(t, "apply", "-f", filepath.Join(dir, f)); r.ExitCode != 0 {
+			t.Fatalf("kubectl apply -f %s: %s", f, r)
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		list, err := Client().Discovery().ServerResourcesForGroupVersion(nodestatelib.NRTResource.GroupVersion().String())
+		if err == nil && len(list.APIResources) > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the NodeResourceTopology CRD is not served: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// publisherKubeconfig is a kubeconfig for the publisher's ServiceAccount with a token bound to
+// a pod on node, as the DaemonSet's pod gets (its node-name extra is the node's).
+func publisherKubeconfig(t *testing.T, node string) string {
+	t.Helper()
+	ctx := ctxFor(t, 30*time.Second)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "publish-" + node, Namespace: nodestatelib.PublishedNamespace},
+		Spec: corev1.PodSpec{NodeName: node, ServiceAccountName: publisherSA, AutomountServiceAccountToken: new(bool),
+			Containers: []corev1.Container{{Name: "publish", Image: "registry.k8s.io/pause:3.10"}}}}
+	created, err := Client().CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = Client().CoreV1().Pods(pod.Namespace).Delete(ctxFor(t, 30*time.Second), pod.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
+	})
+	tr, err := Client().CoreV1().ServiceAccounts(pod.Namespace).CreateToken(ctx, publisherSA, &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+		BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: created.Name, UID: created.UID}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := RESTConfig()
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["e2e"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["publisher"] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
+	kc.Contexts["e2e"] = &clientcmdapi.Context{Cluster: "e2e", AuthInfo: "publisher"}
+	kc.CurrentContext = "e2e"
+	path := filepath.Join(t.TempDir(), "publisher.kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// sysTree writes m as sysfs and procfs show it (the files machine.SysfsScript reads), under
+// dir/sys and dir/proc.
+func sysTree(t *testing.T, m *machine.Machine) (sys, proc string) {
+	t.Helper()
+	dir := t.TempDir()
+	sys, proc = filepath.Join(dir, "sys"), filepath.Join(dir, "proc")
+	write := func(path, content string) {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(content+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	system := filepath.Join(sys, "devices", "system")
+	write(filepath.Join(system, "cpu", "online"), m.Online().String())
+	var total uint64
+	for _, c := range m.CPUs {
+		write(filepath.Join(system, "cpu", fmt.Sprintf("cpu%d", c.ID), "topology", "core_id"), fmt.Sprint(c.Core))
+		write(filepath.Join(system, "cpu", fmt.Sprintf("cpu%d", c.ID), "topology", "physical_package_id"), fmt.Sprint(c.Socket))
+	}
+	for _, n := range m.NUMA {
+		var ids []int
+		for _, c := range m.CPUs {
+			if c.NUMA == n.ID {
+				ids = append(ids, c.ID)
+			}
+		}
+		node := filepath.Join(system, "node", fmt.Sprintf("node%d", n.ID))
+		write(filepath.Join(node, "cpulist"), cpuset.New(ids...).String())
+		write(filepath.Join(node, "meminfo"), fmt.Sprintf("Node %d MemTotal:       %d kB", n.ID, n.Memory/1024))
+		if len(n.Distances) > 0 {
+			write(filepath.Join(node, "distance"), strings.Trim(fmt.Sprint(n.Distances), "[]"))
+		}
+		for _, h := range n.HugePages {
+			write(filepath.Join(node, "hugepages", fmt.Sprintf("hugepages-%dkB", h.PageSizeKiB), "nr_hugepages"), fmt.Sprint(h.NumPages))
+		}
+		total += n.Memory
+	}
+	write(filepath.Join(proc, "meminfo"), fmt.Sprintf("MemTotal:       %d kB", total/1024))
+	return sys, proc
+}
+
+func publishedConfigMap(t *testing.T, node string) *corev1.ConfigMap {
+	t.Helper()
+	cm, err := Client().CoreV1().ConfigMaps(nodestatelib.PublishedNamespace).Get(ctxFor(t, 30*time.Second), node, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cm
+}
+
+// waitConfigMap waits until node's published ConfigMap satisfies ok.
+func waitConfigMap(t *testing.T, node string, timeout time.Duration, ok func(*corev1.ConfigMap) bool) *corev1.ConfigMap {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		cm, err := Client().CoreV1().ConfigMaps(nodestatelib.PublishedNamespace).Get(ctxFor(t, 30*time.Second), node, metav1.GetOptions{})
+		if err == nil && ok(cm) {
+			return cm
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ConfigMap %s: not as waited for after %s (%v)", node, timeout, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func TestLivePublish(t *testing.T) {
+	applyPublishDeploy(t)
+	exampleDir := filepath.Join(cp.repoRoot, "examples", "admit-node")
+	raw, err := os.ReadFile(filepath.Join(exampleDir, "machine.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := machine.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys, proc := sysTree(t, m)
+	files := repoDirFiles(t, "examples/admit-node")
+	config := files["kubelet-config.yaml"]
+	kubeletDir := KubeletDir(t, map[string]string{"cpu_manager_state": files["cpu_manager_state"], "memory_manager_state": files["memory_manager_state"], "config.yaml": config})
+	const node, other = "live-publish-a", "live-publish-b"
+	nodeObj := CreateNode(t, node, "v1.37.1", nil, kubeletDir)
+	CreateNode(t, other, "v1.37.1", nil, KubeletDir(t, nil))
+	kubeconfig := publisherKubeconfig(t, node)
+	publish := func(nodeName string, extra ...string) []string {
+		return append([]string{"node-publish", "--kubeconfig", kubeconfig, "--node", nodeName, "--kubelet-root-dir", kubeletDir,
+			"--sys-root", sys, "--proc-root", proc, "--kubelet-version", "v1.37.1"}, extra...)
+	}
+
+	t.Run("publishes its own node", func(t *testing.T) {
+		r := RunPlugin(t, publish(node, "--once")...)
+		if r.ExitCode != 0 {
+			t.Fatalf("node-publish --once: %s", r)
+		}
+		cm := publishedConfigMap(t, node)
+		s, err := nodestatelib.PublishedStateOf(cm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if refs := cm.OwnerReferences; len(refs) != 1 || refs[0].UID != nodeObj.UID || cm.Annotations[nodestatelib.FingerprintAnnotation] != s.Fingerprint() {
+			t.Errorf("owner %+v, annotations %v", refs, cm.Annotations)
+		}
+		if p := nodestatelib.PreparePublished(s, nodeObj, nil); p.Err != nil {
+			t.Errorf("the published state does not replay: %v", p.Err)
+		}
+		dyn, err := dynamic.NewForConfig(RESTConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		nrt, err := dyn.Resource(nodestatelib.NRTResource).Get(ctxFor(t, 30*time.Second), node, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("NodeResourceTopology: %v", err)
+		}
+		if zones, _, _ := unstructured.NestedSlice(nrt.Object, "zones"); len(zones) != 2 {
+			t.Errorf("NodeResourceTopology zones %v", zones)
+		}
+	})
+
+	t.Run("the policy refuses another node's objects", func(t *testing.T) {
+		r := RunPlugin(t, publish(other, "--once", "--no-topology")...)
+		if r.ExitCode == 0 || !strings.Contains(r.Stderr, "nodestate-publish-own-node") || !strings.Contains(r.Stderr, "node "+node+" may write only the objects named after it, not "+other) {
+			t.Fatalf("publishing node %s with node %s's token: %s", other, node, r)
+		}
+		if _, err := Client().CoreV1().ConfigMaps(nodestatelib.PublishedNamespace).Get(ctxFor(t, 30*time.Second), other, metav1.GetOptions{}); err == nil {
+			t.Errorf("node %s's ConfigMap was written", other)
+		}
+	})
+
+	t.Run("republishes on a change, and only then", func(t *testing.T) {
+		before := publishedConfigMap(t, node)
+		p := StartPlugin(t, nil, publish(node, "--debounce", "200ms", "--refresh", "1h")...)
+		// The start is a refresh: written at once, same content.
+		started := waitConfigMap(t, node, 60*time.Second, func(cm *corev1.ConfigMap) bool { return cm.ResourceVersion != before.ResourceVersion })
+		if started.Annotations[nodestatelib.FingerprintAnnotation] != before.Annotations[nodestatelib.FingerprintAnnotation] {
+			t.Errorf("the same files published another fingerprint")
+		}
+		// Rewritten with the same bytes (the kubelet's write: a temp file, a rename): no write.
+		cpu := filepath.Join(kubeletDir, "cpu_manager_state")
+		rewrite := func(content string) {
+			tmp := cpu + ".tmp"
+			if err := os.WriteFile(tmp, []byte(content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(tmp, cpu); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rewrite(files["cpu_manager_state"])
+		time.Sleep(3 * time.Second) // fifteen debounces
+		if cm := publishedConfigMap(t, node); cm.ResourceVersion != started.ResourceVersion {
+			t.Errorf("unchanged files were written again")
+		}
+		// A pod's CPUs released: published within the debounce.
+		rewrite(strings.Replace(files["cpu_manager_state"], `"1,17"`, `"1,17" `, 1))
+		changed := waitConfigMap(t, node, 60*time.Second, func(cm *corev1.ConfigMap) bool { return cm.ResourceVersion != started.ResourceVersion })
+		if changed.Annotations[nodestatelib.FingerprintAnnotation] == started.Annotations[nodestatelib.FingerprintAnnotation] {
+			t.Errorf("a changed file kept the fingerprint")
+		}
+		rewrite(files["cpu_manager_state"])
+		waitConfigMap(t, node, 60*time.Second, func(cm *corev1.ConfigMap) bool {
+			return cm.Annotations[nodestatelib.FingerprintAnnotation] == before.Annotations[nodestatelib.FingerprintAnnotation]
+		})
+		p.Signal(t, os.Interrupt)
+		if r := p.Wait(t, 30*time.Second); r.ExitCode != 0 {
+			t.Errorf("node-publish on SIGINT: %s", r)
+		}
+	})
+
+	t.Run("admit --from-published answers as a debug pod's read", func(t *testing.T) {
+		pods := []string{}
+		for _, f := range []string{"pod-db.yaml", "pod-wide.yaml", "pod-odd.yaml"} {
+			pods = append(pods, "-f", filepath.Join(exampleDir, f))
+		}
+		ns := NewNamespace(t, nil)
+		read := RunPlugin(t, append([]string{"admit", node, "-n", ns, "--machine", filepath.Join(exampleDir, "machine.json"), "-o", "json"}, pods...)...)
+		published := RunPlugin(t, append([]string{"admit", node, "--from-published", "-o", "json"}, pods...)...)
+		admissions := func(r Result) json.RawMessage {
+			t.Helper()
+			var out struct {
+				Admissions json.RawMessage `json:"admissions"`
+				Source     *nodestatelib.Provenance
+			}
+			if err := json.Unmarshal([]byte(r.Stdout), &out); err != nil || len(out.Admissions) == 0 {
+				t.Fatalf("%v: %s", err, r)
+			}
+			return out.Admissions
+		}
+		a, b := admissions(read), admissions(published)
+		var x, y any
+		_ = json.Unmarshal(a, &x)
+		_ = json.Unmarshal(b, &y)
+		if !reflect.DeepEqual(x, y) {
+			t.Errorf("through a debug pod:\n%s\nfrom the published state:\n%s", a, b)
+		}
+		if read.ExitCode != 1 || published.ExitCode != 1 {
+			t.Errorf("exit %d and %d, want 1 (pods refused)", read.ExitCode, published.ExitCode)
+		}
+		if !strings.Contains(published.Stdout, `"from":"published"`) && !strings.Contains(published.Stdout, `"from": "published"`) {
+			t.Errorf("no provenance: %s", published.Stdout)
+		}
+		// A node that publishes nothing says so.
+		none := RunPlugin(t, append([]string{"admit", other, "--from-published"}, pods...)...)
+		if none.ExitCode != 2 || !strings.Contains(none.Stdout+none.Stderr, "no published state") {
+			t.Errorf("a node without a state: %s", none)
+		}
+	})
+}
