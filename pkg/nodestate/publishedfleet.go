@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
 
@@ -48,6 +49,18 @@ func (r *Runner) newPublished(ctx context.Context) error {
 		r.draExtended, r.noDRAExtended = draExtendedResources(ctx, cfg.Client)
 	}
 	r.nodes, r.infos = cfg.Nodes, fetch.Named(cfg.Nodes)
+	// A named node's status says what a read's would (its device plugins' resources, its
+	// allocatable): one GET each, as a debug pod's read makes; a node the API server does not
+	// have is answered by its published state alone, if any.
+	for i, name := range cfg.Nodes {
+		node, err := cfg.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case err == nil:
+			r.infos[i] = cfg.nodeInfos()(node)
+		case !apierrors.IsNotFound(err):
+			return fetch.ExplainError(err, PublishedNamespace)
+		}
+	}
 	if cfg.AllNodes {
 		infos, err := fetch.ListNodes(ctx, cfg.Client, cfg.Selector, cfg.nodeInfos())
 		if err != nil {

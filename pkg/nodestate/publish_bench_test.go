@@ -1,0 +1,96 @@
+package nodestate
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch/local"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodelocal"
+)
+
+// publishRoot is a kubelet root dir of examples/kubelet-root's files (every checkpoint kind)
+// and admit-node's kubelet config, with this machine's sysfs and procfs.
+func publishRoot(b *testing.B) LocalConfig {
+	b.Helper()
+	root := b.TempDir()
+	src := filepath.Join(repo, "examples/kubelet-root")
+	if err := os.CopyFS(root, os.DirFS(src)); err != nil {
+		b.Fatal(err)
+	}
+	config, err := os.ReadFile(filepath.Join(repo, "examples/admit-node/kubelet-config.yaml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, KubeletConfigFile), config, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	return LocalConfig{Paths: nodelocal.Paths{RootDir: root, SysRoot: "/sys", ProcRoot: "/proc"}, KubeletVersion: "v1.37.1"}
+}
+
+// BenchmarkPublishUnchanged is what the publisher does on a file event that changed nothing it
+// publishes: read the node, fingerprint it, write nothing.
+func BenchmarkPublishUnchanged(b *testing.B) {
+	lc := publishRoot(b)
+	p := &Publisher{Client: fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", UID: "u"}}), Node: "n", Local: lc}
+	if _, err := p.Publish(b.Context(), true); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		out, err := p.Publish(b.Context(), false)
+		if err != nil || out.Wrote {
+			b.Fatalf("wrote %v: %v", out.Wrote, err)
+		}
+	}
+}
+
+// BenchmarkPublishWrite is a publish that writes: read, fingerprint, encode (gzip), and apply
+// the ConfigMap (to a fake API server: the request's own cost is the API server's).
+func BenchmarkPublishWrite(b *testing.B) {
+	lc := publishRoot(b)
+	p := &Publisher{Client: fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", UID: "u"}}), Node: "n", Local: lc}
+	var bytes int
+	for b.Loop() {
+		out, err := p.Publish(b.Context(), true)
+		if err != nil || !out.Wrote {
+			b.Fatalf("wrote %v: %v", out.Wrote, err)
+		}
+		bytes = out.Bytes
+	}
+	b.ReportMetric(float64(bytes), "published-bytes")
+}
+
+// BenchmarkPublishedSize reports the size a node publishes (gzip, what the ConfigMap holds, and
+// expanded) for the repository's example nodes, each with the same machine (admit-node's) and
+// config; and what decoding and preparing it costs a consumer.
+func BenchmarkPublishedSize(b *testing.B) {
+	for _, example := range []string{"kubelet-root", "admit-node", "broken-node", "doctor-node"} {
+		b.Run(example, func(b *testing.B) {
+			s := admitNodeState(b, "n")
+			snap, err := local.Read(filepath.Join(repo, "examples", example), decode.Paths(), local.DefaultLimits)
+			if err != nil {
+				b.Fatal(err)
+			}
+			s.Files, s.Missing = snap.Files, snap.Missing
+			data, err := EncodePublished(s)
+			if err != nil {
+				b.Fatal(err)
+			}
+			expanded := len(mustUngzip(b, data))
+			for b.Loop() {
+				got, err := DecodePublished(data)
+				if err != nil {
+					b.Fatal(err)
+				}
+				PreparePublished(got, nil, nil)
+			}
+			b.ReportMetric(float64(len(data)), "gzip-bytes")
+			b.ReportMetric(float64(expanded), "json-bytes")
+		})
+	}
+}

@@ -1,0 +1,183 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/machine"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodelocal"
+	nodestatelib "github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
+)
+
+// examplePublishedState is examples/admit-node read as node-publish reads a node (its machine
+// as a sysfs tree), for node.
+func examplePublishedState(t *testing.T) (*nodestatelib.PublishedState, string) {
+	t.Helper()
+	exampleDir := filepath.Join(cp.repoRoot, "examples", "admit-node")
+	raw, err := os.ReadFile(filepath.Join(exampleDir, "machine.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := machine.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys, proc := sysTree(t, m)
+	files := repoDirFiles(t, "examples/admit-node")
+	dir := KubeletDir(t, map[string]string{"cpu_manager_state": files["cpu_manager_state"], "memory_manager_state": files["memory_manager_state"], "config.yaml": files["kubelet-config.yaml"]})
+	s, err := nodestatelib.ReadPublished(t.Context(), "template", nodestatelib.LocalConfig{Paths: nodelocal.Paths{RootDir: dir, SysRoot: sys, ProcRoot: proc}, KubeletVersion: "v1.37.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, dir
+}
+
+// TestBenchPublished (NODESTATE_BENCH_PUBLISHED_NODES=N): `admit --all-nodes --from-published`
+// on N kwok nodes that each published examples/admit-node's state: one LIST of nodes and one of
+// the ConfigMaps, every node replayed; three runs, wall time, requests and peak RSS. Prints one
+// BENCH line.
+func TestBenchPublished(t *testing.T) {
+	n := envInts(t, "NODESTATE_BENCH_PUBLISHED_NODES", "0")[0]
+	if n == 0 {
+		t.Skip("set NODESTATE_BENCH_PUBLISHED_NODES")
+	}
+	applyPublishDeploy(t)
+	state, dir := examplePublishedState(t)
+	names := numberedNodes("pbench", n)
+	start := time.Now()
+	CreateNodes(t, names, func(string) NodeOptions { return NodeOptions{KubeletVersion: "v1.37.1", KubeletDir: dir} })
+	t.Cleanup(func() {
+		_ = Client().CoreV1().ConfigMaps(nodestatelib.PublishedNamespace).DeleteCollection(ctxFor(t, 5*time.Minute), metav1.DeleteOptions{},
+			metav1.ListOptions{LabelSelector: nodestatelib.PublishedLabel})
+	})
+	var g errgroup.Group
+	g.SetLimit(20)
+	var size int
+	for _, name := range names {
+		g.Go(func() error {
+			s := *state
+			s.Node, s.ReadAt = name, time.Now().UTC()
+			data, err := nodestatelib.EncodePublished(&s)
+			if err != nil {
+				return err
+			}
+			size = len(data)
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: nodestatelib.PublishedNamespace,
+				Labels: map[string]string{nodestatelib.PublishedLabel: nodestatelib.PublishedLabelValue}}, BinaryData: map[string][]byte{nodestatelib.PublishedDataKey: data}}
+			_, err = Client().CoreV1().ConfigMaps(nodestatelib.PublishedNamespace).Create(ctxFor(t, time.Minute), cm, metav1.CreateOptions{})
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d nodes created and their states (%d bytes each) published in %s", n, size, time.Since(start).Round(time.Second))
+	plugin := PluginBin(t)
+	ns := NewNamespace(t, nil)
+	args := []string{"admit", "--all-nodes", "-l", TestSelector(t), "--from-published", "--max-age", "3h", "--no-headers",
+		"-f", filepath.Join(cp.repoRoot, "examples", "admit-node", "pod-db.yaml")}
+	var runs []benchRun
+	for range 3 {
+		r := measure(t, ns, plugin, args...)
+		if c := strings.Count(r.stdout, " published "); c != n {
+			t.Fatalf("%d rows from published states, want %d:\n%s", c, n, r.stderr)
+		}
+		runs = append(runs, r)
+	}
+	var walls []string
+	for _, r := range runs {
+		walls = append(walls, fmt.Sprintf("%.2fs", r.wall.Seconds()))
+	}
+	line := fmt.Sprintf("published nodes=%d wall=%s cpu=%.2fs requests=%d rss_mib=%.0f state_bytes=%d",
+		n, strings.Join(walls, ","), runs[1].cpu.Seconds(), runs[1].requests, float64(runs[1].rssKiB)/1024, size)
+	fmt.Fprintln(os.Stdout, "BENCH "+line)
+	t.Log(line)
+	t.Logf("requests by verb: %v", runs[1].byVerb)
+}
+
+// TestBenchPublishWrites (NODESTATE_BENCH_PUBLISH_WINDOW=60s): the API writes one node-publish
+// makes, counted on a watch of its ConfigMap, over the window: steady (files unchanged) and on
+// churn (a checkpoint rewritten with new content every 500 ms, as a node admitting and
+// removing pods back to back). Prints one BENCH line.
+func TestBenchPublishWrites(t *testing.T) {
+	window := os.Getenv("NODESTATE_BENCH_PUBLISH_WINDOW")
+	if window == "" {
+		t.Skip("set NODESTATE_BENCH_PUBLISH_WINDOW")
+	}
+	w, err := time.ParseDuration(window)
+	if err != nil {
+		t.Fatal(err)
+	}
+	applyPublishDeploy(t)
+	state, dir := examplePublishedState(t)
+	_ = state
+	const node = "bench-publish"
+	CreateNode(t, node, "v1.37.1", nil, dir)
+	kubeconfig := publisherKubeconfig(t, node)
+	count := func(during func()) int {
+		watcher, err := Client().CoreV1().ConfigMaps(nodestatelib.PublishedNamespace).Watch(t.Context(), metav1.ListOptions{FieldSelector: "metadata.name=" + node})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer watcher.Stop()
+		done := make(chan int)
+		go func() {
+			n := 0
+			for ev := range watcher.ResultChan() {
+				if ev.Type == watch.Added || ev.Type == watch.Modified {
+					n++
+				}
+			}
+			done <- n
+		}()
+		during()
+		watcher.Stop()
+		return <-done
+	}
+	cpu := filepath.Join(dir, "cpu_manager_state")
+	original, err := os.ReadFile(cpu)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := StartPlugin(t, nil, "node-publish", "--kubeconfig", kubeconfig, "--node", node, "--kubelet-root-dir", dir,
+		"--sys-root", t.TempDir(), "--proc-root", t.TempDir(), "--kubelet-version", "v1.37.1", "--no-topology")
+	waitConfigMap(t, node, time.Minute, func(*corev1.ConfigMap) bool { return true })
+	time.Sleep(3 * time.Second) // the start's write is done
+	steady := count(func() { time.Sleep(w) })
+	churn := count(func() {
+		end := time.Now().Add(w)
+		for i := 0; time.Now().Before(end); i++ {
+			content := original
+			if i%2 == 0 {
+				content = []byte(strings.Replace(string(original), `"1,17"`, `"1,17" `, 1))
+			}
+			tmp := cpu + ".tmp"
+			if err := os.WriteFile(tmp, content, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(tmp, cpu); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		time.Sleep(3 * time.Second) // the last debounce
+	})
+	p.Signal(t, os.Interrupt)
+	p.Wait(t, 30*time.Second)
+	perMin := func(n int) float64 { return float64(n) / w.Minutes() }
+	line := fmt.Sprintf("publish-writes window=%s steady=%d (%.2f/min) churn=%d (%.2f/min, a change every 500ms, debounce %s)",
+		w, steady, perMin(steady), churn, perMin(churn), nodestatelib.DefaultPublishDebounce)
+	fmt.Fprintln(os.Stdout, "BENCH "+line)
+	t.Log(line)
+}
