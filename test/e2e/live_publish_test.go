@@ -156,6 +156,25 @@ func waitConfigMap(t *testing.T, node string, timeout time.Duration, ok func(*co
 	}
 }
 
+// waitPublishPolicy waits until the own-node policy refuses the publisher of kubeconfig a write
+// of node's ConfigMap (a dry run): an admission policy bites a moment after it is created.
+func waitPublishPolicy(t *testing.T, kubeconfig, node string) {
+	t.Helper()
+	client := clientFor(t, kubeconfig)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: node, Namespace: nodestatelib.PublishedNamespace}}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := client.CoreV1().ConfigMaps(cm.Namespace).Create(ctxFor(t, 30*time.Second), cm, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil && strings.Contains(err.Error(), "nodestate-publish-own-node") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the own-node policy never refused a write of node %s's ConfigMap: %v", node, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
 func TestLivePublish(t *testing.T) {
 	applyPublishDeploy(t)
 	exampleDir := filepath.Join(cp.repoRoot, "examples", "admit-node")
@@ -175,6 +194,7 @@ func TestLivePublish(t *testing.T) {
 	nodeObj := CreateNode(t, node, "v1.37.1", nil, kubeletDir)
 	CreateNode(t, other, "v1.37.1", nil, KubeletDir(t, nil))
 	kubeconfig := publisherKubeconfig(t, node)
+	waitPublishPolicy(t, kubeconfig, other)
 	publish := func(nodeName string, extra ...string) []string {
 		return append([]string{"node-publish", "--kubeconfig", kubeconfig, "--node", nodeName, "--kubelet-root-dir", kubeletDir,
 			"--sys-root", sys, "--proc-root", proc, "--kubelet-version", "v1.37.1"}, extra...)
