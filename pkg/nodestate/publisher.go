@@ -36,6 +36,10 @@ const (
 	PublishedLabelValue = "true"
 	// publishRetryMax bounds the wait before a failed publish is tried again.
 	publishRetryMax = time.Minute
+	// publishBurstMax bounds, in debounces, how long a burst that never goes still (pods
+	// admitted back to back) holds a change back: it is published at the latest this long
+	// after the burst's first change.
+	publishBurstMax = 5
 )
 
 // Publisher publishes the state of the node it runs on (node-publish): the ConfigMap that
@@ -219,7 +223,9 @@ func (p *Publisher) Run(ctx context.Context) error {
 	ticker := time.NewTicker(refresh)
 	defer ticker.Stop()
 	force, retry := true, time.Duration(0)
+	var burst time.Time // the first change not yet published (zero: none)
 	publish := func() {
+		burst = time.Time{}
 		out, err := p.Publish(ctx, force)
 		switch {
 		case ctx.Err() != nil:
@@ -242,9 +248,14 @@ func (p *Publisher) Run(ctx context.Context) error {
 			if !ok {
 				return nil
 			}
-			if relevant(ev.Name) && retry == 0 {
-				timer.Reset(debounce)
+			if !relevant(ev.Name) || retry != 0 {
+				continue
 			}
+			now := time.Now()
+			if burst.IsZero() {
+				burst = now
+			}
+			timer.Reset(min(debounce, burst.Add(publishBurstMax*debounce).Sub(now)))
 		case err, ok := <-w.Errors:
 			if !ok {
 				return nil

@@ -2,6 +2,7 @@ package nodestate
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -254,5 +255,40 @@ func TestPublisherRunWatches(t *testing.T) {
 	}
 	if p.Writes() != 2 {
 		t.Errorf("%d writes, want 2", p.Writes())
+	}
+}
+
+// Changes that never go still (a file rewritten faster than the debounce) are still published,
+// within publishBurstMax debounces of the first.
+func TestPublisherRunBurst(t *testing.T) {
+	root := t.TempDir()
+	cpu := filepath.Join(root, "cpu_manager_state")
+	if err := os.WriteFile(cpu, []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	client := fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "worker-1", UID: "u"}})
+	empty := t.TempDir()
+	p := &Publisher{Client: client, Node: "worker-1", Debounce: 100 * time.Millisecond, Refresh: time.Hour,
+		Local: LocalConfig{Paths: nodelocal.Paths{RootDir: root, SysRoot: empty, ProcRoot: empty}, KubeletVersion: "v1.37.1"}}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error)
+	go func() { done <- p.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	for p.Writes() < 1 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	// Rewritten every 20 ms, for up to 30 s: a debounce alone would never fire.
+	deadline := time.Now().Add(30 * time.Second)
+	for i := 0; p.Writes() < 2; i++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("a burst of changes was never published")
+		}
+		if err := os.WriteFile(cpu, []byte(fmt.Sprintf(`{"n":%d}`, i)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
