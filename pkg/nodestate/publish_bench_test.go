@@ -4,12 +4,14 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch/local"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodelocal"
 )
@@ -92,5 +94,28 @@ func BenchmarkPublishedSize(b *testing.B) {
 			b.ReportMetric(float64(len(data)), "gzip-bytes")
 			b.ReportMetric(float64(expanded), "json-bytes")
 		})
+	}
+}
+
+// BenchmarkPublishedFleetNode is what admit --from-published does per node: decode its
+// ConfigMap's state, judge it, replay one pod (examples/admit-node, pod db).
+func BenchmarkPublishedFleetNode(b *testing.B) {
+	s := admitNodeState(b, "n")
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "n"}, BinaryData: map[string][]byte{}}
+	data, err := EncodePublished(s)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cm.BinaryData[PublishedDataKey] = data
+	db := guaranteedPod("db", "", "6", "4Gi")
+	db.Status = corev1.PodStatus{}
+	r := &Runner{cfg: Config{Published: &PublishedRead{}, Engines: Engines{Admit: &AdmitConfig{Pods: []*corev1.Pod{db}}}}}
+	info := &fetch.NodeInfo{Name: "n"}
+	pr := PublishedRead{MaxAge: time.Hour, Now: s.ReadAt}
+	for b.Loop() {
+		res := r.publishedNode(cm, info, pr)
+		if res.Err != nil || res.Admit == nil || res.Admit.Err != nil || !res.Admit.Admissions[0].Admitted {
+			b.Fatalf("%v %+v", res.Err, res.Admit)
+		}
 	}
 }
