@@ -195,11 +195,14 @@ func (r *Runner) managerInputs(n *NodeResult, m *machine.Machine, config *replay
 
 // nodeConfig parses the kubelet config read from a live node, saying where it came from.
 func (r *Runner) nodeConfig(n *NodeResult, note func(string, ...any)) *replay.KubeletConfig {
-	from := "configz"
-	if n.KubeletConfigFrom == FromConfigYAML {
+	from := n.KubeletConfigFrom // a published node's: the file its publisher read
+	switch n.KubeletConfigFrom {
+	case FromConfigYAML:
 		from = path.Join(r.cfg.KubeletRootDir, KubeletConfigFile)
+	case FromConfigz, "":
+		from = "configz"
 	}
-	c, err := replay.ParseKubeletConfig(n.KubeletConfig)
+	c, err := r.memo.config(n.KubeletConfig)
 	if err != nil {
 		note("kubelet config from %s: %v", from, err)
 		return nil

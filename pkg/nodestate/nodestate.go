@@ -193,6 +193,8 @@ type Runner struct {
 	// listed (noDRAExtended says why).
 	draExtended   map[string]string
 	noDRAExtended string
+	// memo keeps the parses published nodes share (nil: none kept).
+	memo *parseMemo
 }
 
 // New checks the config and, for live nodes, lists them when AllNodes is set.

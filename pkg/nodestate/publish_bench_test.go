@@ -109,7 +109,7 @@ func BenchmarkPublishedFleetNode(b *testing.B) {
 	cm.BinaryData[PublishedDataKey] = data
 	db := guaranteedPod("db", "", "6", "4Gi")
 	db.Status = corev1.PodStatus{}
-	r := &Runner{cfg: Config{Published: &PublishedRead{}, Engines: Engines{Admit: &AdmitConfig{Pods: []*corev1.Pod{db}}}}}
+	r := &Runner{cfg: Config{Published: &PublishedRead{}, Engines: Engines{Admit: &AdmitConfig{Pods: []*corev1.Pod{db}}}}, memo: newParseMemo()}
 	info := &fetch.NodeInfo{Name: "n"}
 	pr := PublishedRead{MaxAge: time.Hour, Now: s.ReadAt}
 	for b.Loop() {

@@ -45,6 +45,7 @@ func (r *Runner) newPublished(ctx context.Context) error {
 	if cfg.Client == nil {
 		return errors.New("published states need a Client")
 	}
+	r.memo = newParseMemo()
 	if cfg.Admit != nil && admit.AsksExtendedResource(cfg.Admit.Pods) {
 		r.draExtended, r.noDRAExtended = draExtendedResources(ctx, cfg.Client)
 	}
