@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/k8stopologyawareschedwg/podfingerprint"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -290,5 +291,60 @@ func TestPublisherRunBurst(t *testing.T) {
 			t.Fatal(err)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// The NodeResourceTopology counts the PodResources API's healthy devices per NUMA node less
+// those its pods hold, and fingerprints its pods as podfingerprint does (the attribute
+// NodeResourceTopologyMatch compares with its own).
+func TestNodeResourceTopologyDevices(t *testing.T) {
+	s := admitNodeState(t, "worker-1")
+	pr := &machine.PodResources{
+		Allocatable: []machine.PodResourcesDevices{
+			{Resource: "example.com/gpu", IDs: []string{"gpu-0", "gpu-1"}, NUMANodes: []int64{0}},
+			{Resource: "example.com/gpu", IDs: []string{"gpu-2"}, NUMANodes: []int64{1}},
+			{Resource: "example.com/nic", IDs: []string{"nic-0"}}, // no topology: in no zone
+		},
+		Pods: []machine.PodResourcesPod{
+			{Namespace: "ml", Name: "train", Containers: []machine.PodResourcesContainer{{Name: "app",
+				Devices: []machine.PodResourcesDevices{{Resource: "example.com/gpu", IDs: []string{"gpu-1"}, NUMANodes: []int64{0}}}}}},
+			{Namespace: "default", Name: "web", Containers: []machine.PodResourcesContainer{{Name: "app"}}},
+		},
+	}
+	s.Sections[machine.PodResourcesHeader] = nodelocal.PodResourcesSection(pr)
+	obj, err := PreparePublished(s, nil, nil).NodeResourceTopology()
+	if err != nil {
+		t.Fatal(err)
+	}
+	zones, _, _ := unstructured.NestedSlice(obj.Object, "zones")
+	got := map[string]string{}
+	for _, z := range zones {
+		zone := z.(map[string]any)
+		for _, r := range zone["resources"].([]any) {
+			res := r.(map[string]any)
+			if strings.Contains(res["name"].(string), "example.com") {
+				got[zone["name"].(string)+"/"+res["name"].(string)] = res["capacity"].(string) + " " + res["allocatable"].(string) + " " + res["available"].(string)
+			}
+		}
+	}
+	if want := map[string]string{"node-0/example.com/gpu": "2 2 1", "node-1/example.com/gpu": "1 1 1"}; !maps.Equal(got, want) {
+		t.Errorf("devices %v, want %v", got, want)
+	}
+	fp := podfingerprint.NewFingerprint(2)
+	_ = fp.Add("default", "web")
+	_ = fp.Add("ml", "train")
+	attrs, _, _ := unstructured.NestedSlice(obj.Object, "attributes")
+	a := map[string]string{}
+	for _, x := range attrs {
+		m := x.(map[string]any)
+		a[m["name"].(string)] = m["value"].(string)
+	}
+	if a[podfingerprint.Attribute] != fp.Sign() || a[podfingerprint.AttributeMethod] != podfingerprint.MethodAll || !strings.HasPrefix(fp.Sign(), "pfp0v001") {
+		t.Errorf("attributes %v, want fingerprint %s", a, fp.Sign())
+	}
+	// Costs: the NUMA distances.
+	costs, _, _ := unstructured.NestedSlice(zones[0].(map[string]any), "costs")
+	if len(costs) != 2 || costs[1].(map[string]any)["name"] != "node-1" || costs[1].(map[string]any)["value"] != int64(21) {
+		t.Errorf("costs %v", costs)
 	}
 }
