@@ -189,9 +189,11 @@ type PodFate struct {
 	// WaitsOn are the plugins (resources) it waits on: those it asks for that register late.
 	WaitsOn []string `json:"waitsOn,omitempty"`
 	// Reason and Message are the kubelet's refusal, word for word (FateRefused and
-	// FateWaitsOnPlugin).
-	Reason  string `json:"reason,omitempty"`
-	Message string `json:"message,omitempty"`
+	// FateWaitsOnPlugin): Message as its Warning event says it, StatusMessage as the pod's
+	// status.message (the release's rejectPod prefix before Message).
+	Reason        string `json:"reason,omitempty"`
+	Message       string `json:"message,omitempty"`
+	StatusMessage string `json:"statusMessage,omitempty"`
 	// NotJudged: the replay cannot tell (Admission.NotJudged says why, or Why for a pod
 	// rebuilt from the node's files).
 	NotJudged bool   `json:"notJudged,omitempty"`
@@ -233,7 +235,7 @@ func PredictRestart(in Input) (RestartResult, error) {
 			f.Why = strings.Join(a.NotJudged, "; ")
 		}
 		if !a.Admitted {
-			f.Fate, f.Reason, f.Message = FateRefused, a.Reason, a.Message
+			f.Fate, f.Reason, f.Message, f.StatusMessage = FateRefused, a.Reason, a.Message, a.StatusMessage
 			if early != nil && i < len(early.Admissions) && early.Admissions[i].Admitted {
 				f.Fate = FateWaitsOnPlugin
 				f.WaitsOn = podResources(in.Pods[i], late)

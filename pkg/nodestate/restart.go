@@ -42,7 +42,9 @@ type PodAtRisk struct {
 	// before the kubelet re-admitted it; empty: refused either way.
 	WaitsOn []string `json:"waitsOn,omitempty"`
 	Reason  string   `json:"reason"`
-	Message string   `json:"message"`
+	// Message is the kubelet's Warning event's; StatusMessage the refused pod's status.message.
+	Message       string `json:"message"`
+	StatusMessage string `json:"statusMessage,omitempty"`
 	// Owner is the kind of its controller ("": a bare pod, which nothing makes again).
 	Owner string `json:"owner,omitempty"`
 	// OwnerNotKnown: a pod rebuilt from files that do not name its controller.
@@ -104,7 +106,8 @@ func (r *Runner) restartOutlook(n *NodeResult, mi managerInputs, skip, note func
 			case f.NotJudged:
 				o.NotJudged = append(o.NotJudged, name)
 			case f.Fate != admit.FateComesBack:
-				o.AtRisk = append(o.AtRisk, PodAtRisk{Pod: name, WaitsOn: f.WaitsOn, Reason: f.Reason, Message: f.Message, Owner: ownerKind(pods[i])})
+				o.AtRisk = append(o.AtRisk, PodAtRisk{Pod: name, WaitsOn: f.WaitsOn, Reason: f.Reason, Message: f.Message,
+					StatusMessage: f.StatusMessage, Owner: ownerKind(pods[i])})
 			}
 		}
 		out = append(out, o)

@@ -16,6 +16,9 @@ import (
 type DoctorResult struct {
 	Node string `json:"node,omitempty"`
 	nodestate.DoctorPrediction
+	// RestartOutlook is what the node's pods become if it reboots and if its kubelet restarts
+	// (live nodes whose kubelet starts), pod by pod; the findings say it in one line each.
+	RestartOutlook []nodestate.RestartOutlook `json:"restartOutlook,omitempty"`
 	// Error is why the node could not be read (then nothing else is known).
 	Error string `json:"error,omitempty"`
 }

@@ -115,7 +115,7 @@ func (o *Options) Run(ctx context.Context) error {
 		for _, sk := range res.Skipped {
 			run.Notes.Addf(n.Node, "%s: skipped %s", n.Where, sk)
 		}
-		results.Add(render.DoctorResult{Node: n.Node, DoctorPrediction: res})
+		results.Add(render.DoctorResult{Node: n.Node, DoctorPrediction: res, RestartOutlook: n.Doctor.Restart})
 	}
 	err := run.Done()
 	if err != nil && !cmdutil.Interrupted(err) {
