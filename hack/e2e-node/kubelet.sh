@@ -6,6 +6,10 @@
 #   kubelet.sh stop             # by its recorded PID
 #   kubelet.sh run CONFIG       # in the foreground: the kubelet's exit code and output pass
 #                               # through (a kubelet that refuses its state exits at once)
+#
+# E2E_KUBELET_KUBECONFIG replaces the kubelet's kubeconfig for start and run
+# (TestRestartPodFates points it at a gate on the loopback that holds the API server back
+# until a device plugin has registered).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib.sh
@@ -13,7 +17,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 tools=$(sed -n 's/^TOOLS_BIN=//p' "$S/tools")
 args() {
-  printf '%s\n' "$tools/kubelet" --config "$1" --kubeconfig "$S/kubelet.kubeconfig" \
+  printf '%s\n' "$tools/kubelet" --config "$1" --kubeconfig "${E2E_KUBELET_KUBECONFIG:-$S/kubelet.kubeconfig}" \
     --root-dir "$S/kubelet" --container-runtime-endpoint "unix://$S/containerd/containerd.sock" \
     --node-ip "$E2E_NODE_IP" --hostname-override "$E2E_NODE_NAME" --cert-dir "$S/kubelet/pki" -v 2
 }
