@@ -62,6 +62,10 @@ func TestDoctorRestartOutlookLive(t *testing.T) {
 	if p := reboot.AtRisk[0]; p.Pod != "ml/trainer" || p.Owner != "ReplicaSet" || !slices.Equal(p.WaitsOn, []string{"nvidia.com/gpu"}) || p.Reason != "UnexpectedAdmissionError" {
 		t.Errorf("reboot: trainer %+v, want it waiting on nvidia.com/gpu", p)
 	}
+	// The pod's status.message is the event's message behind 1.37's rejectPod prefix.
+	if p := reboot.AtRisk[0]; p.Message == "" || p.StatusMessage != "Pod was rejected: "+p.Message {
+		t.Errorf("reboot: trainer message %q, status message %q", p.Message, p.StatusMessage)
+	}
 	if restart.Kind != admit.RestartKubelet || len(restart.AtRisk) != 0 {
 		t.Errorf("kubelet restart: %+v, want every pod back (the trainer runs)", restart)
 	}

@@ -2,12 +2,15 @@ package render
 
 import (
 	"bytes"
+	"encoding/json"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/doctor"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/replay"
 )
 
@@ -83,5 +86,33 @@ func TestDoctorFindingsFit(t *testing.T) {
 	out := printed(t, func(b *bytes.Buffer) error { return DoctorFindings(b, Options{Format: Wide}, results[:1]) })
 	if rs := rows(out); len(rs) != 3 || rs[0][0] != "SEVERITY" {
 		t.Errorf("wide: %q", rs)
+	}
+}
+
+// TestDoctorJSONRestartOutlook: -o json carries the restart outlook pod by pod beside the
+// findings (the e2e compares it with the real kubelet), and leaves it out where there is none.
+func TestDoctorJSONRestartOutlook(t *testing.T) {
+	atRisk := nodestate.PodAtRisk{Pod: "ml/trainer", WaitsOn: []string{"nvidia.com/gpu"}, Reason: "UnexpectedAdmissionError",
+		Message: "Allocate failed", StatusMessage: "Pod was rejected: Allocate failed", Owner: "ReplicaSet"}
+	with := DoctorResult{Node: "a", RestartOutlook: []nodestate.RestartOutlook{{Kind: "reboot", Pods: 2, AtRisk: []nodestate.PodAtRisk{atRisk}}}}
+	var b bytes.Buffer
+	if err := Doctor(&b, Options{Format: JSON}, []DoctorResult{with}); err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		RestartOutlook []nodestate.RestartOutlook `json:"restartOutlook"`
+	}
+	if err := json.Unmarshal(b.Bytes(), &got); err != nil {
+		t.Fatalf("%v\n%s", err, b.String())
+	}
+	if len(got.RestartOutlook) != 1 || len(got.RestartOutlook[0].AtRisk) != 1 || !reflect.DeepEqual(got.RestartOutlook[0].AtRisk[0], atRisk) {
+		t.Errorf("restartOutlook: %+v\n%s", got.RestartOutlook, b.String())
+	}
+	b.Reset()
+	if err := Doctor(&b, Options{Format: JSON}, []DoctorResult{{Node: "a"}}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "restartOutlook") {
+		t.Errorf("no outlook, yet printed:\n%s", b.String())
 	}
 }
