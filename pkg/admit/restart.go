@@ -194,10 +194,21 @@ type PodFate struct {
 	Reason        string `json:"reason,omitempty"`
 	Message       string `json:"message,omitempty"`
 	StatusMessage string `json:"statusMessage,omitempty"`
+	// IfRegistered is the refusal had every plugin registered before the re-admissions, where
+	// its words differ (a pod refused either way: its devices are no longer healthy, say).
+	IfRegistered *Refusal `json:"ifRegistered,omitempty"`
 	// NotJudged: the replay cannot tell (Admission.NotJudged says why, or Why for a pod
 	// rebuilt from the node's files).
 	NotJudged bool   `json:"notJudged,omitempty"`
 	Why       string `json:"why,omitempty"`
+}
+
+// Refusal is the kubelet's refusal of a pod: its reason, its Warning event's message and the
+// pod's status.message.
+type Refusal struct {
+	Reason        string `json:"reason"`
+	Message       string `json:"message"`
+	StatusMessage string `json:"statusMessage"`
 }
 
 // PredictRestart replays the kubelet starting again (in.Restart; in.Pods in the kubelet's
@@ -236,9 +247,14 @@ func PredictRestart(in Input) (RestartResult, error) {
 		}
 		if !a.Admitted {
 			f.Fate, f.Reason, f.Message, f.StatusMessage = FateRefused, a.Reason, a.Message, a.StatusMessage
-			if early != nil && i < len(early.Admissions) && early.Admissions[i].Admitted {
+			switch {
+			case early == nil || i >= len(early.Admissions):
+			case early.Admissions[i].Admitted:
 				f.Fate = FateWaitsOnPlugin
 				f.WaitsOn = podResources(in.Pods[i], late)
+			case early.Admissions[i].Message != a.Message || early.Admissions[i].Reason != a.Reason:
+				e := early.Admissions[i]
+				f.IfRegistered = &Refusal{Reason: e.Reason, Message: e.Message, StatusMessage: e.StatusMessage}
 			}
 		}
 		out.Fates = append(out.Fates, f)

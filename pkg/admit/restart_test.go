@@ -149,6 +149,14 @@ func TestRestartHeldDevicesChecks(t *testing.T) {
 	if want := "Allocate failed due to previously allocated devices are no longer healthy; cannot allocate unhealthy devices nvidia.com/gpu, which is unexpected"; seed.Fate != FateRefused || seed.Message != want {
 		t.Errorf("seed holding an unhealthy GPU: %+v, want refused %q", seed, want)
 	}
+	// Its plugin registering late: refused either way, in other words as it registers first.
+	in.Restart = &Restart{Kind: RestartReboot, Register: map[string]int{gpu: 99}}
+	seed = restartFates(t, in).Fates[0]
+	unhealthyHeld := "Allocate failed due to previously allocated devices are no longer healthy; cannot allocate unhealthy devices nvidia.com/gpu, which is unexpected"
+	if seed.Fate != FateRefused || seed.Message != noHealthyGPU || len(seed.WaitsOn) != 0 || seed.IfRegistered == nil ||
+		seed.IfRegistered.Message != unhealthyHeld || seed.IfRegistered.StatusMessage != "Pod was rejected: "+unhealthyHeld {
+		t.Errorf("seed holding an unhealthy GPU, plugin late: %+v (if registered %+v), want refused %q, and %q had it registered first", seed, seed.IfRegistered, noHealthyGPU, unhealthyHeld)
+	}
 
 	in = restartSeedCase(t, "v1.37.1")
 	changed := in.Pods[0].DeepCopy()

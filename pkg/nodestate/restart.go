@@ -45,6 +45,8 @@ type PodAtRisk struct {
 	// Message is the kubelet's Warning event's; StatusMessage the refused pod's status.message.
 	Message       string `json:"message"`
 	StatusMessage string `json:"statusMessage,omitempty"`
+	// IfRegistered is its refusal had the plugins registered first, where the words differ.
+	IfRegistered *admit.Refusal `json:"ifRegistered,omitempty"`
 	// Owner is the kind of its controller ("": a bare pod, which nothing makes again).
 	Owner string `json:"owner,omitempty"`
 	// OwnerNotKnown: a pod rebuilt from files that do not name its controller.
@@ -107,7 +109,7 @@ func (r *Runner) restartOutlook(n *NodeResult, mi managerInputs, skip, note func
 				o.NotJudged = append(o.NotJudged, name)
 			case f.Fate != admit.FateComesBack:
 				o.AtRisk = append(o.AtRisk, PodAtRisk{Pod: name, WaitsOn: f.WaitsOn, Reason: f.Reason, Message: f.Message,
-					StatusMessage: f.StatusMessage, Owner: ownerKind(pods[i])})
+					StatusMessage: f.StatusMessage, IfRegistered: f.IfRegistered, Owner: ownerKind(pods[i])})
 			}
 		}
 		out = append(out, o)
