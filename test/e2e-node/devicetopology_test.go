@@ -365,15 +365,16 @@ func (k *deviceKubelet) runPod(t *testing.T, p *corev1.Pod) *corev1.Pod {
 }
 
 // startTopologyPlugin runs the sample device plugin for resourceName with the devices of
-// -ids, under a socket name of this run's own; the caller stops it.
-func startTopologyPlugin(t *testing.T, resourceName, name, ids string) *exec.Cmd {
+// -ids (and its extra flags), under a socket name of this run's own; the caller stops it.
+func startTopologyPlugin(t *testing.T, resourceName, name, ids string, extra ...string) *exec.Cmd {
 	t.Helper()
 	bin := os.Getenv("NODESTATE_E2E_DEVICE_PLUGIN")
 	if bin == "" {
 		t.Fatal("NODESTATE_E2E_DEVICE_PLUGIN is not set (hack/e2e-node.sh builds it)")
 	}
 	socket := fmt.Sprintf("nodestate-e2e-%s-%d.sock", name, os.Getpid())
-	cmd := exec.Command(bin, "-resource", resourceName, "-ids", ids, "-socket", socket, "-dir", filepath.Join(devicePluginRoot, "device-plugins"))
+	args := append([]string{"-resource", resourceName, "-ids", ids, "-socket", socket, "-dir", filepath.Join(devicePluginRoot, "device-plugins")}, extra...)
+	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -49,13 +49,18 @@ type restartOrder struct {
 	name, short string
 	kind        string // admit.RestartKubelet or admit.RestartReboot
 	pluginFirst bool
+	// unhealthyHeld: before the outlook, the plugin registers again with the first pod's GPU
+	// Unhealthy (and so after the restart): the kubelet's "previously allocated devices are no
+	// longer healthy".
+	unhealthyHeld bool
 }
 
 var restartOrders = []restartOrder{
-	{"kubelet restart, plugin after the re-admissions", "kl", admit.RestartKubelet, false},
-	{"kubelet restart, plugin before the re-admissions", "kf", admit.RestartKubelet, true},
-	{"reboot, plugin after the re-admissions", "rl", admit.RestartReboot, false},
-	{"reboot, plugin before the re-admissions", "rf", admit.RestartReboot, true},
+	{"kubelet restart, plugin after the re-admissions", "kl", admit.RestartKubelet, false, false},
+	{"kubelet restart, plugin before the re-admissions", "kf", admit.RestartKubelet, true, false},
+	{"reboot, plugin after the re-admissions", "rl", admit.RestartReboot, false, false},
+	{"reboot, plugin before the re-admissions", "rf", admit.RestartReboot, true, false},
+	{"reboot, plugin before the re-admissions, a held GPU unhealthy", "ru", admit.RestartReboot, true, true},
 }
 
 // TestRestartPodFates compares doctor's restart outlook (issue 44) with the real kubelet, pod
@@ -75,7 +80,11 @@ var restartOrders = []restartOrder{
 //   - Plugin first: the kubelet starts with its API server held back (a gate on the loopback
 //     that forwards its connections only once opened) until the plugin has registered with
 //     the new kubelet; then the pods come. Every pod the outlook says waits on the plugin
-//     must come back, and a pod it refuses regardless stay refused.
+//     must come back, and a pod it refuses regardless stay refused, in the words it says for a
+//     plugin registered first.
+//   - A reboot, plugin first, with the bare GPU pod's GPU gone Unhealthy before the outlook
+//     (the plugin registered again saying so): that pod is refused either way, "previously
+//     allocated devices are no longer healthy" once the plugin is there.
 //
 // The reboot's containers are the test's pods' only: any other pod on the node keeps running,
 // which changes nothing for the test's devices (no other pod asks for them).
@@ -97,7 +106,7 @@ func TestRestartPodFates(t *testing.T) {
 		})
 	}
 	// The test means something only if the outlook, and so the kubelet, gave each answer.
-	for _, want := range []string{"comes back", "refused, bare", "refused, ReplicaSet", "waits on " + restartGPU} {
+	for _, want := range []string{"comes back", "refused, bare", "refused, ReplicaSet", "waits on " + restartGPU, "refused with its plugin registered"} {
 		if !seen[want] {
 			t.Errorf("no pod was predicted %q in any order", want)
 		}
@@ -115,6 +124,16 @@ func (p restartPrediction) comesBack(pluginFirst bool) bool {
 	return p.atRisk == nil || (pluginFirst && len(p.atRisk.WaitsOn) > 0)
 }
 
+// refusal is the kubelet's refusal the outlook says for this order: its words with the
+// plugins not registered, or registered first where they differ.
+func (p restartPrediction) refusal(pluginFirst bool) admit.Refusal {
+	a := p.atRisk
+	if pluginFirst && a.IfRegistered != nil {
+		return *a.IfRegistered
+	}
+	return admit.Refusal{Reason: a.Reason, Message: a.Message, StatusMessage: a.StatusMessage}
+}
+
 func (p restartPrediction) String() string {
 	if p.atRisk == nil {
 		return "comes back"
@@ -123,6 +142,9 @@ func (p restartPrediction) String() string {
 	s := fmt.Sprintf("refused %s: %s", a.Reason, a.Message)
 	if len(a.WaitsOn) > 0 {
 		s = fmt.Sprintf("waits on %s (refused without it: %s: %s)", strings.Join(a.WaitsOn, ","), a.Reason, a.Message)
+	}
+	if a.IfRegistered != nil {
+		s += fmt.Sprintf(" (registered first: %s: %s)", a.IfRegistered.Reason, a.IfRegistered.Message)
 	}
 	if a.Owner == "" {
 		return s + "; bare"
@@ -134,8 +156,19 @@ func (p restartPrediction) String() string {
 func runRestartOrder(t *testing.T, k *deviceKubelet, order restartOrder) []string {
 	// The next order starts clean even if this one fails.
 	t.Cleanup(func() { endRestartOrder(t, k) })
-	plugin := startRestartPlugin(t, k)
+	plugin := startRestartPlugin(t, k, "")
 	pods, rs := createRestartPods(t, k, "rf-"+order.short)
+	unhealthy := ""
+	if order.unhealthyHeld {
+		held := podDevices(t)[ns+"/"+pods[0].Name+"/main"][restartGPU]
+		if len(held) != 1 {
+			t.Fatalf("%s holds %v", pods[0].Name, held)
+		}
+		unhealthy = held[0]
+		stopDevicePlugin(t, plugin)
+		plugin = startRestartPlugin(t, k, unhealthy)
+		t.Logf("the plugin registered again with %s (held by %s) Unhealthy", unhealthy, pods[0].Name)
+	}
 	outlook := restartOutlook(t, order.kind)
 	predicted := map[string]restartPrediction{}
 	for _, a := range outlook.AtRisk {
@@ -158,6 +191,8 @@ func runRestartOrder(t *testing.T, k *deviceKubelet, order restartOrder) []strin
 		}
 		if a := pred.atRisk; a != nil && slices.Contains(a.WaitsOn, restartGPU) {
 			seen = append(seen, "waits on "+restartGPU)
+		} else if a != nil {
+			seen = append(seen, "refused with its plugin registered")
 		}
 	}
 	before := map[string][]string{}
@@ -179,7 +214,7 @@ func runRestartOrder(t *testing.T, k *deviceKubelet, order restartOrder) []strin
 	}
 	ungate := func() {}
 	if order.pluginFirst {
-		ungate = startKubeletPluginFirst(t, k)
+		ungate = startKubeletPluginFirst(t, k, unhealthy)
 	} else if out, err := exec.Command(script, "start", k.config).CombinedOutput(); err != nil {
 		t.Fatalf("start the kubelet: %v\n%s", err, out)
 	}
@@ -200,7 +235,7 @@ func runRestartOrder(t *testing.T, k *deviceKubelet, order restartOrder) []strin
 
 	if !order.pluginFirst {
 		// The plugin registers late: what happens next to the refused pods.
-		startRestartPlugin(t, k)
+		startRestartPlugin(t, k, unhealthy)
 		for _, p := range pods {
 			a := predicted[ns+"/"+p.Name].atRisk
 			if a == nil || real[p.Name].Status.Phase != corev1.PodFailed {
@@ -242,14 +277,22 @@ func runRestartOrder(t *testing.T, k *deviceKubelet, order restartOrder) []strin
 	return seen
 }
 
-// startRestartPlugin starts the GPU plugin and waits until the kubelet holds its devices healthy
-// and the node advertises them (the node's status alone may still be the last plugin's).
-func startRestartPlugin(t *testing.T, k *deviceKubelet) *exec.Cmd {
+// startRestartPlugin starts the GPU plugin (the GPU unhealthy names, if any, sent Unhealthy) and
+// waits until the kubelet holds its healthy devices and the node advertises them (the node's
+// status alone may still be the last plugin's).
+func startRestartPlugin(t *testing.T, k *deviceKubelet, unhealthy string) *exec.Cmd {
 	t.Helper()
-	cmd := startTopologyPlugin(t, restartGPU, "restartgpu", strings.Join(restartGPUIDs, ","))
+	cmd := restartPlugin(t, k, unhealthy)
+	healthy := waitAllocatableGPUs(t, unhealthy)
+	waitResource(t, restartGPU, int64(len(restartGPUIDs)), int64(healthy))
+	return cmd
+}
+
+// restartPlugin starts the GPU plugin, stopped at the order's end.
+func restartPlugin(t *testing.T, k *deviceKubelet, unhealthy string) *exec.Cmd {
+	t.Helper()
+	cmd := startTopologyPlugin(t, restartGPU, "restartgpu", strings.Join(restartGPUIDs, ","), "-unhealthy", unhealthy)
 	k.plugins = append(k.plugins, cmd)
-	waitAllocatableGPUs(t)
-	waitResource(t, restartGPU, int64(len(restartGPUIDs)), int64(len(restartGPUIDs)))
 	return cmd
 }
 
@@ -376,7 +419,7 @@ func restartOutlook(t *testing.T, kind string) nodestateapi.RestartOutlook {
 // kubelet lists its devices (PodResources, a local socket), then opens the gate: the pods
 // reach the kubelet only after the plugin registered. It returns ungate, which restarts the
 // kubelet without the gate (at the order's end, or at its cleanup if it failed before).
-func startKubeletPluginFirst(t *testing.T, k *deviceKubelet) (ungate func()) {
+func startKubeletPluginFirst(t *testing.T, k *deviceKubelet, unhealthy string) (ungate func()) {
 	t.Helper()
 	socket := filepath.Join(devicePluginRoot, "device-plugins", "kubelet.sock")
 	// The stopped kubelet's socket: the new kubelet removes it at start and listens anew.
@@ -416,12 +459,12 @@ func startKubeletPluginFirst(t *testing.T, k *deviceKubelet) (ungate func()) {
 		gate.open()
 		t.Fatalf("the kubelet's device manager did not listen at %s: %v (kubelet.sh: %v)", socket, err, <-started)
 	}
-	k.plugins = append(k.plugins, startTopologyPlugin(t, restartGPU, "restartgpu", strings.Join(restartGPUIDs, ",")))
-	waitAllocatableGPUs(t)
+	restartPlugin(t, k, unhealthy)
+	waitAllocatableGPUs(t, unhealthy)
 	if gate.used() == 0 {
 		t.Logf("the kubelet had not yet tried its API server when the plugin registered")
 	}
-	t.Logf("plugin registered with the new kubelet (%d devices) before it reached its API server (%d connections held)", len(restartGPUIDs), gate.used())
+	t.Logf("plugin registered with the new kubelet before it reached its API server (%d connections held)", gate.used())
 	gate.open()
 	if err := <-started; err != nil {
 		t.Fatalf("start the kubelet behind the gate: %v", err)
@@ -429,16 +472,28 @@ func startKubeletPluginFirst(t *testing.T, k *deviceKubelet) (ungate func()) {
 	return ungate
 }
 
-// waitAllocatableGPUs waits until the kubelet's device manager holds every GPU of the plugin
-// healthy (PodResources GetAllocatableResources: a local socket, whatever the API server).
-func waitAllocatableGPUs(t *testing.T) {
+// waitAllocatableGPUs waits until the kubelet's device manager holds the plugin's GPUs but
+// unhealthy as its healthy ones (PodResources GetAllocatableResources, healthy devices only: a
+// local socket, whatever the API server), and returns how many.
+func waitAllocatableGPUs(t *testing.T, unhealthy string) int {
 	t.Helper()
+	want := map[string]bool{}
+	for _, id := range restartGPUIDs {
+		want[id] = id != unhealthy
+	}
 	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
-		return len(allocatableGPUs()) == len(restartGPUIDs), nil
+		got := allocatableGPUs()
+		for id, healthy := range want {
+			if _, listed := got[id]; listed != healthy {
+				return false, nil
+			}
+		}
+		return true, nil
 	})
 	if err != nil {
-		t.Fatalf("the plugin did not register with the kubelet: PodResources lists %v", allocatableGPUs())
+		t.Fatalf("the plugin did not register with the kubelet (unhealthy %q): PodResources lists %v", unhealthy, allocatableGPUs())
 	}
+	return len(allocatableGPUs())
 }
 
 // allocatableGPUs is the kubelet's GetAllocatableResources for restartGPU (nil if it cannot
@@ -648,12 +703,12 @@ func compareFate(t *testing.T, pred restartPrediction, real *corev1.Pod, pluginF
 		}
 		return ""
 	}
-	a := pred.atRisk
-	if real.Status.Phase != corev1.PodFailed || real.Status.Reason != a.Reason || real.Status.Message != a.StatusMessage {
-		return fmt.Sprintf("predicted refused\n  %s: %s\nthe kubelet: %s", a.Reason, a.StatusMessage, describeFate(real))
+	want := pred.refusal(pluginFirst)
+	if real.Status.Phase != corev1.PodFailed || real.Status.Reason != want.Reason || real.Status.Message != want.StatusMessage {
+		return fmt.Sprintf("predicted refused\n  %s: %s\nthe kubelet: %s", want.Reason, want.StatusMessage, describeFate(real))
 	}
-	if ev := rejectionEvent(t, real, a.Reason); ev != a.Message {
-		return fmt.Sprintf("predicted message\n  %s\nthe kubelet's %s event says\n  %s", a.Message, a.Reason, ev)
+	if ev := rejectionEvent(t, real, want.Reason); ev != want.Message {
+		return fmt.Sprintf("predicted message\n  %s\nthe kubelet's %s event says\n  %s", want.Message, want.Reason, ev)
 	}
 	return ""
 }

@@ -9,6 +9,7 @@
 // as Intel's plugins can send). -pod-resources lists, through the kubelet's PodResources API
 // (List), the devices each container was given, as JSON, and exits; -allocatable with it lists
 // GetAllocatableResources instead: each device's NUMA nodes as the kubelet reports them.
+// -unhealthy sends the devices it names as Unhealthy (a GPU that fell off the bus).
 //
 //	device-plugin -resource example.com/widget -devices 2 -socket widget.sock [-dir /var/lib/kubelet/device-plugins]
 //	device-plugin -resource example.com/accel -ids accel-0@0,accel-1@0,accel-2,accel-3@-1,accel-4@ -socket accel.sock
@@ -76,6 +77,7 @@ func main() {
 	ids := flag.String("ids", "", "the devices, comma-separated, each ID (no topology), ID@NUMA (its NUMA node, -1 too) or ID@ (a topology of zero nodes); overrides -devices")
 	podResources := flag.String("pod-resources", "", "list the containers' devices through this PodResources socket, as JSON, and exit")
 	allocatable := flag.Bool("allocatable", false, "with -pod-resources: list GetAllocatableResources (resource -> ID -> NUMA nodes, null for none) instead")
+	unhealthy := flag.String("unhealthy", "", "device IDs, comma-separated, sent as Unhealthy")
 	flag.Parse()
 
 	if *podResources != "" {
@@ -98,6 +100,17 @@ func main() {
 			log.Fatal(err)
 		}
 		p.devices, *count = devices, len(devices)
+	}
+	for _, id := range strings.Split(*unhealthy, ",") {
+		found := false
+		for _, d := range p.devices {
+			if d.ID == id {
+				d.Health, found = pluginapi.Unhealthy, true
+			}
+		}
+		if id != "" && !found {
+			log.Fatalf("-unhealthy: no device %q", id)
+		}
 	}
 	path := filepath.Join(*dir, *socket)
 	_ = os.Remove(path)
