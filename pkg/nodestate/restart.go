@@ -333,7 +333,11 @@ func (o RestartOutlook) Finding() doctor.Finding {
 			}
 			continue
 		}
-		parts = append(parts, fmt.Sprintf("%s refused: %s: %s (%s)", p.Pod, p.Reason, p.Message, next))
+		refused := fmt.Sprintf("%s refused: %s: %s", p.Pod, p.Reason, p.Message)
+		if r := p.IfRegistered; r != nil {
+			refused += fmt.Sprintf(", and with its plugins registered: %s: %s", r.Reason, r.Message)
+		}
+		parts = append(parts, fmt.Sprintf("%s (%s)", refused, next))
 	}
 	f.Message = fmt.Sprintf("%s: %d of %d pods refused: %s%s%s", what, len(o.AtRisk), o.Pods, strings.Join(parts, "; "), notJudged, from)
 	if len(waits) > 0 {

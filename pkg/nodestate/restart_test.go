@@ -87,3 +87,17 @@ func TestDoctorRestartOutlookLive(t *testing.T) {
 		t.Errorf("node-check restart: %+v", cr)
 	}
 }
+
+// A pod refused either way says both refusals in the outlook's line: without its plugin, and
+// with it registered first (a held device no longer healthy).
+func TestRestartOutlookFindingIfRegistered(t *testing.T) {
+	unhealthy := "Allocate failed due to previously allocated devices are no longer healthy; cannot allocate unhealthy devices nvidia.com/gpu, which is unexpected"
+	o := RestartOutlook{Kind: admit.RestartReboot, Pods: 2, AtRisk: []PodAtRisk{{Pod: "ml/seed", Reason: "UnexpectedAdmissionError",
+		Message:      "Allocate failed due to no healthy devices present; cannot allocate unhealthy devices nvidia.com/gpu, which is unexpected",
+		IfRegistered: &admit.Refusal{Reason: "UnexpectedAdmissionError", Message: unhealthy}}}}
+	f := o.Finding()
+	want := "ml/seed refused: UnexpectedAdmissionError: Allocate failed due to no healthy devices present; cannot allocate unhealthy devices nvidia.com/gpu, which is unexpected, and with its plugins registered: UnexpectedAdmissionError: " + unhealthy + " (bare: stays Failed, nothing makes it again)"
+	if f.Severity != "warning" || !strings.HasSuffix(f.Message, want) {
+		t.Errorf("finding %s: %s\nwant it to end %s", f.Severity, f.Message, want)
+	}
+}
