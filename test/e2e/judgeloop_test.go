@@ -47,6 +47,8 @@ import (
 //	NODESTATE_JUDGE_SCHEDULER_NAME=NAME  the pods' schedulerName (default default-scheduler)
 //	NODESTATE_JUDGE_SCHEDULER_ARGS=ARGS  its arguments, {kubeconfig} and {port} replaced (default: a
 //	                                     KubeSchedulerConfiguration with one profile of NAME)
+//	NODESTATE_JUDGE_SCHEDULER_CONFIG=F   a shipped KubeSchedulerConfiguration instead (its kubeconfig
+//	                                     made the harness's), e.g. deploy/scheduler-nrt/scheduler-config.yaml
 //	NODESTATE_JUDGE_NODES=N              nodes per workload (default 4)
 //	NODESTATE_JUDGE_WORKLOADS=REGEXP     the workloads to run (default all)
 //	NODESTATE_JUDGE_REPORT=FILE          the report as JSON
@@ -132,7 +134,12 @@ func startScheduler(t *testing.T, ctx context.Context, bin, name string) {
 	}
 	port := fmt.Sprint(ports[0])
 	var args []string
-	if s := os.Getenv("NODESTATE_JUDGE_SCHEDULER_ARGS"); s != "" {
+	if f := os.Getenv("NODESTATE_JUDGE_SCHEDULER_CONFIG"); f != "" {
+		if !filepath.IsAbs(f) {
+			f = filepath.Join(cp.repoRoot, f)
+		}
+		args = []string{"--config=" + schedulerConfigHere(t, f), "--secure-port=" + port, "--bind-address=127.0.0.1", "--cert-dir=" + t.TempDir()}
+	} else if s := os.Getenv("NODESTATE_JUDGE_SCHEDULER_ARGS"); s != "" {
 		for _, a := range strings.Fields(s) {
 			args = append(args, strings.NewReplacer("{kubeconfig}", Kubeconfig(), "{port}", port).Replace(a))
 		}

@@ -155,23 +155,7 @@ func TestNRTSchedulerBaseline(t *testing.T) {
 // harness's admin one, on a free loopback port, stopped (its process group) when t ends.
 func startNRTScheduler(t *testing.T, bin string) *proc {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(cp.repoRoot, "deploy", "scheduler-nrt", "scheduler-config.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var config map[string]any
-	if err := yaml.Unmarshal(raw, &config); err != nil {
-		t.Fatal(err)
-	}
-	config["clientConnection"] = map[string]any{"kubeconfig": Kubeconfig()}
-	out, err := yaml.Marshal(config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	configPath := filepath.Join(t.TempDir(), "scheduler-config.yaml")
-	if err := os.WriteFile(configPath, out, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	configPath := schedulerConfigHere(t, filepath.Join(cp.repoRoot, "deploy", "scheduler-nrt", "scheduler-config.yaml"))
 	ports, err := freePorts(1)
 	if err != nil {
 		t.Fatal(err)
@@ -257,4 +241,29 @@ func podCondition(p *corev1.Pod, kind corev1.PodConditionType) *corev1.PodCondit
 		}
 	}
 	return nil
+}
+
+// schedulerConfigHere is a shipped KubeSchedulerConfiguration made to run against the harness: its
+// kubeconfig the admin one, no leader election; the path of the copy.
+func schedulerConfigHere(t *testing.T, shipped string) string {
+	t.Helper()
+	raw, err := os.ReadFile(shipped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var config map[string]any
+	if err := yaml.Unmarshal(raw, &config); err != nil {
+		t.Fatal(err)
+	}
+	config["clientConnection"] = map[string]any{"kubeconfig": Kubeconfig()}
+	config["leaderElection"] = map[string]any{"leaderElect": false}
+	out, err := yaml.Marshal(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	configPath := filepath.Join(t.TempDir(), filepath.Base(shipped))
+	if err := os.WriteFile(configPath, out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return configPath
 }
