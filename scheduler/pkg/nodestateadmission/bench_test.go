@@ -1,0 +1,73 @@
+package nodestateadmission
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
+)
+
+// BenchmarkFilter is the plugin's cost per node per pod: Filter on a prepared state (node-a:
+// examples/admit-node's real checkpoints, restricted) with 0, 4 and 16 pods reserved there and
+// not reported yet, beside what the plugin pays once per fingerprint (decode, then prepare),
+// in one run so the ratio shows:
+//
+//	cd scheduler && go test ./pkg/nodestateadmission -run '^$' -bench . -benchmem
+func BenchmarkFilter(b *testing.B) {
+	cm := configMap(b, nodeState(b, "node-a", true, "restricted", time.Now()))
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}, Status: corev1.NodeStatus{NodeInfo: corev1.NodeSystemInfo{KubeletVersion: "v1.37.1"}}}
+	info := framework.NewNodeInfo()
+	info.SetNode(node)
+	pod := guaranteed("asked", "2", "1Gi")
+
+	b.Run("decode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := nodestate.PublishedStateOf(cm); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("decode+prepare", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			s, err := nodestate.PublishedStateOf(cm)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if p := nodestate.PreparePublished(s, node, nil); p.Err != nil {
+				b.Fatal(p.Err)
+			}
+		}
+	})
+	for _, n := range []int{0, 4, 16} {
+		b.Run(fmt.Sprintf("filter/reserved=%d", n), func(b *testing.B) {
+			p := newPlugin(Args{MaxAge: metav1.Duration{Duration: time.Hour}, Fallback: FallbackReject})
+			p.states.set(cm)
+			// 8 pods of 2 exclusive CPUs fill 16 of the 28 free; the rest share the pool.
+			for i := range n {
+				cpu := "2"
+				if i >= 8 {
+					cpu = "500m"
+				}
+				r := guaranteed(fmt.Sprintf("reserved-%d", i), cpu, "512Mi")
+				r.UID = types.UID(fmt.Sprintf("uid-reserved-%d", i))
+				p.reserved.reserve(r, "node-a")
+			}
+			if st := p.Filter(context.Background(), nil, pod, info); !st.IsSuccess() {
+				b.Fatalf("Filter: %v", st)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				p.Filter(context.Background(), nil, pod, info)
+			}
+		})
+	}
+}
