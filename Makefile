@@ -7,7 +7,7 @@ COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -s -w -X $(PKG)/pkg/version.version=$(VERSION) -X $(PKG)/pkg/version.commit=$(COMMIT) -X $(PKG)/pkg/version.date=$(DATE)
 
-.PHONY: help build test lint mutate mutations demo fuzz bench bench-nodecheck bench-scale bench-fanout bench-admit bench-conditions bench-podindex e2e e2e-faults e2e-scale e2e-node e2e-nrt-scheduler judge-loop krew-test release-check ci
+.PHONY: help build test lint mutate mutations demo fuzz bench bench-nodecheck bench-scale bench-fanout bench-admit bench-conditions bench-podindex e2e e2e-faults e2e-scale e2e-node e2e-nrt-scheduler judge-loop e2e-scheduler krew-test release-check ci
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -66,6 +66,9 @@ e2e-scale: ## the plugin's verify --all-nodes over 1,000 simulated nodes, at two
 
 e2e-nrt-scheduler: ## the side-by-side's baseline: kube-scheduler + the upstream NodeResourceTopologyMatch (hack/nrtscheduler, built and cached) on the e2e control plane with deploy/scheduler-nrt (docs/scheduler-baseline.md)
 	sched=$$(hack/nrtscheduler/build.sh) && NODESTATE_NRT_SCHEDULER="$$sched" hack/e2e.sh -run '^TestNRTSchedulerBaseline$$'
+
+e2e-scheduler: ## the nodestate-scheduler (kube-scheduler + NodeStateAdmission, cached with the tools) on the real kube-apiserver + kwok nodes with published states
+	hack/e2e-scheduler.sh
 
 e2e-node: ## live commands on ONE real kubelet + containerd in a network namespace (root; builds/caches the kubelet)
 	hack/e2e-node.sh

@@ -38,6 +38,13 @@ KUBELET_KEY=$(cat "$(dirname "${BASH_SOURCE[0]}")/kubelet/go.mod" "$(dirname "${
 KUBE_NEXT_VERSION=$(sed -n 's#^\(require \)\{0,1\}[[:space:]]*k8s.io/kubernetes \(v[^ ]*\).*#\2#p' "$(dirname "${BASH_SOURCE[0]}")/kube-next/go.mod" | head -n 1)
 KUBE_NEXT_TOOLCHAIN=$(sed -n 's#^toolchain \(go[^ ]*\)$#\1#p' "$(dirname "${BASH_SOURCE[0]}")/kube-next/go.mod")
 KUBE_NEXT_KEY=$(cd "$(dirname "${BASH_SOURCE[0]}")/kube-next" && find . -type f \( -name go.mod -o -name go.sum -o -name '*.go' \) | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-12)
+# Opt-in (NODESTATE_TOOLS=kube-scheduler): only `make e2e-scheduler` needs it. kube-scheduler
+# with the NodeStateAdmission plugin compiled in (the scheduler/ module: k8s.io/kubernetes at
+# its pin), named after that pin and a hash of what goes into it (the scheduler module and the
+# main module's sources), so a change to the plugin or the engines builds a new one; Go's build
+# cache keeps that rebuild to the changed packages and the link.
+SCHEDULER_VERSION=$(sed -n 's#^\(require \)\{0,1\}[[:space:]]*k8s.io/kubernetes \(v[^ ]*\).*#\2#p' "$(dirname "${BASH_SOURCE[0]}")/../../scheduler/go.mod" | head -n 1)
+SCHEDULER_KEY=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && find scheduler pkg internal go.mod go.sum -type f \( -name go.mod -o -name go.sum -o -name '*.go' \) ! -name '*_test.go' | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-12)
 GORELEASER_VERSION=$(sed -n 's#^\tgithub.com/goreleaser/goreleaser/v2 \(v[^ ]*\).*#\1#p' "$(dirname "${BASH_SOURCE[0]}")/goreleaser/go.mod")
 # Opt-in the same way (NODESTATE_TOOLS=staticcheck): .ci/run's lint step.
 STATICCHECK_VERSION=$(sed -n 's#^\thonnef.co/go/tools \(v[^ ]*\).*#\1#p' "$(dirname "${BASH_SOURCE[0]}")/staticcheck/go.mod")
@@ -145,6 +152,10 @@ if [[ " ${NODESTATE_TOOLS:-} " == *" kube-scheduler "* ]]; then
   NODESTATE_TOOLS=kube-scheduler \
     build "kube-scheduler-$KUBE_SCHEDULER_VERSION-$KUBE_SCHEDULER_KEY" kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler "$(kube_ldflags "$KUBE_SCHEDULER_VERSION")"
   ln -sf "kube-scheduler-$KUBE_SCHEDULER_VERSION-$KUBE_SCHEDULER_KEY" "$bin/kube-scheduler"
+fi
+if [[ " ${NODESTATE_TOOLS:-} " == *" nodestate-scheduler "* ]]; then
+  build "kube-scheduler-$SCHEDULER_VERSION-$SCHEDULER_KEY" ../../scheduler ./cmd/kube-scheduler "$(kube_ldflags "$SCHEDULER_VERSION")"
+  ln -sf "kube-scheduler-$SCHEDULER_VERSION-$SCHEDULER_KEY" "$bin/nodestate-scheduler"
 fi
 if [[ " ${NODESTATE_TOOLS:-} " == *" staticcheck "* ]]; then
   build "staticcheck-$STATICCHECK_VERSION" staticcheck honnef.co/go/tools/cmd/staticcheck \

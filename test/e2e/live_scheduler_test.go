@@ -1,0 +1,201 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	authv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/internal/publishedtest"
+	nsstate "github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
+)
+
+// schedulerBin is kube-scheduler with NodeStateAdmission (make e2e-scheduler builds it into
+// the tools: NODESTATE_TOOLS=kube-scheduler hack/tools/build.sh).
+func schedulerBin(t *testing.T) string {
+	if bin := os.Getenv("NODESTATE_SCHEDULER"); bin != "" {
+		return bin
+	}
+	bin := filepath.Join(ToolsBin(), "nodestate-scheduler")
+	if _, err := os.Stat(bin); err != nil {
+		t.Skip("no kube-scheduler with NodeStateAdmission among the tools: make e2e-scheduler builds it")
+	}
+	return bin
+}
+
+// TestLiveScheduler runs the nodestate-scheduler (kube-scheduler v1.37.2 with NodeStateAdmission,
+// deploy/scheduler's profile and RBAC, as its ServiceAccount) against the real apiserver, over
+// kwok nodes whose published states are examples/admit-node's machine (a real kubelet
+// v1.37.1's): sched-a with its checkpoints under restricted, sched-b fresh under best-effort
+// (group one), sched-c fresh under restricted (group two).
+//   - a pod the replay refuses on every node (3 CPUs: full-pcpus-only) stays Pending with the
+//     kubelet's reason in its PodScheduled condition;
+//   - one that only sched-b admits (18 CPUs: no NUMA node of sched-a has them) binds there;
+//   - two pods of 16 CPUs, each fitting sched-c alone (one NUMA node's worth) but not together,
+//     do not both bind: the first's reservation counts for the second.
+func TestLiveScheduler(t *testing.T) {
+	bin := schedulerBin(t)
+	root, err := repoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxFor(t, 3*time.Minute)
+	client := Client()
+
+	// The shipped RBAC, the publish namespace, and a token of the scheduler's ServiceAccount.
+	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: nsstate.PublishedNamespace}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	rbac := filepath.Join(root, "deploy", "scheduler", "rbac.yaml")
+	if r := RunKubectl(t, "apply", "-f", rbac); r.ExitCode != 0 {
+		t.Fatalf("kubectl apply -f deploy/scheduler/rbac.yaml: %s", r)
+	}
+	t.Cleanup(func() { RunKubectl(t, "delete", "--ignore-not-found", "-f", rbac) })
+	token, err := client.CoreV1().ServiceAccounts("kube-system").CreateToken(ctx, "nodestate-scheduler",
+		&authv1.TokenRequest{Spec: authv1.TokenRequestSpec{ExpirationSeconds: ptrTo(int64(3600))}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "scheduler.kubeconfig")
+	rc := RESTConfig()
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["e2e"] = &clientcmdapi.Cluster{Server: rc.Host, CertificateAuthorityData: rc.CAData, CertificateAuthority: rc.CAFile}
+	kc.AuthInfos["nodestate-scheduler"] = &clientcmdapi.AuthInfo{Token: token.Status.Token}
+	kc.Contexts["e2e"] = &clientcmdapi.Context{Cluster: "e2e", AuthInfo: "nodestate-scheduler"}
+	kc.CurrentContext = "e2e"
+	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	profile, err := os.ReadFile(filepath.Join(root, "deploy", "scheduler", "scheduler-config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	config := filepath.Join(dir, "scheduler-config.yaml")
+	if err := os.WriteFile(config, append(profile, []byte("clientConnection:\n  kubeconfig: "+kubeconfig+"\n")...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	// The nodes and their published states.
+	const group = "nodestate-e2e/scheduler-group"
+	example := publishedtest.Example{Root: root}
+	now := time.Now()
+	for _, n := range []struct {
+		name, group, policy string
+		loaded              bool
+	}{{"sched-a", "one", "restricted", true}, {"sched-b", "one", "best-effort", false}, {"sched-c", "two", "restricted", false}} {
+		CreateNodeWith(t, n.name, NodeOptions{Labels: map[string]string{group: n.group}})
+		cm := publishedtest.ConfigMap(t, example.State(t, n.name, n.loaded, n.policy, now), nsstate.PublishedNamespace)
+		if _, err := client.CoreV1().ConfigMaps(cm.Namespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = client.CoreV1().ConfigMaps(cm.Namespace).Delete(context.Background(), cm.Name, metav1.DeleteOptions{})
+		})
+	}
+
+	ports, err := freePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := time.Now()
+	sched, err := cp.start("nodestate-scheduler", bin, "--config="+config, "--bind-address=127.0.0.1",
+		fmt.Sprintf("--secure-port=%d", ports[0]), "--v=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		sched.stop(10 * time.Second)
+		if t.Failed() {
+			t.Logf("kube-scheduler log (tail):\n%s", tail(sched.logPath, 40))
+		}
+	})
+
+	ns := NewNamespace(t, nil)
+	create := func(name, cpu, inGroup string) {
+		t.Helper()
+		res := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("2Gi")}
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: corev1.PodSpec{
+			SchedulerName: "nodestate-scheduler",
+			NodeSelector:  map[string]string{TestLabel: TestID(t), group: inGroup},
+			// No controller manager here lifts the not-ready taint the API server puts on a new node.
+			Tolerations: []corev1.Toleration{{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
+			Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10",
+				Resources: corev1.ResourceRequirements{Requests: res, Limits: res}}}}}
+		if _, err := client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	unschedulable := func(p *corev1.Pod) string {
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+				return c.Message
+			}
+		}
+		return ""
+	}
+
+	create("wide-18", "18", "one")
+	create("odd-3", "3", "one")
+	create("first-16", "16", "two")
+	create("second-16", "16", "two")
+
+	wide := WaitPod(t, ns, "wide-18", 2*time.Minute, func(p *corev1.Pod) (bool, error) { return p.Spec.NodeName != "", nil })
+	t.Logf("wide-18 bound to %s %s after the scheduler's start", wide.Spec.NodeName, time.Since(started).Round(time.Millisecond))
+	if wide.Spec.NodeName != "sched-b" {
+		t.Errorf("wide-18 bound to %s, want sched-b (sched-a's kubelet refuses it: TopologyAffinityError)", wide.Spec.NodeName)
+	}
+	odd := WaitPod(t, ns, "odd-3", time.Minute, func(p *corev1.Pod) (bool, error) {
+		if p.Spec.NodeName != "" {
+			return false, fmt.Errorf("odd-3 bound to %s", p.Spec.NodeName)
+		}
+		return unschedulable(p) != "", nil
+	})
+	if msg := unschedulable(odd); !strings.Contains(msg, "SMTAlignmentError: SMT Alignment Error: requested 3 cpus not multiple cpus per core = 2") {
+		t.Errorf("odd-3's PodScheduled message: %q, want the kubelet's SMTAlignmentError", msg)
+	} else {
+		t.Logf("odd-3 Pending: %s", msg)
+	}
+
+	// Exactly one 16-CPU pod on sched-c; the other Pending behind its reservation.
+	var bound, pending string
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) && (bound == "" || pending == "") {
+		bound, pending = "", ""
+		for _, name := range []string{"first-16", "second-16"} {
+			p, err := client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case p.Spec.NodeName != "":
+				if bound != "" {
+					t.Fatalf("both 16-CPU pods bound to %s and %s: the reservation did not count", bound, p.Spec.NodeName)
+				}
+				bound = name
+			case strings.Contains(unschedulable(p), "TopologyAffinityError"):
+				pending = name + ": " + unschedulable(p)
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if bound == "" || pending == "" || !strings.Contains(pending, "after 1 pod(s) bound here and not yet reported by the node") {
+		t.Fatalf("16-CPU pods: bound %q, pending %q", bound, pending)
+	}
+	t.Logf("%s bound to sched-c; %s", bound, pending)
+}
+
+func ptrTo[T any](v T) *T { return &v }
