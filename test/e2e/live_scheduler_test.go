@@ -183,7 +183,7 @@ func TestLiveScheduler(t *testing.T) {
 			switch {
 			case p.Spec.NodeName != "":
 				if bound != "" {
-					t.Fatalf("both 16-CPU pods bound to %s and %s: the reservation did not count", bound, p.Spec.NodeName)
+					t.Fatalf("both 16-CPU pods bound (%s, and %s to %s): the reservation did not count", bound, name, p.Spec.NodeName)
 				}
 				bound = name
 			case strings.Contains(unschedulable(p), "TopologyAffinityError"):
