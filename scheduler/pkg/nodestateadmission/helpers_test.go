@@ -51,10 +51,12 @@ func guaranteed(name, cpu, memory string) *corev1.Pod {
 // harness is a real scheduler framework with the plugin at PreFilter, Filter and Reserve,
 // over a fake clientset holding the published ConfigMaps.
 type harness struct {
-	t      testing.TB
-	fw     framework.Framework
-	plugin *Plugin
-	client *fake.Clientset
+	t testing.TB
+	// capacity is the extended resources the nodes' status counts (the device plugins').
+	capacity corev1.ResourceList
+	fw       framework.Framework
+	plugin   *Plugin
+	client   *fake.Clientset
 }
 
 func newHarness(t testing.TB, args string, objs ...runtime.Object) *harness {
@@ -97,7 +99,8 @@ func (h *harness) filter(pod *corev1.Pod, node string) *fwk.Status {
 	if _, st, _ := h.fw.RunPreFilterPlugins(ctx, state, pod); !st.IsSuccess() {
 		h.t.Fatalf("PreFilter %s: %v", pod.Name, st)
 	}
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}, Status: corev1.NodeStatus{NodeInfo: corev1.NodeSystemInfo{KubeletVersion: "v1.37.1"}}}
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}, Status: corev1.NodeStatus{NodeInfo: corev1.NodeSystemInfo{KubeletVersion: "v1.37.1"},
+		Capacity: h.capacity, Allocatable: h.capacity}}
 	info := framework.NewNodeInfo()
 	info.SetNode(n)
 	return h.fw.RunFilterPlugins(ctx, state, pod, info)

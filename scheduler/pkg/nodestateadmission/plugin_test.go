@@ -1,6 +1,8 @@
 package nodestateadmission
 
 import (
+	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -163,5 +165,70 @@ func TestArgs(t *testing.T) {
 	args, err := decodeArgs(&runtime.Unknown{Raw: []byte(`{"maxAge":"90s","namespace":"elsewhere"}`), ContentType: runtime.ContentTypeJSON})
 	if err != nil || args.MaxAge.Duration != 90*time.Second || args.Namespace != "elsewhere" || args.Fallback != FallbackPass {
 		t.Errorf("args: %+v, %v", args, err)
+	}
+}
+
+// devicesSection is the PodResources section of examples/kubelet-root's devices (its real
+// device checkpoint's): GetAllocatableResources, each device with the NUMA nodes the checkpoint
+// recorded for it (the FPGAs without topology).
+func devicesSection(t *testing.T) []byte {
+	t.Helper()
+	pr := machine.PodResources{Pods: []machine.PodResourcesPod{}, Allocatable: []machine.PodResourcesDevices{
+		{Resource: "nvidia.com/gpu", IDs: []string{"GPU-8c1f3b2e-5d6a-4f7b-9e0c-1a2b3c4d5e6f", "GPU-2d3e4f5a-6b7c-4d8e-9f0a-1b2c3d4e5f6a"}, NUMANodes: []int64{0}},
+		{Resource: "nvidia.com/gpu", IDs: []string{"GPU-7e8f9a0b-1c2d-4e3f-8a4b-5c6d7e8f9a0b", "GPU-4a5b6c7d-8e9f-4a0b-9c1d-2e3f4a5b6c7d"}, NUMANodes: []int64{1}},
+		{Resource: "intel.com/sriov_netdevice", IDs: []string{"0000:3b:02.0", "0000:3b:02.1"}, NUMANodes: []int64{0}},
+		{Resource: "intel.com/sriov_netdevice", IDs: []string{"0000:af:02.0", "0000:af:02.1"}, NUMANodes: []int64{1}},
+		{Resource: "example.com/fpga", IDs: []string{"fpga-0", "fpga-1"}},
+	}}
+	doc, err := json.Marshal(pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []byte(machine.PodResourcesHeader + "\n" + string(doc) + "\n" + machine.PodResourcesEnd)
+}
+
+// Devices: examples/kubelet-root's real device checkpoint, where two pods hold all four GPUs,
+// published with the devices' topology: the kubelet refuses a pod asking for a GPU (its words),
+// a refusal that pods leaving would lift (Unschedulable), and admits one asking for the free
+// FPGA; a node that publishes no device topology leaves the pod not judged: the fallback's.
+func TestFilterDevices(t *testing.T) {
+	checkpoint, err := os.ReadFile("../../../examples/kubelet-root/device-plugins/kubelet_internal_checkpoint")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	withDevices := func(node, policy string) *corev1.ConfigMap {
+		s := nodeState(t, node, false, policy, now)
+		s.Files["device-plugins/kubelet_internal_checkpoint"] = checkpoint
+		s.Sections[machine.PodResourcesHeader] = devicesSection(t)
+		return configMap(t, s)
+	}
+	h := newHarness(t, `{"fallback":"reject"}`, withDevices("gpu-a", "restricted"), withDevices("gpu-b", "best-effort"),
+		configMap(t, nodeState(t, "gpu-unknown", false, "restricted", now)))
+	h.capacity = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("4"), "intel.com/sriov_netdevice": resource.MustParse("4"), "example.com/fpga": resource.MustParse("2")}
+	asking := func(name, resourceName string) *corev1.Pod {
+		pod := guaranteed(name, "2", "1Gi")
+		for _, list := range []corev1.ResourceList{pod.Spec.Containers[0].Resources.Requests, pod.Spec.Containers[0].Resources.Limits} {
+			list[corev1.ResourceName(resourceName)] = resource.MustParse("1")
+		}
+		return pod
+	}
+	// restricted: no free GPU gives no device hint, so no preferred merge; best-effort admits the
+	// merge and the device manager's allocation fails.
+	for node, refused := range map[string]string{
+		"gpu-a": topologyRefusal,
+		"gpu-b": "UnexpectedAdmissionError: Allocate failed due to requested number of devices unavailable for nvidia.com/gpu. Requested: 1, Available: 0, which is unexpected",
+	} {
+		st := h.filter(asking("gpu", "nvidia.com/gpu"), node)
+		if st.Code() != fwk.Unschedulable || !strings.HasPrefix(st.Reasons()[0], refused) {
+			t.Errorf("gpu on %s: %s, want Unschedulable %q", node, statusOf(st), refused)
+		}
+		t.Logf("gpu on %s: %s", node, statusOf(st))
+	}
+	if st := h.filter(asking("fpga", "example.com/fpga"), "gpu-a"); !st.IsSuccess() {
+		t.Errorf("fpga on gpu-a: %s, want Success", statusOf(st))
+	}
+	if st := h.filter(asking("gpu", "nvidia.com/gpu"), "gpu-unknown"); st.Code() != fwk.Unschedulable || !strings.HasPrefix(st.Reasons()[0], "kubelet admission not judged: ") {
+		t.Errorf("gpu on gpu-unknown: %s, want not judged (fallback: reject)", statusOf(st))
 	}
 }
