@@ -2,8 +2,10 @@ package nodestateadmission
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -231,4 +233,33 @@ func TestFilterDevices(t *testing.T) {
 	if st := h.filter(asking("gpu", "nvidia.com/gpu"), "gpu-unknown"); st.Code() != fwk.Unschedulable || !strings.HasPrefix(st.Reasons()[0], "kubelet admission not judged: ") {
 		t.Errorf("gpu on gpu-unknown: %s, want not judged (fallback: reject)", statusOf(st))
 	}
+}
+
+// The scheduler filters nodes in parallel while the informer updates states and binding
+// goroutines reserve and unreserve: run under -race.
+func TestConcurrentFilterReserveAndUpdates(t *testing.T) {
+	now := time.Now()
+	h := newHarness(t, "", configMap(t, nodeState(t, "node-a", true, "restricted", now)), configMap(t, nodeState(t, "node-b", false, "restricted", now)))
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Go(func() {
+			for j := range 10 {
+				pod := guaranteed(fmt.Sprintf("p-%d-%d", i, j), "2", "1Gi")
+				node := []string{"node-a", "node-b"}[j%2]
+				if st := h.filter(pod, node); !st.IsSuccess() && st.Code() != fwk.Unschedulable {
+					t.Errorf("%s on %s: %s", pod.Name, node, statusOf(st))
+				}
+				h.reserve(pod, node)
+				if j%3 == 0 {
+					h.unreserve(pod, node)
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		for j := range 5 {
+			h.plugin.states.set(configMap(t, nodeState(t, "node-b", false, "restricted", now.Add(time.Duration(j)*time.Second))))
+		}
+	})
+	wg.Wait()
 }
