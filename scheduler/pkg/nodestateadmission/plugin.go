@@ -160,7 +160,10 @@ func (p *Plugin) Filter(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, 
 	}
 	pods := append(p.reserved.unreported(node.Name, reported, pod.UID), pod)
 	res, err := prepared.Admit(pods)
-	if err != nil || len(res.Admissions) != len(pods) {
+	if err == nil && len(res.Admissions) != len(pods) {
+		err = fmt.Errorf("%d answers for %d pods", len(res.Admissions), len(pods))
+	}
+	if err != nil {
 		return p.fallback(ctx, pod, node.Name, fmt.Sprintf("replay failed: %v", err))
 	}
 	a := res.Admissions[len(pods)-1]
@@ -181,7 +184,11 @@ func (p *Plugin) Filter(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, 
 // refusal is the kubelet's reason and message as its pod status would carry them, and the
 // first reason why, short enough for kubectl describe's FailedScheduling event.
 func refusal(a admit.Admission, reservedBefore int) string {
-	msg := a.Reason + ": " + a.Message
+	reason := a.Reason
+	if reason == "" { // the kubelet never answers (a.Hangs, a.NotReached): Message says where
+		reason = "refused"
+	}
+	msg := reason + ": " + a.Message
 	if len(a.Why) > 0 {
 		msg += " (" + a.Why[0] + ")"
 	}
