@@ -54,9 +54,11 @@ type harness struct {
 	t testing.TB
 	// capacity is the extended resources the nodes' status counts (the device plugins').
 	capacity corev1.ResourceList
-	fw       framework.Framework
-	plugin   *Plugin
-	client   *fake.Clientset
+	// onNode are the pods the scheduler has on each node (its NodeInfo's).
+	onNode map[string][]*corev1.Pod
+	fw     framework.Framework
+	plugin *Plugin
+	client *fake.Clientset
 }
 
 func newHarness(t testing.TB, args string, objs ...runtime.Object) *harness {
@@ -103,6 +105,9 @@ func (h *harness) filter(pod *corev1.Pod, node string) *fwk.Status {
 		Capacity: h.capacity, Allocatable: h.capacity}}
 	info := framework.NewNodeInfo()
 	info.SetNode(n)
+	for _, p := range h.onNode[node] {
+		info.AddPod(p)
+	}
 	return h.fw.RunFilterPlugins(ctx, state, pod, info)
 }
 

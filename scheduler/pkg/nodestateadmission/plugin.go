@@ -159,7 +159,7 @@ func (p *Plugin) Filter(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, 
 		return p.fallback(ctx, pod, node.Name, fmt.Sprintf("published state cannot be replayed: %v", prepared.Err))
 	}
 	pods := append(p.reserved.unreported(node.Name, reported, pod.UID), pod)
-	res, err := prepared.Admit(pods)
+	res, err := prepared.AdmitAmong(activePods(nodeInfo), pods)
 	if err == nil && len(res.Admissions) != len(pods) {
 		err = fmt.Errorf("%d answers for %d pods", len(res.Admissions), len(pods))
 	}
@@ -225,4 +225,23 @@ func (p *Plugin) Reserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, n
 // Unreserve frees pod's reservation (a later plugin or the binding failed).
 func (p *Plugin) Unreserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) {
 	p.reserved.drop(pod.UID)
+}
+
+// activePods are the UIDs the kubelet knows the scheduler's pods on the node by (a static
+// pod's its mirror's annotation names), those not Succeeded or Failed: the pods its managers
+// count active. A checkpoint owner not among them is a deleted pod whose devices the kubelet
+// frees at its next admission, though its device checkpoint still lists them.
+func activePods(nodeInfo fwk.NodeInfo) map[string]bool {
+	active := map[string]bool{}
+	for _, pi := range nodeInfo.GetPods() {
+		p := pi.GetPod()
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		active[string(p.UID)] = true
+		if uid := p.Annotations[corev1.MirrorPodAnnotationKey]; uid != "" {
+			active[uid] = true
+		}
+	}
+	return active
 }

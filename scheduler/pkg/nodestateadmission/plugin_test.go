@@ -3,6 +3,8 @@ package nodestateadmission
 import (
 	"encoding/json"
 	"fmt"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"os"
 	"strings"
 	"sync"
@@ -190,9 +192,11 @@ func devicesSection(t *testing.T) []byte {
 }
 
 // Devices: examples/kubelet-root's real device checkpoint, where two pods hold all four GPUs,
-// published with the devices' topology: the kubelet refuses a pod asking for a GPU (its words),
-// a refusal that pods leaving would lift (Unschedulable), and admits one asking for the free
-// FPGA; a node that publishes no device topology leaves the pod not judged: the fallback's.
+// published with the devices' topology: with those pods on the node, the kubelet refuses a pod
+// asking for a GPU (its words), a refusal that pods leaving would lift (Unschedulable), and
+// admits one asking for the free FPGA; with them gone from the node (deleted: the checkpoint
+// keeps their GPUs until the kubelet's next allocation frees them) it admits the GPU pod; a
+// node that publishes no device topology leaves the pod not judged: the fallback's.
 func TestFilterDevices(t *testing.T) {
 	checkpoint, err := os.ReadFile("../../../examples/kubelet-root/device-plugins/kubelet_internal_checkpoint")
 	if err != nil {
@@ -208,6 +212,11 @@ func TestFilterDevices(t *testing.T) {
 	h := newHarness(t, `{"fallback":"reject"}`, withDevices("gpu-a", "restricted"), withDevices("gpu-b", "best-effort"),
 		configMap(t, nodeState(t, "gpu-unknown", false, "restricted", now)))
 	h.capacity = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("4"), "intel.com/sriov_netdevice": resource.MustParse("4"), "example.com/fpga": resource.MustParse("2")}
+	var holders []*corev1.Pod
+	for _, uid := range []types.UID{"6f1c2a0d-3b5e-4c8a-9d1e-2a7b6c5d4e3f", "0b9e8d7c-6a5f-4e3d-8c2b-1a0f9e8d7c6b"} {
+		holders = append(holders, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "holder-" + string(uid[:8]), Namespace: "default", UID: uid}})
+	}
+	h.onNode = map[string][]*corev1.Pod{"gpu-a": holders, "gpu-b": holders}
 	asking := func(name, resourceName string) *corev1.Pod {
 		pod := guaranteed(name, "2", "1Gi")
 		for _, list := range []corev1.ResourceList{pod.Spec.Containers[0].Resources.Requests, pod.Spec.Containers[0].Resources.Limits} {
@@ -227,6 +236,12 @@ func TestFilterDevices(t *testing.T) {
 		}
 		t.Logf("gpu on %s: %s", node, statusOf(st))
 	}
+	// The holders deleted: the kubelet frees their GPUs at this admission, as the replay does.
+	h.onNode = nil
+	if st := h.filter(asking("gpu", "nvidia.com/gpu"), "gpu-a"); !st.IsSuccess() {
+		t.Errorf("gpu on gpu-a without the checkpoint's holders: %s, want admitted", statusOf(st))
+	}
+	h.onNode = map[string][]*corev1.Pod{"gpu-a": holders, "gpu-b": holders}
 	if st := h.filter(asking("fpga", "example.com/fpga"), "gpu-a"); !st.IsSuccess() {
 		t.Errorf("fpga on gpu-a: %s, want Success", statusOf(st))
 	}
