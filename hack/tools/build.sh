@@ -154,8 +154,8 @@ if [[ " ${NODESTATE_TOOLS:-} " == *" kube-scheduler "* ]]; then
   ln -sf "kube-scheduler-$KUBE_SCHEDULER_VERSION-$KUBE_SCHEDULER_KEY" "$bin/kube-scheduler"
 fi
 if [[ " ${NODESTATE_TOOLS:-} " == *" nodestate-scheduler "* ]]; then
-  build "kube-scheduler-$SCHEDULER_VERSION-$SCHEDULER_KEY" ../../scheduler ./cmd/kube-scheduler "$(kube_ldflags "$SCHEDULER_VERSION")"
-  ln -sf "kube-scheduler-$SCHEDULER_VERSION-$SCHEDULER_KEY" "$bin/nodestate-scheduler"
+  build "nodestate-scheduler-$SCHEDULER_VERSION-$SCHEDULER_KEY" ../../scheduler ./cmd/kube-scheduler "$(kube_ldflags "$SCHEDULER_VERSION")"
+  ln -sf "nodestate-scheduler-$SCHEDULER_VERSION-$SCHEDULER_KEY" "$bin/nodestate-scheduler"
 fi
 if [[ " ${NODESTATE_TOOLS:-} " == *" staticcheck "* ]]; then
   build "staticcheck-$STATICCHECK_VERSION" staticcheck honnef.co/go/tools/cmd/staticcheck \
