@@ -7,7 +7,7 @@ COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -s -w -X $(PKG)/pkg/version.version=$(VERSION) -X $(PKG)/pkg/version.commit=$(COMMIT) -X $(PKG)/pkg/version.date=$(DATE)
 
-.PHONY: help build test lint mutate mutations demo fuzz bench bench-nodecheck bench-scale bench-fanout bench-admit bench-conditions bench-podindex e2e e2e-faults e2e-scale e2e-node e2e-nrt-scheduler judge-loop e2e-scheduler krew-test release-check ci
+.PHONY: help build test lint mutate mutations demo fuzz bench bench-nodecheck bench-scale bench-fanout bench-admit bench-conditions bench-podindex e2e e2e-faults e2e-scale e2e-node e2e-nrt-scheduler judge-loop judge-sidebyside e2e-scheduler krew-test release-check ci
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -76,7 +76,10 @@ e2e-node: ## live commands on ONE real kubelet + containerd in a network namespa
 judge-loop: ## issue 45's closed loop (root): a scheduler binds GPU workloads on kwok nodes, v1.37.1's real kubelet managers (hack/admitvec judge mode) admit or refuse each binding; default the stock kube-scheduler (NODESTATE_JUDGE_SCHEDULER=BIN NODESTATE_JUDGE_SCHEDULER_NAME=NAME for another)
 	NODESTATE_TOOLS=kube-scheduler hack/tools/build.sh >/dev/null
 	cd hack/admitvec/v1.37.1 && $(GO) build -o "$${NODESTATE_JUDGE_BINDIR:-$${TMPDIR:-/tmp}/admitvec-judge}/v1.37.1" .
-	NODESTATE_JUDGE_LOOP=1 NODESTATE_JUDGE_BINDIR="$${NODESTATE_JUDGE_BINDIR:-$${TMPDIR:-/tmp}/admitvec-judge}" hack/e2e.sh -run '^TestJudgeLoop$$' -timeout 150m -v 2>&1 | grep -E '^(JUDGELOOP|--- |FAIL|ok|panic)|judgeloop'
+	NODESTATE_JUDGE_LOOP=1 NODESTATE_JUDGE_BINDIR="$${NODESTATE_JUDGE_BINDIR:-$${TMPDIR:-/tmp}/admitvec-judge}" hack/e2e.sh -run '^TestJudgeLoop$$' -timeout 150m -v > "$${TMPDIR:-/tmp}/judge-loop.log" 2>&1; rc=$$?; grep -E '^(JUDGELOOP|--- |FAIL|ok|panic)|judgeloop' "$${TMPDIR:-/tmp}/judge-loop.log"; exit $$rc
+
+judge-sidebyside: ## issue 45's side-by-side (root): the closed loop with the stock kube-scheduler, the upstream NodeResourceTopologyMatch and the nodestate-scheduler, in one run
+	hack/judge-sidebyside.sh
 
 release-check: ## the one release pipeline, goreleaser: check, a snapshot of every platform, its krew manifest validated (RELEASE_DIST=DIR keeps it)
 	hack/release-check.sh
