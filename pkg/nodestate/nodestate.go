@@ -195,6 +195,9 @@ type Runner struct {
 	noDRAExtended string
 	// memo keeps the parses published nodes share (nil: none kept).
 	memo *parseMemo
+	// nodePods are the pods of the nodes named for a published read, by node: as a debug pod's
+	// read lists them (names, the node-resource predicate, the kubelet's active pods).
+	nodePods map[string]*fetch.PodIndex
 }
 
 // New checks the config and, for live nodes, lists them when AllNodes is set.

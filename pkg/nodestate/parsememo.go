@@ -13,23 +13,13 @@ import (
 // bytes parse to the same machine and config, which the engines only read (as they read the
 // one --machine and --kubelet-config given for every node). A nil memo parses every time.
 type parseMemo struct {
-	mu       sync.Mutex
-	machines map[[sha256.Size]byte]parsedMachine
-	configs  map[[sha256.Size]byte]parsedConfig
-}
-
-type parsedMachine struct {
-	m   *machine.Machine
-	err error
-}
-
-type parsedConfig struct {
-	c   *replay.KubeletConfig
-	err error
+	machines memo[*machine.Machine]
+	configs  memo[*replay.KubeletConfig]
 }
 
 func newParseMemo() *parseMemo {
-	return &parseMemo{machines: map[[sha256.Size]byte]parsedMachine{}, configs: map[[sha256.Size]byte]parsedConfig{}}
+	return &parseMemo{machines: memo[*machine.Machine]{parsed: map[[sha256.Size]byte]parsed[*machine.Machine]{}},
+		configs: memo[*replay.KubeletConfig]{parsed: map[[sha256.Size]byte]parsed[*replay.KubeletConfig]{}}}
 }
 
 // machine is machine.FromSysfs(dump).
@@ -37,17 +27,7 @@ func (p *parseMemo) machine(dump []byte) (*machine.Machine, error) {
 	if p == nil {
 		return machine.FromSysfs(dump)
 	}
-	key := sha256.Sum256(dump)
-	p.mu.Lock()
-	got, ok := p.machines[key]
-	p.mu.Unlock()
-	if !ok {
-		got.m, got.err = machine.FromSysfs(dump)
-		p.mu.Lock()
-		p.machines[key] = got
-		p.mu.Unlock()
-	}
-	return got.m, got.err
+	return p.machines.get(dump, machine.FromSysfs)
 }
 
 // config is replay.ParseKubeletConfig(b).
@@ -55,15 +35,30 @@ func (p *parseMemo) config(b []byte) (*replay.KubeletConfig, error) {
 	if p == nil {
 		return replay.ParseKubeletConfig(b)
 	}
+	return p.configs.get(b, replay.ParseKubeletConfig)
+}
+
+// memo is what parse gave for each content seen, by its hash.
+type memo[T any] struct {
+	mu     sync.Mutex
+	parsed map[[sha256.Size]byte]parsed[T]
+}
+
+type parsed[T any] struct {
+	v   T
+	err error
+}
+
+func (m *memo[T]) get(b []byte, parse func([]byte) (T, error)) (T, error) {
 	key := sha256.Sum256(b)
-	p.mu.Lock()
-	got, ok := p.configs[key]
-	p.mu.Unlock()
+	m.mu.Lock()
+	got, ok := m.parsed[key]
+	m.mu.Unlock()
 	if !ok {
-		got.c, got.err = replay.ParseKubeletConfig(b)
-		p.mu.Lock()
-		p.configs[key] = got
-		p.mu.Unlock()
+		got.v, got.err = parse(b)
+		m.mu.Lock()
+		m.parsed[key] = got
+		m.mu.Unlock()
 	}
-	return got.c, got.err
+	return got.v, got.err
 }

@@ -219,7 +219,7 @@ func (r *Runner) forPublished(s *PublishedState) *Runner {
 	if s.KubeletRootDir != "" {
 		cfg.KubeletRootDir = s.KubeletRootDir
 	}
-	return &Runner{cfg: cfg, draExtended: r.draExtended, noDRAExtended: r.noDRAExtended, memo: r.memo}
+	return &Runner{cfg: cfg, draExtended: r.draExtended, noDRAExtended: r.noDRAExtended, memo: r.memo, nodePods: r.nodePods}
 }
 
 // publishedResult is a published node as a read node is: its sections parsed and its files
@@ -230,6 +230,7 @@ func (r *Runner) publishedResult(s *PublishedState, info *fetch.NodeInfo) *NodeR
 	if res.KubeletConfig == nil {
 		res.KubeletConfigNote = "the node published no kubelet config"
 	}
+	res.Snapshot.Pods = r.nodePods[s.Node]
 	// As offlineExtras, for the only sections a node publishes that it parses.
 	if dump := res.Snapshot.Dumps[machine.SysfsHeader]; dump != nil {
 		res.Machine, res.MachineErr = r.memo.machine(dump)

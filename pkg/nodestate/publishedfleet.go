@@ -53,6 +53,9 @@ func (r *Runner) newPublished(ctx context.Context) error {
 	// A named node's status says what a read's would (its device plugins' resources, its
 	// allocatable): one GET each, as a debug pod's read makes; a node the API server does not
 	// have is answered by its published state alone, if any.
+	// Its pods too, one LIST each as a read lists them: they name the files' pods, and they are
+	// the kubelet's active pods (a checkpoint owner not among them is freed at its next
+	// admission). Not for --all-nodes: every pod of the fleet is a LIST this read spares.
 	for i, name := range cfg.Nodes {
 		node, err := cfg.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		switch {
@@ -60,6 +63,16 @@ func (r *Runner) newPublished(ctx context.Context) error {
 			r.infos[i] = cfg.nodeInfos()(node)
 		case !apierrors.IsNotFound(err):
 			return fetch.ExplainError(err, PublishedNamespace)
+		}
+		if cfg.PodNames {
+			ix, err := fetch.IndexNodePods(ctx, cfg.Client, name)
+			if err != nil {
+				return fetch.ExplainError(err, PublishedNamespace)
+			}
+			if r.nodePods == nil {
+				r.nodePods = map[string]*fetch.PodIndex{}
+			}
+			r.nodePods[name] = ix
 		}
 	}
 	if cfg.AllNodes {

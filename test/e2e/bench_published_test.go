@@ -24,18 +24,7 @@ import (
 // as a sysfs tree), for node.
 func examplePublishedState(t *testing.T) (*nodestatelib.PublishedState, string) {
 	t.Helper()
-	exampleDir := filepath.Join(cp.repoRoot, "examples", "admit-node")
-	raw, err := os.ReadFile(filepath.Join(exampleDir, "machine.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := machine.Parse(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sys, proc := sysTree(t, m)
-	files := repoDirFiles(t, "examples/admit-node")
-	dir := KubeletDir(t, map[string]string{"cpu_manager_state": files["cpu_manager_state"], "memory_manager_state": files["memory_manager_state"], "config.yaml": files["kubelet-config.yaml"]})
+	dir, sys, proc := exampleNode(t)
 	s, err := nodestatelib.ReadPublished(t.Context(), "template", nodestatelib.LocalConfig{Paths: nodelocal.Paths{RootDir: dir, SysRoot: sys, ProcRoot: proc}, KubeletVersion: "v1.37.1"})
 	if err != nil {
 		t.Fatal(err)
@@ -182,4 +171,22 @@ func TestBenchPublishWrites(t *testing.T) {
 		w, steady, perMin(steady), churn, perMin(churn), nodestatelib.DefaultPublishDebounce)
 	fmt.Fprintln(os.Stdout, "BENCH "+line)
 	t.Log(line)
+}
+
+// exampleNode is examples/admit-node laid out as a node: its kubelet root dir (the CPU and
+// memory checkpoints, config.yaml) and its machine as sysfs and procfs trees.
+func exampleNode(t *testing.T) (kubeletDir, sys, proc string) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(cp.repoRoot, "examples", "admit-node", "machine.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := machine.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys, proc = sysTree(t, m)
+	files := repoDirFiles(t, "examples/admit-node")
+	kubeletDir = KubeletDir(t, map[string]string{"cpu_manager_state": files["cpu_manager_state"], "memory_manager_state": files["memory_manager_state"], "config.yaml": files["kubelet-config.yaml"]})
+	return kubeletDir, sys, proc
 }

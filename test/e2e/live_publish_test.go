@@ -177,19 +177,8 @@ func waitPublishPolicy(t *testing.T, kubeconfig, node string) {
 
 func TestLivePublish(t *testing.T) {
 	applyPublishDeploy(t)
+	kubeletDir, sys, proc := exampleNode(t)
 	exampleDir := filepath.Join(cp.repoRoot, "examples", "admit-node")
-	raw, err := os.ReadFile(filepath.Join(exampleDir, "machine.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := machine.Parse(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sys, proc := sysTree(t, m)
-	files := repoDirFiles(t, "examples/admit-node")
-	config := files["kubelet-config.yaml"]
-	kubeletDir := KubeletDir(t, map[string]string{"cpu_manager_state": files["cpu_manager_state"], "memory_manager_state": files["memory_manager_state"], "config.yaml": config})
 	const node, other = "live-publish-a", "live-publish-b"
 	nodeObj := CreateNode(t, node, "v1.37.1", nil, kubeletDir)
 	CreateNode(t, other, "v1.37.1", nil, KubeletDir(t, nil))
@@ -258,18 +247,22 @@ func TestLivePublish(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		rewrite(files["cpu_manager_state"])
+		original, err := os.ReadFile(cpu)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rewrite(string(original))
 		time.Sleep(3 * time.Second) // fifteen debounces
 		if cm := publishedConfigMap(t, node); cm.ResourceVersion != started.ResourceVersion {
 			t.Errorf("unchanged files were written again")
 		}
 		// A pod's CPUs released: published within the debounce.
-		rewrite(strings.Replace(files["cpu_manager_state"], `"1,17"`, `"1,17" `, 1))
+		rewrite(strings.Replace(string(original), `"1,17"`, `"1,17" `, 1))
 		changed := waitConfigMap(t, node, 60*time.Second, func(cm *corev1.ConfigMap) bool { return cm.ResourceVersion != started.ResourceVersion })
 		if changed.Annotations[nodestatelib.FingerprintAnnotation] == started.Annotations[nodestatelib.FingerprintAnnotation] {
 			t.Errorf("a changed file kept the fingerprint")
 		}
-		rewrite(files["cpu_manager_state"])
+		rewrite(string(original))
 		waitConfigMap(t, node, 60*time.Second, func(cm *corev1.ConfigMap) bool {
 			return cm.Annotations[nodestatelib.FingerprintAnnotation] == before.Annotations[nodestatelib.FingerprintAnnotation]
 		})
