@@ -74,7 +74,8 @@ case $kubelet_version in
   exit 2
   ;;
 esac
-tools() { bin=$(NODESTATE_TOOLS="etcd kubectl kube-apiserver kubelet node-problem-detector $next_tool" hack/tools/build.sh | tail -n 1); }
+# nodestate-scheduler: TestSchedulerOnRealNode's (cached with the tools as make e2e-scheduler builds it).
+tools() { bin=$(NODESTATE_TOOLS="etcd kubectl kube-apiserver kubelet node-problem-detector nodestate-scheduler $next_tool" hack/tools/build.sh | tail -n 1); }
 timed tools tools
 log "kubelet $kubelet_version, control plane (etcd, kube-apiserver, kubectl) $kube_default"
 
@@ -149,7 +150,7 @@ timed up hack/e2e-node/up.sh "$bin" "$tmp/pause/pause" "$tmp/plugin/kubectl-node
 run_tests() {
   (cd test/e2e-node && NODESTATE_E2E_NODE_ENV="$S/env" NODESTATE_PLUGIN="$tmp/plugin/kubectl-nodestate" NODESTATE_CRI_STOP="$tmp/cri-stop" \
     NODESTATE_E2E_DEVICE_PLUGIN="$tmp/device-plugin" NODESTATE_E2E_DRA_DRIVER="$tmp/dra-driver" NODESTATE_E2E_NPD="$tmp/npd" \
-    NODESTATE_E2E_REGISTRY="$tmp/registry" \
+    NODESTATE_E2E_REGISTRY="$tmp/registry" NODESTATE_E2E_SCHEDULER="$bin/nodestate-scheduler" \
     NODESTATE_REPO="$root" "${NSENTER[@]}" "$tmp/e2e-node.test" -test.v -test.count=1 -test.timeout=20m "$@")
 }
 timed tests run_tests "$@"
