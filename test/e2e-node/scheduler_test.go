@@ -42,7 +42,7 @@ var (
 const schedulerName = "nodestate-scheduler"
 
 // TestSchedulerOnRealNode has the real kubelet judge the nodestate-scheduler (issue 45). The
-// kubelet restarted with topologyManagerPolicy single-numa-node (and the suite's static CPU and
+// kubelet restarted with topologyManagerPolicy restricted (and the suite's static CPU and
 // memory managers); a GPU plugin registers two GPUs on NUMA node 0 and one without topology;
 // the node publishes its state (`kubectl-nodestate node-publish`, a process, as the DaemonSet
 // runs it) and the nodestate-scheduler runs deploy/scheduler's profile (no leader election),
@@ -53,6 +53,11 @@ const schedulerName = "nodestate-scheduler"
 //     reason in its PodScheduled condition, and the same pod with nodeName set (past the
 //     scheduler) must be refused by the real kubelet with that reason and message, word for word;
 //   - holder deleted: aligned binds and the kubelet runs it on a NUMA-0 GPU.
+//
+// Not single-numa-node: on this one-NUMA-node machine that policy turns the merged affinity
+// {0} into none (it equals the default mask), so the device manager picks holder's two GPUs
+// among all three free, the one without topology included, and what is left for aligned is
+// chance (seen: holder got a NUMA-0 GPU and the one without topology).
 //
 // The node's state is read from the kubelet's root dir with /var/lib/kubelet/device-plugins
 // (the device manager's fixed dir) bind-mounted into it, so one root dir holds the CPU, memory
@@ -66,7 +71,7 @@ func TestSchedulerOnRealNode(t *testing.T) {
 	ctx := context.Background()
 	resources := []shapedResource{{name: schedGPU}}
 	t.Cleanup(func() { dropStatusResources(t, resources) })
-	k := restartDeviceKubelet(t, "scheduler", func(cfg map[string]any) { cfg["topologyManagerPolicy"] = "single-numa-node" })
+	k := restartDeviceKubelet(t, "scheduler", func(cfg map[string]any) { cfg["topologyManagerPolicy"] = "restricted" })
 	ids := []string{schedGPUsNUMA0[0] + "@0", schedGPUsNUMA0[1] + "@0", schedGPUNoNUMA}
 	k.startPlugin(t, schedGPU, "schedgpu", strings.Join(ids, ","))
 	waitResource(t, schedGPU, 3, 3)
