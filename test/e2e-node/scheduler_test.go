@@ -128,6 +128,11 @@ func TestSchedulerOnRealNode(t *testing.T) {
 		t.Fatalf("%s bound to %s; the kubelet: %s\n%s", aligned.Name, pending.Spec.NodeName, describeFate(fate), sched.tail(30))
 	}
 	t.Logf("POD %s: Pending, PodScheduled: %s", aligned.Name, schedMsg)
+	// The node published holder's admission: the refusal is the published state's, not the
+	// scheduler's reservation of holder.
+	if strings.Contains(schedMsg, "not yet reported by the node") {
+		t.Errorf("%s was refused on the reservation of a pod the node has published: %s", aligned.Name, schedMsg)
+	}
 
 	// The same pod past the scheduler: the real kubelet's own verdict.
 	direct := guaranteedGPUPod("sched-aligned-direct")
