@@ -187,14 +187,7 @@ func singleRequester(pod *v1.Pod, resource string) bool {
 func TestStaleDeviceHolderOnVectors(t *testing.T) {
 	named, notNamed := 0, 0
 	deviceCases(t, func(name string, in Input, want expectedCase) {
-		if in.Devices.Checkpoint == nil {
-			return
-		}
-		holders := replay.CheckpointHolders(in.Devices.Checkpoint)
-		// A holder among the pods admitted here is on the node (a restart re-admits its holders).
-		for _, p := range in.Pods {
-			delete(holders, string(p.UID))
-		}
+		holders := notAdmittedHolders(in)
 		if len(holders) == 0 {
 			return
 		}
@@ -413,13 +406,7 @@ func TestNameHolders(t *testing.T) {
 func TestInactiveHoldersFreedOnVectors(t *testing.T) {
 	freed := 0
 	deviceCases(t, func(name string, in Input, want expectedCase) {
-		if in.Devices.Checkpoint == nil {
-			return
-		}
-		holders := replay.CheckpointHolders(in.Devices.Checkpoint)
-		for _, p := range in.Pods {
-			delete(holders, string(p.UID))
-		}
+		holders := notAdmittedHolders(in)
 		if len(holders) == 0 {
 			return
 		}
@@ -453,4 +440,17 @@ func TestInactiveHoldersFreedOnVectors(t *testing.T) {
 	if freed == 0 {
 		t.Error("no seeded device case has a pod refused for a gone holder's devices")
 	}
+}
+
+// notAdmittedHolders are the device checkpoint's holders, by pod UID, that are not among the
+// pods admitted here (a holder among them is on the node: a restart re-admits its holders).
+func notAdmittedHolders(in Input) map[string]map[string][]string {
+	if in.Devices.Checkpoint == nil {
+		return nil
+	}
+	holders := replay.CheckpointHolders(in.Devices.Checkpoint)
+	for _, p := range in.Pods {
+		delete(holders, string(p.UID))
+	}
+	return holders
 }

@@ -387,19 +387,35 @@ func bindPodResources(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(src, "kubelet.sock")); err != nil {
 		t.Fatalf("the kubelet's PodResources socket: %v", err)
 	}
+	bindMount(t, src, dst, "pod-resources-bind", "created-pod-resources-dir")
+}
+
+// bindMount bind-mounts src at dst (made when missing), privately, undone when t ends. Where
+// bindFile and createdFile are named, files of those names in the state dir say, while it
+// lasts, what down.sh undoes after a crash: the mount, and the dir it made.
+func bindMount(t *testing.T, src, dst, bindFile, createdFile string) {
+	t.Helper()
+	mark := func(name string, data []byte) {
+		if name != "" {
+			if err := os.WriteFile(filepath.Join(node.State, name), data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	unmark := func(name string) {
+		if name != "" {
+			_ = os.Remove(filepath.Join(node.State, name))
+		}
+	}
 	made := false
 	if _, err := os.Stat(dst); errors.Is(err, fs.ErrNotExist) {
 		if err := os.Mkdir(dst, 0o750); err != nil {
 			t.Fatal(err)
 		}
 		made = true
-		if err := os.WriteFile(filepath.Join(node.State, "created-pod-resources-dir"), nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		mark(createdFile, nil)
 	}
-	if err := os.WriteFile(filepath.Join(node.State, "pod-resources-bind"), []byte(dst+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	mark(bindFile, []byte(dst+"\n"))
 	for _, args := range [][]string{{"--bind", src, dst}, {"--make-private", dst}} {
 		if out, err := exec.Command("mount", args...).CombinedOutput(); err != nil {
 			t.Fatalf("mount %s: %v\n%s", strings.Join(args, " "), err, out)
@@ -410,12 +426,12 @@ func bindPodResources(t *testing.T) {
 			t.Errorf("umount %s: %v\n%s", dst, err, out)
 			return
 		}
-		_ = os.Remove(filepath.Join(node.State, "pod-resources-bind"))
+		unmark(bindFile)
 		if made {
 			if err := os.Remove(dst); err != nil {
 				t.Errorf("remove %s: %v", dst, err)
 			}
-			_ = os.Remove(filepath.Join(node.State, "created-pod-resources-dir"))
+			unmark(createdFile)
 		}
 	})
 }

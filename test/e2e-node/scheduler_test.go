@@ -5,9 +5,7 @@ package e2enode
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
-	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -255,31 +253,7 @@ func waitPublished(t *testing.T, not string, limit time.Duration) string {
 // unmounts whatever is left under the state dir).
 func bindDevicePluginsIntoRoot(t *testing.T) {
 	t.Helper()
-	src := filepath.Join(devicePluginRoot, "device-plugins")
-	dst := filepath.Join(node.KubeletRoot, "device-plugins")
-	made := false
-	if _, err := os.Stat(dst); errors.Is(err, fs.ErrNotExist) {
-		if err := os.Mkdir(dst, 0o750); err != nil {
-			t.Fatal(err)
-		}
-		made = true
-	}
-	for _, args := range [][]string{{"--bind", src, dst}, {"--make-private", dst}} {
-		if out, err := exec.Command("mount", args...).CombinedOutput(); err != nil {
-			t.Fatalf("mount %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", dst).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v\n%s", dst, err, out)
-			return
-		}
-		if made {
-			if err := os.Remove(dst); err != nil {
-				t.Errorf("remove %s: %v", dst, err)
-			}
-		}
-	})
+	bindMount(t, filepath.Join(devicePluginRoot, "device-plugins"), filepath.Join(node.KubeletRoot, "device-plugins"), "", "")
 }
 
 // loggedProcess is a process the test started, its output in a file; stopped by its PID at the end.
