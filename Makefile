@@ -7,7 +7,7 @@ COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -s -w -X $(PKG)/pkg/version.version=$(VERSION) -X $(PKG)/pkg/version.commit=$(COMMIT) -X $(PKG)/pkg/version.date=$(DATE)
 
-.PHONY: help build test lint mutate mutations demo fuzz bench bench-nodecheck bench-scale bench-fanout bench-admit bench-conditions bench-podindex e2e e2e-faults e2e-scale e2e-node e2e-nrt-scheduler judge-loop judge-sidebyside e2e-scheduler krew-test release-check ci
+.PHONY: help build test lint mutate mutations demo fuzz bench bench-nodecheck bench-scale bench-fanout bench-admit bench-conditions bench-podindex bench-scheduler e2e e2e-faults e2e-scale e2e-node e2e-nrt-scheduler judge-loop judge-sidebyside e2e-scheduler krew-test release-check ci
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -60,6 +60,9 @@ e2e: ## live commands end to end on a real kube-apiserver + etcd + kwok (builds/
 
 e2e-faults: ## the fault suite: API server paused and restarted, exec cut and stalled, nodes and pods gone, Ctrl-C, SIGKILL, during verify --all-nodes (docs/reliability.md)
 	NODESTATE_E2E_FAULTS=1 hack/e2e.sh -run '^TestFault'
+
+bench-scheduler: ## issue 45's cost: the stock kube-scheduler and the nodestate-scheduler on the same pods at 1,000 and 10,000 kwok nodes with published states (NODES, PODS): pods/s, CPU, Filter time per node per pod
+	hack/bench-scheduler.sh
 
 e2e-scale: ## the plugin's verify --all-nodes over 1,000 simulated nodes, at two concurrencies in one run
 	NODESTATE_E2E_PLUGIN_SCALE_NODES=$${NODES:-1000} NODESTATE_E2E_SCALE_NODES=$${NODES:-1000} hack/e2e.sh -run 'TestLiveScale|TestSmokeScale'
