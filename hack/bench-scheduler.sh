@@ -8,7 +8,8 @@
 #   sched ratio nodes=N pods_per_s=... cpu=... filter_phase_per_pod=... (nodestate/stock)
 #
 # Environment: NODES (default "1000 10000"), PODS (default 500), QPS (both schedulers' client
-# QPS, default 500), NODESTATE_SCHEDULER / NODESTATE_BENCH_SCHED_STOCK (binaries to measure
+# QPS, default 500), PROFILE=DIR (each scheduler's CPU profile, 20 s from its first pod, as
+# DIR/NAME-N.pprof), NODESTATE_SCHEDULER / NODESTATE_BENCH_SCHED_STOCK (binaries to measure
 # instead of the cached tools').
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -18,6 +19,7 @@ NODESTATE_TOOLS="kube-scheduler nodestate-scheduler" hack/tools/build.sh > /dev/
 export NODESTATE_BENCH_SCHED_NODES=${NODES:-1000 10000}
 export NODESTATE_BENCH_SCHED_PODS=${PODS:-500}
 export NODESTATE_BENCH_SCHED_QPS=${QPS:-500}
+export NODESTATE_BENCH_SCHED_PROFILE=${PROFILE:-}
 log=$(mktemp "${TMPDIR:-/tmp}/nodestate-bench-scheduler.XXXXXX")
 trap 'rm -f "$log"' EXIT
 rc=0

@@ -106,6 +106,7 @@ func (h histogram) minus(o histogram) histogram { return histogram{h.sum - o.sum
 //	NODESTATE_BENCH_SCHED_PODS=500            pods per scheduler and size
 //	NODESTATE_BENCH_SCHED_QPS=500             both schedulers' client QPS (burst twice that): the
 //	                                          default 50 would cap both at the same binding rate
+//	NODESTATE_BENCH_SCHED_PROFILE=DIR         each scheduler's CPU profile (20 s from its first pod) as DIR/NAME-N.pprof
 //	NODESTATE_BENCH_SCHED_STOCK=BIN           the stock kube-scheduler (default: the tools')
 //	NODESTATE_SCHEDULER=BIN                   the nodestate-scheduler (default: the tools')
 func TestBenchScheduler(t *testing.T) {
@@ -169,6 +170,7 @@ func TestBenchScheduler(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("%d nodes and their published states (%d new) in %s", n, n-have, time.Since(start).Round(time.Second))
+		sbSettle(t)
 		have = n
 		results := map[string]sbResult{}
 		for _, s := range schedulers {
@@ -301,8 +303,8 @@ func sbRun(t *testing.T, ctx context.Context, s sbScheduler, qps int, pods []*co
 	procName := fmt.Sprintf("bench-scheduler-%s-%d", s.name, nodes)
 	p, err := cp.start(procName, s.bin, "--config="+sbConfig(t, s, qps), "--bind-address=127.0.0.1",
 		fmt.Sprintf("--secure-port=%d", ports[0]), "--cert-dir="+t.TempDir(),
-		// Its metrics over loopback without a token (no delegated authorization here).
-		"--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics")
+		// Its metrics and profiles over loopback without a token (no delegated authorization here).
+		"--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics,/debug/pprof/*")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -378,6 +380,22 @@ func sbRun(t *testing.T, ctx context.Context, s sbScheduler, qps int, pods []*co
 			return err
 		})
 	}
+	// A CPU profile of the scheduler while it schedules them, for where its time goes.
+	profiled := make(chan struct{})
+	if dir := os.Getenv("NODESTATE_BENCH_SCHED_PROFILE"); dir != "" {
+		go func() {
+			defer close(profiled)
+			body, err := get("/debug/pprof/profile?seconds=20")
+			if err == nil {
+				err = os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s-%d.pprof", s.name, nodes)), []byte(body), 0o644)
+			}
+			if err != nil {
+				t.Errorf("%s's CPU profile: %v", s.name, err)
+			}
+		}()
+	} else {
+		close(profiled)
+	}
 	r := sbResult{nodes: nodes, pods: len(pods)}
 	bound := map[string]bool{}
 	var lastBind time.Time
@@ -415,6 +433,7 @@ func sbRun(t *testing.T, ctx context.Context, s sbScheduler, qps int, pods []*co
 	<-done
 	cpuAfter := controlPlaneCPU(t, procName)
 	after := scrape()
+	<-profiled
 	mu.Lock()
 	r.bound, r.wall, r.cpu, r.createSpan = len(bound), lastBind.Sub(start), cpuAfter-cpuBefore, lastCreate.Sub(start)
 	mu.Unlock()
@@ -498,4 +517,21 @@ func parseSchedMetrics(body string) schedMetrics {
 		}
 	}
 	return m
+}
+
+// sbSettle waits, up to 3 minutes, for the control plane to be done with the new nodes (their
+// Ready updates, kwok's first leases): etcd, kube-apiserver and kwok together under one core
+// over 5 s. Otherwise the first scheduler's pods are created, and bound, in their wake.
+func sbSettle(t *testing.T) {
+	t.Helper()
+	start := time.Now()
+	for {
+		before := controlPlaneCPU(t, "etcd", "kube-apiserver", "kwok")
+		time.Sleep(5 * time.Second)
+		used := controlPlaneCPU(t, "etcd", "kube-apiserver", "kwok") - before
+		if used < 5*time.Second || time.Since(start) > 3*time.Minute {
+			t.Logf("control plane at %.2f cores after %s", used.Seconds()/5, time.Since(start).Round(time.Second))
+			return
+		}
+	}
 }
