@@ -158,10 +158,12 @@ func TestBenchScheduler(t *testing.T) {
 		var g errgroup.Group
 		g.SetLimit(16)
 		for i := have; i < n; i++ {
+			// Encoded here (publishedtest fails the test, which only this goroutine may do), created
+			// concurrently.
+			s := *templates[stateOf(i)]
+			s.Node, s.ReadAt = names[i], time.Now().UTC().Truncate(time.Second)
+			cm := publishedtest.ConfigMap(t, &s, nodestatelib.PublishedNamespace)
 			g.Go(func() error {
-				s := *templates[stateOf(i)]
-				s.Node, s.ReadAt = names[i], time.Now().UTC().Truncate(time.Second)
-				cm := publishedtest.ConfigMap(t, &s, nodestatelib.PublishedNamespace)
 				_, err := Client().CoreV1().ConfigMaps(cm.Namespace).Create(ctx, cm, metav1.CreateOptions{})
 				return err
 			})
