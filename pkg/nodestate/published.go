@@ -315,6 +315,3 @@ func (p *PublishedNode) AdmitAmong(active map[string]bool, pods []*corev1.Pod) (
 	in.Pods, in.ActivePods = pods, active
 	return admit.Predict(in)
 }
-
-// Age is how old the state is at now.
-func (p *PublishedNode) Age(now time.Time) time.Duration { return now.Sub(p.State.ReadAt) }

@@ -216,13 +216,7 @@ func TestPublisherRunWatches(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, "cpu_manager_state"), src, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	client := fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "worker-1", UID: "u"}})
-	empty := t.TempDir()
-	p := &Publisher{Client: client, Node: "worker-1", Debounce: 20 * time.Millisecond, Refresh: time.Hour,
-		Local: LocalConfig{Paths: nodelocal.Paths{RootDir: root, SysRoot: empty, ProcRoot: empty}, KubeletVersion: "v1.37.1"}}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error)
-	go func() { done <- p.Run(ctx) }()
+	p, stop := runPublisher(t, root, 20*time.Millisecond)
 	waitWrites := func(n int64) {
 		t.Helper()
 		deadline := time.After(30 * time.Second)
@@ -250,8 +244,7 @@ func TestPublisherRunWatches(t *testing.T) {
 	replace("unrelated", []byte("x"))
 	replace("cpu_manager_state", append(src, ' '))
 	time.Sleep(200 * time.Millisecond) // ten debounces: a write would have happened
-	cancel()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
 	if p.Writes() != 2 {
@@ -267,17 +260,8 @@ func TestPublisherRunBurst(t *testing.T) {
 	if err := os.WriteFile(cpu, []byte("{}"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	client := fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "worker-1", UID: "u"}})
-	empty := t.TempDir()
-	p := &Publisher{Client: client, Node: "worker-1", Debounce: 100 * time.Millisecond, Refresh: time.Hour,
-		Local: LocalConfig{Paths: nodelocal.Paths{RootDir: root, SysRoot: empty, ProcRoot: empty}, KubeletVersion: "v1.37.1"}}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error)
-	go func() { done <- p.Run(ctx) }()
-	defer func() {
-		cancel()
-		<-done
-	}()
+	p, stop := runPublisher(t, root, 100*time.Millisecond)
+	defer stop()
 	for p.Writes() < 1 {
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -346,5 +330,22 @@ func TestNodeResourceTopologyDevices(t *testing.T) {
 	costs, _, _ := unstructured.NestedSlice(zones[0].(map[string]any), "costs")
 	if len(costs) != 2 || costs[1].(map[string]any)["name"] != "node-1" || costs[1].(map[string]any)["value"] != int64(21) {
 		t.Errorf("costs %v", costs)
+	}
+}
+
+// runPublisher runs a Publisher of node worker-1 (a fake API server) over the kubelet root dir
+// root, with debounce and an hour's refresh, until stop, which returns Run's error.
+func runPublisher(t *testing.T, root string, debounce time.Duration) (p *Publisher, stop func() error) {
+	t.Helper()
+	client := fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "worker-1", UID: "u"}})
+	empty := t.TempDir()
+	p = &Publisher{Client: client, Node: "worker-1", Debounce: debounce, Refresh: time.Hour,
+		Local: LocalConfig{Paths: nodelocal.Paths{RootDir: root, SysRoot: empty, ProcRoot: empty}, KubeletVersion: "v1.37.1"}}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error)
+	go func() { done <- p.Run(ctx) }()
+	return p, func() error {
+		cancel()
+		return <-done
 	}
 }
