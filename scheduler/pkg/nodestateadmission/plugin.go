@@ -8,6 +8,7 @@ package nodestateadmission
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -134,7 +135,8 @@ func managed(pod *corev1.Pod) bool {
 	return qos.GetPodQOS(pod) == corev1.PodQOSGuaranteed || admit.AsksExtendedResource([]*corev1.Pod{pod})
 }
 
-// PreFilterExtensions: none; the nominated pods of preemption are not replayed.
+// PreFilterExtensions: none. Filter reads the node's pods from the NodeInfo it is given, so
+// the pods preemption adds (nominated) and removes (victims) reach the replay without them.
 func (p *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 
 // Filter replays, on the node's published state, the pods reserved there that it does not
@@ -158,7 +160,9 @@ func (p *Plugin) Filter(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, 
 	if prepared.Err != nil {
 		return p.fallback(ctx, pod, node.Name, fmt.Sprintf("published state cannot be replayed: %v", prepared.Err))
 	}
-	pods := append(p.reserved.unreported(node.Name, reported, pod.UID), pod)
+	reserved := p.reserved.unreported(node.Name, reported, pod.UID)
+	nominated := nominatedPods(nodeInfo, pod, reserved)
+	pods := append(append(reserved, nominated...), pod)
 	res, err := prepared.AdmitAmong(activePods(nodeInfo), pods)
 	if err == nil && len(res.Admissions) != len(pods) {
 		err = fmt.Errorf("%d answers for %d pods", len(res.Admissions), len(pods))
@@ -178,12 +182,30 @@ func (p *Plugin) Filter(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, 
 	if alone, err := prepared.AdmitAlone(pod); err == nil && !alone {
 		code = fwk.UnschedulableAndUnresolvable
 	}
-	return fwk.NewStatus(code, refusal(a, len(pods)-1))
+	return fwk.NewStatus(code, refusal(a, len(reserved), len(nominated)))
+}
+
+// nominatedPods are the pods preemption nominated to the node that the scheduler added to
+// nodeInfo for this pass (RunFilterPluginsWithNominatedPods: those of pod's priority or
+// higher, not bound, so Spec.NodeName is empty) and that the kubelet's managers decide for:
+// pod must fit after them, as the kubelet will admit them first once their victims are gone.
+// A nominated pod this scheduler already reserved here is among reserved.
+func nominatedPods(nodeInfo fwk.NodeInfo, pod *corev1.Pod, reserved []*corev1.Pod) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, pi := range nodeInfo.GetPods() {
+		n := pi.GetPod()
+		if n.Spec.NodeName != "" || n.UID == pod.UID || !managed(n) ||
+			slices.ContainsFunc(reserved, func(r *corev1.Pod) bool { return r.UID == n.UID }) {
+			continue
+		}
+		out = append(out, n)
+	}
+	return out
 }
 
 // refusal is the kubelet's reason and message as its pod status would carry them, and the
 // first reason why, short enough for kubectl describe's FailedScheduling event.
-func refusal(a admit.Admission, reservedBefore int) string {
+func refusal(a admit.Admission, reservedBefore, nominatedBefore int) string {
 	reason := a.Reason
 	if reason == "" { // the kubelet never answers (a.Hangs, a.NotReached): Message says where
 		reason = "refused"
@@ -192,8 +214,13 @@ func refusal(a admit.Admission, reservedBefore int) string {
 	if len(a.Why) > 0 {
 		msg += " (" + a.Why[0] + ")"
 	}
-	if reservedBefore > 0 {
+	switch {
+	case reservedBefore > 0 && nominatedBefore > 0:
+		msg += fmt.Sprintf(" [after %d pod(s) bound here and not yet reported by the node, and %d nominated here by preemption]", reservedBefore, nominatedBefore)
+	case reservedBefore > 0:
 		msg += fmt.Sprintf(" [after %d pod(s) bound here and not yet reported by the node]", reservedBefore)
+	case nominatedBefore > 0:
+		msg += fmt.Sprintf(" [after %d pod(s) nominated here by preemption]", nominatedBefore)
 	}
 	return clip(msg, 512)
 }

@@ -114,6 +114,50 @@ func TestReservationCountsUntilReported(t *testing.T) {
 	}
 }
 
+// The pods preemption nominated to a node are in the NodeInfo the framework gives Filter (its
+// first pass, RunFilterPluginsWithNominatedPods): the kubelet admits them first, once their
+// victims are gone, so pod must fit after them.
+func TestNominatedPodsReplayedFirst(t *testing.T) {
+	h := newHarness(t, "", configMap(t, nodeState(t, "node-c", false, "restricted", time.Now())))
+	nominated, pod := guaranteed("nominated", "16", "2Gi"), guaranteed("pod", "16", "2Gi")
+	nominated.Status.NominatedNodeName = "node-c"
+	if st := h.filter(pod, "node-c"); !st.IsSuccess() {
+		t.Fatalf("pod alone: %s", statusOf(st))
+	}
+	h.onNode = map[string][]*corev1.Pod{"node-c": {nominated}}
+	st := h.filter(pod, "node-c")
+	if st.Code() != fwk.Unschedulable || !strings.HasPrefix(st.Reasons()[0], topologyRefusal) || !strings.Contains(st.Reasons()[0], "after 1 pod(s) nominated here by preemption") {
+		t.Errorf("pod after a nominated pod: %s, want Unschedulable %q after 1 nominated pod", statusOf(st), topologyRefusal)
+	}
+	// Bound (NodeName set), the pod is the node's: its published state and the reservations
+	// count it, never the nominated path (twice would refuse pods the kubelet admits).
+	bound := nominated.DeepCopy()
+	bound.Spec.NodeName = "node-c"
+	h.onNode["node-c"] = []*corev1.Pod{bound}
+	if st := h.filter(pod, "node-c"); !st.IsSuccess() {
+		t.Errorf("pod beside a bound pod the state does not hold: %s", statusOf(st))
+	}
+}
+
+// Preemption's pass removes the victims from the NodeInfo it filters with: a checkpoint owner
+// no longer among the node's pods is inactive, and the replay frees what it holds, as the
+// kubelet does once the victim is gone. node-a: 2 NUMA nodes of 16 CPUs, CPUs 0,16 reserved,
+// seed-a holding 1,17 on NUMA node 0; a nominated 16-CPU pod takes NUMA node 1 first.
+func TestPreemptionVictimsFreed(t *testing.T) {
+	h := newHarness(t, "", configMap(t, nodeState(t, "node-a", true, "restricted", time.Now())))
+	nominated, pod := guaranteed("nominated", "16", "2Gi"), guaranteed("pod", "14", "2Gi")
+	victim := guaranteed("seed-a", "2", "1Gi")
+	victim.Spec.NodeName = "node-a"
+	h.onNode = map[string][]*corev1.Pod{"node-a": {nominated, victim}}
+	if st := h.filter(pod, "node-a"); st.Code() != fwk.Unschedulable || !strings.Contains(st.Reasons()[0], "nominated here by preemption") {
+		t.Errorf("14 CPUs beside seed-a and the nominated pod: %s, want Unschedulable after 1 nominated pod", statusOf(st))
+	}
+	h.onNode["node-a"] = []*corev1.Pod{nominated} // seed-a chosen as the victim
+	if st := h.filter(pod, "node-a"); !st.IsSuccess() {
+		t.Errorf("14 CPUs with seed-a preempted: %s, want Success", statusOf(st))
+	}
+}
+
 // A node whose state is stale, missing or undecodable follows the fallback, and says why.
 func TestFallback(t *testing.T) {
 	now := time.Now()
