@@ -44,7 +44,7 @@ KUBE_NEXT_KEY=$(cd "$(dirname "${BASH_SOURCE[0]}")/kube-next" && find . -type f 
 # main module's sources), so a change to the plugin or the engines builds a new one; Go's build
 # cache keeps that rebuild to the changed packages and the link.
 SCHEDULER_VERSION=$(sed -n 's#^\(require \)\{0,1\}[[:space:]]*k8s.io/kubernetes \(v[^ ]*\).*#\2#p' "$(dirname "${BASH_SOURCE[0]}")/../../scheduler/go.mod" | head -n 1)
-SCHEDULER_KEY=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && find scheduler pkg internal go.mod go.sum -type f \( -name go.mod -o -name go.sum -o -name '*.go' \) ! -name '*_test.go' | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-12)
+SCHEDULER_KEY=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && find scheduler pkg internal hack/nrtscheduler/third_party go.mod go.sum -type f \( -name go.mod -o -name go.sum -o -name '*.go' \) ! -name '*_test.go' | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-12)
 GORELEASER_VERSION=$(sed -n 's#^\tgithub.com/goreleaser/goreleaser/v2 \(v[^ ]*\).*#\1#p' "$(dirname "${BASH_SOURCE[0]}")/goreleaser/go.mod")
 # Opt-in the same way (NODESTATE_TOOLS=staticcheck): .ci/run's lint step.
 STATICCHECK_VERSION=$(sed -n 's#^\thonnef.co/go/tools \(v[^ ]*\).*#\1#p' "$(dirname "${BASH_SOURCE[0]}")/staticcheck/go.mod")

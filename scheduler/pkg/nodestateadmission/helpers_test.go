@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	schedulerapi "k8s.io/kubernetes/pkg/scheduler/apis/config"
 	internalcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
@@ -59,13 +63,65 @@ type harness struct {
 	fw     framework.Framework
 	plugin *Plugin
 	client *fake.Clientset
+	// activated are the pods the plugin moved to the scheduling queue's activeQ.
+	activated *activations
+}
+
+// activations is the scheduling queue's PodActivator, as the plugin sees it: it records.
+type activations struct {
+	mu   sync.Mutex
+	pods []string
+}
+
+func (a *activations) Activate(_ klog.Logger, pods map[string]*corev1.Pod) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for key := range pods {
+		a.pods = append(a.pods, key)
+	}
+}
+
+// wait returns the pods activated since the last take once there are want of them (want 0:
+// after the informer's handler had time to activate any), sorted.
+func (a *activations) wait(want int) []string {
+	deadline := time.Now().Add(5 * time.Second)
+	if want == 0 {
+		deadline = time.Now().Add(200 * time.Millisecond)
+	}
+	for time.Now().Before(deadline) {
+		a.mu.Lock()
+		n := len(a.pods)
+		a.mu.Unlock()
+		if want > 0 && n >= want {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return a.take()
+}
+
+// take returns the pods activated since the last take, sorted.
+func (a *activations) take() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := a.pods
+	a.pods = nil
+	slices.Sort(out)
+	return out
 }
 
 func newHarness(t testing.TB, args string, objs ...runtime.Object) *harness {
 	t.Helper()
+	return newHarnessWith(t, args, nil, objs...)
+}
+
+// newHarnessWith is newHarness whose framework hands plugins kubeConfig (the fallback plugin
+// builds its own client from it).
+func newHarnessWith(t testing.TB, args string, kubeConfig *rest.Config, objs ...runtime.Object) *harness {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	h := &harness{t: t, client: fake.NewClientset(objs...)}
+	h := &harness{t: t, client: fake.NewClientset(objs...), activated: &activations{}}
 	factory := func(ctx context.Context, obj runtime.Object, handle fwk.Handle) (fwk.Plugin, error) {
 		p, err := New(ctx, obj, handle)
 		if err == nil {
@@ -81,11 +137,12 @@ func newHarness(t testing.TB, args string, objs ...runtime.Object) *harness {
 	fw, err := tf.NewFramework(ctx, []tf.RegisterPluginFunc{
 		tf.RegisterQueueSortPlugin(queuesort.Name, queuesort.New),
 		tf.RegisterBindPlugin(defaultbinder.Name, defaultbinder.New),
-		tf.RegisterPluginAsExtensions(Name, factory, "PreFilter", "Filter", "Reserve"),
+		tf.RegisterPluginAsExtensions(Name, factory, "PreFilter", "Filter", "Reserve", "PostBind"),
 		withArgs,
 	}, "nodestate-scheduler", frameworkruntime.WithClientSet(h.client),
 		frameworkruntime.WithInformerFactory(informers.NewSharedInformerFactory(h.client, 0)),
-		frameworkruntime.WithSnapshotSharedLister(internalcache.NewEmptySnapshot()))
+		frameworkruntime.WithSnapshotSharedLister(internalcache.NewEmptySnapshot()),
+		frameworkruntime.WithPodActivator(h.activated), frameworkruntime.WithKubeConfig(kubeConfig))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,4 +210,22 @@ func statusOf(st *fwk.Status) string {
 func TestMain(m *testing.M) {
 	metrics.Register() // the framework's instrumented plugins need the scheduler's metrics
 	os.Exit(m.Run())
+}
+
+// republish updates cm through the API (its fingerprint may be the one the plugin holds) and
+// waits for the plugin's informer to have taken it: its read time.
+func (h *harness) republish(cm *corev1.ConfigMap) {
+	h.t.Helper()
+	if _, err := h.client.CoreV1().ConfigMaps(cm.Namespace).Update(context.Background(), cm, metav1.UpdateOptions{}); err != nil {
+		h.t.Fatal(err)
+	}
+	want, _ := time.Parse(time.RFC3339, cm.Annotations[nodestate.ReadAtAnnotation])
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if p := h.plugin.states.get(cm.Name); p != nil && !p.readAt.Before(want) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	h.t.Fatalf("the plugin never saw ConfigMap %s read at %s", cm.Name, want)
 }

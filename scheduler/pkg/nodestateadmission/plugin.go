@@ -21,6 +21,9 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/apis/core/v1/helper/qos"
 
+	nrtconfig "sigs.k8s.io/scheduler-plugins/apis/config"
+	"sigs.k8s.io/scheduler-plugins/pkg/noderesourcetopology"
+
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/admit"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
 )
@@ -33,14 +36,48 @@ type Plugin struct {
 	args     Args
 	states   *states
 	reserved *reservations
-	now      func() time.Time
+	// rejected are the pods to retry when a node's published state changes.
+	rejected *rejected
+	// activate moves pods to the scheduling queue's activeQ (the framework's PodActivator).
+	activate func(klog.Logger, map[string]*corev1.Pod)
+	// topologyMatch is the upstream NodeResourceTopologyMatch when it is the fallback, else nil.
+	topologyMatch topologyMatch
+	now           func() time.Time
 }
 
 var (
-	_ fwk.PreFilterPlugin = (*Plugin)(nil)
-	_ fwk.FilterPlugin    = (*Plugin)(nil)
-	_ fwk.ReservePlugin   = (*Plugin)(nil)
+	_ fwk.PreFilterPlugin   = (*Plugin)(nil)
+	_ fwk.FilterPlugin      = (*Plugin)(nil)
+	_ fwk.ReservePlugin     = (*Plugin)(nil)
+	_ fwk.PostBindPlugin    = (*Plugin)(nil)
+	_ fwk.EnqueueExtensions = (*Plugin)(nil)
 )
+
+// topologyMatch is the upstream NodeResourceTopologyMatch's extension points this plugin runs
+// it at when it is the fallback: PreFilter (its preemption stack) and Filter for the verdict;
+// Reserve, Unreserve and PostBind for every pod, so that its cache counts what this profile
+// placed as it would in a profile of its own; its events, so that its refusals are retried.
+type topologyMatch interface {
+	fwk.PreFilterPlugin
+	fwk.FilterPlugin
+	fwk.ReservePlugin
+	fwk.PostBindPlugin
+	fwk.EnqueueExtensions
+}
+
+// newTopologyMatch builds the upstream plugin from the carried source (scheduler-plugins at
+// 903da7d, hack/nrtscheduler/third_party): its factory, its args type.
+var newTopologyMatch = func(ctx context.Context, args *nrtconfig.NodeResourceTopologyMatchArgs, h fwk.Handle) (topologyMatch, error) {
+	p, err := noderesourcetopology.New(ctx, args, h)
+	if err != nil {
+		return nil, err
+	}
+	tm, ok := p.(topologyMatch)
+	if !ok {
+		return nil, fmt.Errorf("%s: %T lacks an extension point this plugin runs it at", noderesourcetopology.Name, p)
+	}
+	return tm, nil
+}
 
 // New is the plugin's factory (frameworkruntime.PluginFactory): it watches the published
 // ConfigMaps of its namespace and label only, and waits for them before the first pod.
@@ -50,6 +87,16 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		return nil, err
 	}
 	p := newPlugin(args)
+	p.activate = h.Activate
+	if args.Fallback == FallbackNodeResourceTopologyMatch {
+		nrtArgs, err := nodeResourceTopologyMatchArgs(args.NodeResourceTopologyMatch)
+		if err != nil {
+			return nil, err
+		}
+		if p.topologyMatch, err = newTopologyMatch(ctx, nrtArgs, h); err != nil {
+			return nil, fmt.Errorf("%s: fallback %s: %w", Name, noderesourcetopology.Name, err)
+		}
+	}
 	factory := informers.NewSharedInformerFactoryWithOptions(h.ClientSet(), 0, informers.WithNamespace(args.Namespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.LabelSelector = nodestate.PublishedLabel // the label's presence: whatever its value
@@ -72,7 +119,8 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 }
 
 func newPlugin(args Args) *Plugin {
-	return &Plugin{args: args, states: newStates(), reserved: newReservations(), now: time.Now}
+	return &Plugin{args: args, states: newStates(), reserved: newReservations(), rejected: newRejected(),
+		activate: func(klog.Logger, map[string]*corev1.Pod) {}, now: time.Now}
 }
 
 // Name is the plugin's name.
@@ -89,6 +137,7 @@ func (p *Plugin) configMapHandler() cache.ResourceEventHandler {
 			}
 			if cm, ok := obj.(*corev1.ConfigMap); ok {
 				p.states.remove(cm.Name)
+				p.retryRejected("published state removed", cm.Name) // the fallback judges it now
 			}
 		},
 	}
@@ -96,17 +145,27 @@ func (p *Plugin) configMapHandler() cache.ResourceEventHandler {
 
 func (p *Plugin) configMapChanged(obj any) {
 	if cm, ok := obj.(*corev1.ConfigMap); ok {
-		p.states.set(cm)
+		old, now := p.states.set(cm)
+		if why := p.verdictsMayChange(old, now); why != "" {
+			p.retryRejected(why, cm.Name)
+		}
 	}
 }
 
 // podHandler drops the reservation of a pod deleted, or ended (the kubelet refused it, or it
-// finished): it holds nothing the kubelet counts.
+// finished): it holds nothing the kubelet counts; and forgets a rejected pod once bound or gone.
 func (p *Plugin) podHandler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(_, obj any) {
-			if pod, ok := obj.(*corev1.Pod); ok && (pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed) {
+			pod, ok := obj.(*corev1.Pod)
+			if !ok {
+				return
+			}
+			if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 				p.reserved.drop(pod.UID)
+			}
+			if pod.Spec.NodeName != "" {
+				p.rejected.drop(pod.UID)
 			}
 		},
 		DeleteFunc: func(obj any) {
@@ -115,6 +174,7 @@ func (p *Plugin) podHandler() cache.ResourceEventHandler {
 			}
 			if pod, ok := obj.(*corev1.Pod); ok {
 				p.reserved.drop(pod.UID)
+				p.rejected.drop(pod.UID)
 			}
 		},
 	}
@@ -123,9 +183,14 @@ func (p *Plugin) podHandler() cache.ResourceEventHandler {
 // PreFilter skips the pods the kubelet's resource managers decide nothing for: a pod neither
 // Guaranteed (exclusive CPUs, memory-manager memory) nor asking for an extended resource
 // (devices) is admitted by every hint provider and policy.
-func (p *Plugin) PreFilter(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	if !managed(pod) {
 		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	if p.topologyMatch != nil { // its preemption stack, which its Filter reads
+		if _, st := p.topologyMatch.PreFilter(ctx, state, pod, nodes); !st.IsSuccess() {
+			return nil, st
+		}
 	}
 	return nil, nil
 }
@@ -135,13 +200,28 @@ func managed(pod *corev1.Pod) bool {
 	return qos.GetPodQOS(pod) == corev1.PodQOSGuaranteed || admit.AsksExtendedResource([]*corev1.Pod{pod})
 }
 
-// PreFilterExtensions: none. Filter reads the node's pods from the NodeInfo it is given, so
-// the pods preemption adds (nominated) and removes (victims) reach the replay without them.
-func (p *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+// PreFilterExtensions: the fallback plugin's, which keep its preemption stack; none for the
+// replay. Filter reads the node's pods from the NodeInfo it is given, so the pods preemption
+// adds (nominated) and removes (victims) reach the replay without them.
+func (p *Plugin) PreFilterExtensions() fwk.PreFilterExtensions {
+	if p.topologyMatch != nil {
+		return p.topologyMatch.PreFilterExtensions()
+	}
+	return nil
+}
 
 // Filter replays, on the node's published state, the pods reserved there that it does not
 // report yet, then pod, and fails the node with the kubelet's own reason when it refuses pod.
-func (p *Plugin) Filter(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
+// A pod it fails anywhere is retried when a node's published state changes.
+func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
+	st := p.filter(ctx, state, pod, nodeInfo)
+	if !st.IsSuccess() {
+		p.rejected.add(pod)
+	}
+	return st
+}
+
+func (p *Plugin) filter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
 	node := nodeInfo.Node()
 	if node == nil {
 		return fwk.NewStatus(fwk.Error, "node not found")
@@ -149,16 +229,17 @@ func (p *Plugin) Filter(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, 
 	st := p.states.get(node.Name)
 	switch {
 	case st == nil:
-		return p.fallback(ctx, pod, node.Name, fmt.Sprintf("no published state (ConfigMap %s/%s)", p.args.Namespace, node.Name))
+		return p.fallback(ctx, state, pod, nodeInfo, fmt.Sprintf("no published state (ConfigMap %s/%s)", p.args.Namespace, node.Name))
 	case st.err != nil:
-		return p.fallback(ctx, pod, node.Name, fmt.Sprintf("published state not readable: %v", st.err))
+		return p.fallback(ctx, state, pod, nodeInfo, fmt.Sprintf("published state not readable: %v", st.err))
 	}
 	if age := p.now().Sub(st.readAt); age > p.args.MaxAge.Duration {
-		return p.fallback(ctx, pod, node.Name, fmt.Sprintf("published state stale: read %s ago, over maxAge %s", age.Round(time.Second), p.args.MaxAge.Duration))
+		return p.fallback(ctx, state, pod, nodeInfo, fmt.Sprintf("published state stale: read %s ago (%s), over maxAge %s",
+			age.Round(time.Second), st.readAt.UTC().Format(time.RFC3339), p.args.MaxAge.Duration))
 	}
 	prepared, reported := st.prepare(node)
 	if prepared.Err != nil {
-		return p.fallback(ctx, pod, node.Name, fmt.Sprintf("published state cannot be replayed: %v", prepared.Err))
+		return p.fallback(ctx, state, pod, nodeInfo, fmt.Sprintf("published state cannot be replayed: %v", prepared.Err))
 	}
 	reserved := p.reserved.unreported(node.Name, reported, pod.UID)
 	nominated := nominatedPods(nodeInfo, pod, reserved)
@@ -168,14 +249,14 @@ func (p *Plugin) Filter(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, 
 		err = fmt.Errorf("%d answers for %d pods", len(res.Admissions), len(pods))
 	}
 	if err != nil {
-		return p.fallback(ctx, pod, node.Name, fmt.Sprintf("replay failed: %v", err))
+		return p.fallback(ctx, state, pod, nodeInfo, fmt.Sprintf("replay failed: %v", err))
 	}
 	a := res.Admissions[len(pods)-1]
 	switch a.Verdict {
 	case admit.VerdictAdmitted:
 		return nil
 	case admit.VerdictNotJudged:
-		return p.fallback(ctx, pod, node.Name, "kubelet admission not judged: "+strings.Join(a.NotJudged, "; "))
+		return p.fallback(ctx, state, pod, nodeInfo, "kubelet admission not judged: "+strings.Join(a.NotJudged, "; "))
 	}
 	code := fwk.Unschedulable
 	// Refused on the node emptied of pods: no pod leaving it helps, so preemption need not try.
@@ -233,25 +314,55 @@ func clip(s string, n int) string {
 }
 
 // fallback is the answer for a node whose state cannot judge pod: what the args say, and why.
-func (p *Plugin) fallback(ctx context.Context, pod *corev1.Pod, node, why string) *fwk.Status {
-	if p.args.Fallback == FallbackPass {
+// NodeResourceTopologyMatch's refusal keeps its code and words, and says it was the fallback's.
+func (p *Plugin) fallback(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeInfo fwk.NodeInfo, why string) *fwk.Status {
+	node := nodeInfo.Node().Name
+	switch p.args.Fallback {
+	case FallbackPass:
 		klog.FromContext(ctx).V(4).Info("node passed unjudged (fallback: pass)", "plugin", Name, "pod", klog.KObj(pod), "node", node, "why", why)
 		return nil
+	case FallbackNodeResourceTopologyMatch:
+		st := p.topologyMatch.Filter(ctx, state, pod, nodeInfo)
+		if st.IsSuccess() {
+			klog.FromContext(ctx).V(4).Info("node passed by the fallback", "plugin", Name, "fallback", noderesourcetopology.Name, "pod", klog.KObj(pod), "node", node, "why", why)
+			return nil
+		}
+		msg := strings.Join(st.Reasons(), "; ")
+		if msg == "" && st.AsError() != nil {
+			msg = st.AsError().Error()
+		}
+		return fwk.NewStatus(st.Code(), clip(msg+" (judged by the fallback "+noderesourcetopology.Name+": "+why+")", 512))
 	}
 	return fwk.NewStatus(fwk.Unschedulable, why+" (fallback: reject)")
 }
 
-// Reserve counts pod on node until the node reports it.
-func (p *Plugin) Reserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, node string) *fwk.Status {
+// Reserve counts pod on node until the node reports it; the fallback plugin counts every pod
+// the profile places, as it would in a profile of its own.
+func (p *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, node string) *fwk.Status {
 	if managed(pod) {
 		p.reserved.reserve(pod, node)
+	}
+	if p.topologyMatch != nil {
+		return p.topologyMatch.Reserve(ctx, state, pod, node)
 	}
 	return nil
 }
 
-// Unreserve frees pod's reservation (a later plugin or the binding failed).
-func (p *Plugin) Unreserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) {
+// Unreserve frees pod's reservation (a later plugin or the binding failed), in the fallback
+// plugin's cache too.
+func (p *Plugin) Unreserve(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, node string) {
 	p.reserved.drop(pod.UID)
+	if p.topologyMatch != nil {
+		p.topologyMatch.Unreserve(ctx, state, pod, node)
+	}
+}
+
+// PostBind tells the fallback plugin's cache that pod is bound (it then waits for the node's
+// NodeResourceTopology to count it); the replay's reservation needs nothing here.
+func (p *Plugin) PostBind(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, node string) {
+	if p.topologyMatch != nil {
+		p.topologyMatch.PostBind(ctx, state, pod, node)
+	}
 }
 
 // activePods are the UIDs the kubelet knows the scheduler's pods on the node by (a static

@@ -41,12 +41,13 @@ type published struct {
 func newStates() *states { return &states{nodes: map[string]*published{}} }
 
 // set takes a node's ConfigMap: decoded when its fingerprint is new, else only its read time
-// moves (a publisher that found nothing changed rewrites the read-at annotation alone).
-func (s *states) set(cm *corev1.ConfigMap) {
+// moves (a publisher that found nothing changed rewrites the read-at annotation alone). It
+// returns the node's state before (nil if none) and after.
+func (s *states) set(cm *corev1.ConfigMap) (old, now *published) {
 	fingerprint := cm.Annotations[nodestate.FingerprintAnnotation]
 	readAt, _ := time.Parse(time.RFC3339, cm.Annotations[nodestate.ReadAtAnnotation])
 	s.mu.RLock()
-	old := s.nodes[cm.Name]
+	old = s.nodes[cm.Name]
 	s.mu.RUnlock()
 	if old != nil && fingerprint != "" && old.fingerprint == fingerprint && old.err == nil {
 		next := &published{fingerprint: fingerprint, readAt: later(old.readAt, readAt), state: old.state}
@@ -54,7 +55,7 @@ func (s *states) set(cm *corev1.ConfigMap) {
 		next.prepared, next.preparedFor, next.reported = old.prepared, old.preparedFor, old.reported
 		old.mu.Unlock()
 		s.put(cm.Name, next)
-		return
+		return old, next
 	}
 	p := &published{fingerprint: fingerprint, readAt: readAt}
 	p.state, p.err = nodestate.PublishedStateOf(cm)
@@ -65,6 +66,7 @@ func (s *states) set(cm *corev1.ConfigMap) {
 		}
 	}
 	s.put(cm.Name, p)
+	return old, p
 }
 
 func later(a, b time.Time) time.Time {
