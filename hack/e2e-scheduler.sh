@@ -18,4 +18,4 @@ start=$SECONDS
 bin=$(NODESTATE_TOOLS=nodestate-scheduler hack/tools/build.sh | tail -n 1)
 log "kube-scheduler ready in $((SECONDS - start))s: $bin/nodestate-scheduler"
 
-NODESTATE_SCHEDULER="$bin/nodestate-scheduler" exec hack/e2e.sh -run '^TestLiveScheduler$' "$@"
+NODESTATE_SCHEDULER="$bin/nodestate-scheduler" exec hack/e2e.sh -run '^TestLiveScheduler(NRTFallback)?$' "$@"

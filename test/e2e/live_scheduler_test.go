@@ -45,7 +45,11 @@ func schedulerBin(t *testing.T) string {
 //     kubelet's reason in its PodScheduled condition;
 //   - one that only sched-b admits (18 CPUs: no NUMA node of sched-a has them) binds there;
 //   - two pods of 16 CPUs, each fitting sched-c alone (one NUMA node's worth) but not together,
-//     do not both bind: the first's reservation counts for the second.
+//     do not both bind: the first's reservation counts for the second;
+//   - a pod of 18 CPUs refused on sched-d (group three: sched-a's state) binds there soon after
+//     sched-d republishes a state that admits it (a fresh machine under best-effort): the plugin
+//     activates it; without that, no event the scheduler watches would retry it before the
+//     unschedulable pods' flush (5 minutes).
 func TestLiveScheduler(t *testing.T) {
 	bin := schedulerBin(t)
 	root, err := repoRoot()
@@ -55,39 +59,7 @@ func TestLiveScheduler(t *testing.T) {
 	ctx := ctxFor(t, 3*time.Minute)
 	client := Client()
 
-	// The shipped RBAC, the publish namespace, and a token of the scheduler's ServiceAccount.
-	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: nsstate.PublishedNamespace}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	rbac := filepath.Join(root, "deploy", "scheduler", "rbac.yaml")
-	if r := RunKubectl(t, "apply", "-f", rbac); r.ExitCode != 0 {
-		t.Fatalf("kubectl apply -f deploy/scheduler/rbac.yaml: %s", r)
-	}
-	t.Cleanup(func() { RunKubectl(t, "delete", "--ignore-not-found", "-f", rbac) })
-	token, err := client.CoreV1().ServiceAccounts("kube-system").CreateToken(ctx, "nodestate-scheduler",
-		&authv1.TokenRequest{Spec: authv1.TokenRequestSpec{ExpirationSeconds: ptrTo(int64(3600))}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	kubeconfig := filepath.Join(dir, "scheduler.kubeconfig")
-	rc := RESTConfig()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["e2e"] = &clientcmdapi.Cluster{Server: rc.Host, CertificateAuthorityData: rc.CAData, CertificateAuthority: rc.CAFile}
-	kc.AuthInfos["nodestate-scheduler"] = &clientcmdapi.AuthInfo{Token: token.Status.Token}
-	kc.Contexts["e2e"] = &clientcmdapi.Context{Cluster: "e2e", AuthInfo: "nodestate-scheduler"}
-	kc.CurrentContext = "e2e"
-	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
-		t.Fatal(err)
-	}
-	profile, err := os.ReadFile(filepath.Join(root, "deploy", "scheduler", "scheduler-config.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	config := filepath.Join(dir, "scheduler-config.yaml")
-	if err := os.WriteFile(config, append(profile, []byte("clientConnection:\n  kubeconfig: "+kubeconfig+"\n")...), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	config := nodestateSchedulerConfig(t, ctx, "scheduler-config.yaml")
 
 	// The nodes and their published states.
 	const group = "nodestate-e2e/scheduler-group"
@@ -96,7 +68,7 @@ func TestLiveScheduler(t *testing.T) {
 	for _, n := range []struct {
 		name, group, policy string
 		loaded              bool
-	}{{"sched-a", "one", "restricted", true}, {"sched-b", "one", "best-effort", false}, {"sched-c", "two", "restricted", false}} {
+	}{{"sched-a", "one", "restricted", true}, {"sched-b", "one", "best-effort", false}, {"sched-c", "two", "restricted", false}, {"sched-d", "three", "restricted", true}} {
 		CreateNodeWith(t, n.name, NodeOptions{Labels: map[string]string{group: n.group}})
 		cm := publishedtest.ConfigMap(t, example.State(t, n.name, n.loaded, n.policy, now), nsstate.PublishedNamespace)
 		if _, err := client.CoreV1().ConfigMaps(cm.Namespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
@@ -152,6 +124,7 @@ func TestLiveScheduler(t *testing.T) {
 	create("odd-3", "3", "one")
 	create("first-16", "16", "two")
 	create("second-16", "16", "two")
+	create("waits-18", "18", "three")
 
 	wide := WaitPod(t, ns, "wide-18", 2*time.Minute, func(p *corev1.Pod) (bool, error) { return p.Spec.NodeName != "", nil })
 	t.Logf("wide-18 bound to %s %s after the scheduler's start", wide.Spec.NodeName, time.Since(started).Round(time.Millisecond))
@@ -196,6 +169,79 @@ func TestLiveScheduler(t *testing.T) {
 		t.Fatalf("16-CPU pods: bound %q, pending %q", bound, pending)
 	}
 	t.Logf("%s bound to sched-c; %s", bound, pending)
+
+	// Requeue on republish.
+	waits := WaitPod(t, ns, "waits-18", time.Minute, func(p *corev1.Pod) (bool, error) {
+		if p.Spec.NodeName != "" {
+			return false, fmt.Errorf("waits-18 bound to %s before sched-d republished", p.Spec.NodeName)
+		}
+		return strings.Contains(unschedulable(p), "TopologyAffinityError"), nil
+	})
+	t.Logf("waits-18 Pending: %s", unschedulable(waits))
+	cm, err := client.CoreV1().ConfigMaps(nsstate.PublishedNamespace).Get(ctx, "sched-d", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	admitting := publishedtest.ConfigMap(t, example.State(t, "sched-d", false, "best-effort", time.Now()), nsstate.PublishedNamespace)
+	cm.Annotations, cm.Data, cm.BinaryData = admitting.Annotations, admitting.Data, admitting.BinaryData
+	republished := time.Now()
+	if _, err := client.CoreV1().ConfigMaps(cm.Namespace).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waits = WaitPod(t, ns, "waits-18", 30*time.Second, func(p *corev1.Pod) (bool, error) { return p.Spec.NodeName != "", nil })
+	t.Logf("waits-18 bound to %s %s after sched-d republished", waits.Spec.NodeName, time.Since(republished).Round(time.Millisecond))
+	if waits.Spec.NodeName != "sched-d" {
+		t.Errorf("waits-18 bound to %s, want sched-d", waits.Spec.NodeName)
+	}
+}
+
+// nodestateSchedulerConfig applies the shipped RBAC (rbac.yaml, and the files extraRBAC names
+// under deploy/scheduler), creates the publish namespace, and writes the shipped profile
+// (deploy/scheduler/PROFILE) with a kubeconfig of the scheduler's ServiceAccount: its path.
+func nodestateSchedulerConfig(t *testing.T, ctx context.Context, profile string, extraRBAC ...string) string {
+	t.Helper()
+	root, err := repoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := Client()
+	// The shipped RBAC, the publish namespace, and a token of the scheduler's ServiceAccount.
+	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: nsstate.PublishedNamespace}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	for _, file := range append([]string{"rbac.yaml"}, extraRBAC...) {
+		rbac := filepath.Join(root, "deploy", "scheduler", file)
+		if r := RunKubectl(t, "apply", "-f", rbac); r.ExitCode != 0 {
+			t.Fatalf("kubectl apply -f deploy/scheduler/%s: %s", file, r)
+		}
+		t.Cleanup(func() { RunKubectl(t, "delete", "--ignore-not-found", "-f", rbac) })
+	}
+	token, err := client.CoreV1().ServiceAccounts("kube-system").CreateToken(ctx, "nodestate-scheduler",
+		&authv1.TokenRequest{Spec: authv1.TokenRequestSpec{ExpirationSeconds: ptrTo(int64(3600))}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "scheduler.kubeconfig")
+	rc := RESTConfig()
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["e2e"] = &clientcmdapi.Cluster{Server: rc.Host, CertificateAuthorityData: rc.CAData, CertificateAuthority: rc.CAFile}
+	kc.AuthInfos["nodestate-scheduler"] = &clientcmdapi.AuthInfo{Token: token.Status.Token}
+	kc.Contexts["e2e"] = &clientcmdapi.Context{Cluster: "e2e", AuthInfo: "nodestate-scheduler"}
+	kc.CurrentContext = "e2e"
+	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	shipped, err := os.ReadFile(filepath.Join(root, "deploy", "scheduler", profile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	config := filepath.Join(dir, "scheduler-config.yaml")
+	if err := os.WriteFile(config, append(shipped, []byte("clientConnection:\n  kubeconfig: "+kubeconfig+"\n")...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	return config
 }
 
 func ptrTo[T any](v T) *T { return &v }
