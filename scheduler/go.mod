@@ -3,6 +3,7 @@ module github.com/kubectl-nodestate/kubectl-nodestate/scheduler
 go 1.26.8
 
 require (
+	github.com/k8stopologyawareschedwg/noderesourcetopology-api v0.1.2
 	github.com/kubectl-nodestate/kubectl-nodestate v0.0.0-00010101000000-000000000000
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
@@ -63,7 +64,6 @@ require (
 	github.com/grpc-ecosystem/grpc-gateway/v2 v2.29.0 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
-	github.com/k8stopologyawareschedwg/noderesourcetopology-api v0.1.2 // indirect
 	github.com/k8stopologyawareschedwg/numaplacement v0.0.0-00010101000000-000000000000 // indirect
 	github.com/k8stopologyawareschedwg/podfingerprint v0.2.2 // indirect
 	github.com/kylelemons/godebug v1.1.0 // indirect
