@@ -122,10 +122,9 @@ func TestFallbackNodeResourceTopologyMatch(t *testing.T) {
 
 // stubTopologyMatch stands in for the upstream plugin where a test counts what reaches it.
 type stubTopologyMatch struct {
-	mu       sync.Mutex
-	calls    []string
-	verdict  *fwk.Status
-	preempts bool
+	mu      sync.Mutex
+	calls   []string
+	verdict *fwk.Status
 }
 
 func (s *stubTopologyMatch) record(what string) {
