@@ -87,6 +87,8 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		return nil, err
 	}
 	p := newPlugin(args)
+	// The method value reads the framework's PodActivator at each call: the scheduler sets it
+	// (its queue) only after the plugins are built. Nothing is activated before a Filter fails.
 	p.activate = h.Activate
 	if args.Fallback == FallbackNodeResourceTopologyMatch {
 		nrtArgs, err := nodeResourceTopologyMatchArgs(args.NodeResourceTopologyMatch)
