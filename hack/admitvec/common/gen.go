@@ -206,7 +206,6 @@ type container struct {
 func pod(name string, ctrs ...container) *v1.Pod {
 	p := &v1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}}
 	p.Name, p.Namespace, p.UID = name, "default", types.UID("uid-"+name)
-	always := v1.ContainerRestartPolicyAlways
 	for _, c := range ctrs {
 		rl := v1.ResourceList{}
 		if c.cpu != "" {
@@ -223,7 +222,7 @@ func pod(name string, ctrs ...container) *v1.Pod {
 			ctr.Resources.Limits = nil
 		}
 		if c.sidecar {
-			ctr.RestartPolicy = &always
+			makeSidecar(&ctr)
 		}
 		if c.init || c.sidecar {
 			p.Spec.InitContainers = append(p.Spec.InitContainers, ctr)

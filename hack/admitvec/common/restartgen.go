@@ -38,7 +38,6 @@ func rpod(name string, created int, ctrs ...rctr) *v1.Pod {
 	p := &v1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}}
 	p.Name, p.Namespace, p.UID = name, "default", types.UID("uid-"+name)
 	p.CreationTimestamp = metav1.NewTime(time.Date(2026, 1, 1, 0, created, 0, 0, time.UTC))
-	always := v1.ContainerRestartPolicyAlways
 	for _, c := range ctrs {
 		rl := v1.ResourceList{v1.ResourceCPU: resource.MustParse(c.cpu), v1.ResourceMemory: resource.MustParse(c.memory)}
 		if c.gpus > 0 {
@@ -49,7 +48,7 @@ func rpod(name string, created int, ctrs ...rctr) *v1.Pod {
 		}
 		ctr := v1.Container{Name: c.name, Image: "registry.k8s.io/pause:3.10", Resources: v1.ResourceRequirements{Requests: rl, Limits: rl}}
 		if c.sidecars {
-			ctr.RestartPolicy = &always
+			makeSidecar(&ctr)
 		}
 		if c.init || c.sidecars {
 			p.Spec.InitContainers = append(p.Spec.InitContainers, ctr)
@@ -208,19 +207,23 @@ func restartScenarios() []restartScenario {
 		},
 	})
 
-	// A restartable sidecar and the app, each with a GPU of its own; both run.
-	sc := rpod("s", 0, rctr{name: "sidecar", cpu: "1", memory: "256Mi", gpus: 1, sidecars: true}, app("2", 1, 0))
-	out = append(out, restartScenario{
-		short:       "sidecar-app",
-		description: "pod s's restartable sidecar and app container hold a GPU each",
-		seeds:       []*v1.Pod{sc, c}, again: []*v1.Pod{sc, c},
-		seedDevices: restartDevices(false), devices: restartDevices(false),
-		variants: []restartVariant{
-			reboot("plugin-never", reg(gpu, never)),
-			kubeletRestart("running-plugin-never", false, running("s/sidecar", "s/app", "c/app"), reg(gpu, never)),
-			kubeletRestart("app-running-plugin-never", false, running("s/app", "c/app"), reg(gpu, never)),
-		},
-	})
+	// A restartable sidecar and the app, each with a GPU of its own; both run. Not for a
+	// release without sidecars (1.27: its k8s.io/api has no Container.RestartPolicy, the
+	// sidecar would be a plain init container, another scenario).
+	if hasSidecars {
+		sc := rpod("s", 0, rctr{name: "sidecar", cpu: "1", memory: "256Mi", gpus: 1, sidecars: true}, app("2", 1, 0))
+		out = append(out, restartScenario{
+			short:       "sidecar-app",
+			description: "pod s's restartable sidecar and app container hold a GPU each",
+			seeds:       []*v1.Pod{sc, c}, again: []*v1.Pod{sc, c},
+			seedDevices: restartDevices(false), devices: restartDevices(false),
+			variants: []restartVariant{
+				reboot("plugin-never", reg(gpu, never)),
+				kubeletRestart("running-plugin-never", false, running("s/sidecar", "s/app", "c/app"), reg(gpu, never)),
+				kubeletRestart("app-running-plugin-never", false, running("s/app", "c/app"), reg(gpu, never)),
+			},
+		})
+	}
 
 	// The GPU a holds is unhealthy after the restart. Before it, only gpu-0 was healthy, so a
 	// holds gpu-0.

@@ -14,6 +14,7 @@ import (
 	"k8s.io/kubernetes/pkg/kubelet/cm/cpumanager"
 	cpustate "k8s.io/kubernetes/pkg/kubelet/cm/cpumanager/state"
 	"k8s.io/kubernetes/pkg/kubelet/cm/devicemanager"
+	"k8s.io/kubernetes/pkg/kubelet/cm/devicemanager/checkpoint"
 	"k8s.io/kubernetes/pkg/kubelet/cm/memorymanager"
 	memstate "k8s.io/kubernetes/pkg/kubelet/cm/memorymanager/state"
 	"k8s.io/kubernetes/pkg/kubelet/cm/topologymanager"
@@ -97,3 +98,12 @@ func deviceCapacity(dm *devicemanager.ManagerImpl) (v1.ResourceList, v1.Resource
 
 // requestedDeviceIDs: the device plugin API's generated code (gogo-generated) names the field DevicesIDs.
 func requestedDeviceIDs(c *pluginapi.ContainerAllocateRequest) []string { return c.DevicesIDs }
+
+// parseCPUSet: the CPU set type is k8s.io/utils/cpuset from 1.28 (pkg/kubelet/cm/cpuset before).
+func parseCPUSet(s string) (cpuset.CPUSet, error) { return cpuset.Parse(s) }
+
+// deviceCheckpointData: the device checkpoint's entries and registered devices
+// (GetDataInLatestFormat before 1.28).
+func deviceCheckpointData(cp checkpoint.DeviceManagerCheckpoint) ([]checkpoint.PodDevicesEntry, map[string][]string) {
+	return cp.GetData()
+}

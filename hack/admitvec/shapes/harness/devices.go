@@ -84,7 +84,7 @@ func (k *kubelet) DropRegistered(path string, resources []string) error {
 	if err := cm.GetCheckpoint(filepath.Base(path), cp); err != nil {
 		return err
 	}
-	entries, registered := cp.GetData()
+	entries, registered := deviceCheckpointData(cp)
 	for _, r := range resources {
 		delete(registered, r)
 	}

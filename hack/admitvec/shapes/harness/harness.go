@@ -23,7 +23,6 @@ import (
 	"k8s.io/kubernetes/pkg/kubelet/cm/topologymanager"
 	"k8s.io/kubernetes/pkg/kubelet/lifecycle"
 	schedulerframework "k8s.io/kubernetes/pkg/scheduler/framework"
-	"k8s.io/utils/cpuset"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/hack/admitvec/common"
 )
@@ -62,7 +61,7 @@ func (k *kubelet) NewManagers(c *common.Config) (string, error) {
 	kc := c.Machine.Kubelet
 	mi := machineInfo(c.Machine)
 	k.cpu, k.mem, k.cpuReconciles = nil, nil, false // start mode boots several times
-	reserved, err := cpuset.Parse(kc.ReservedSystemCPUs)
+	reserved, err := parseCPUSet(kc.ReservedSystemCPUs)
 	if err != nil {
 		return "config", err
 	}
@@ -248,14 +247,14 @@ func (k *kubelet) WriteCPUState(dir string, w *common.CPUWrite) error {
 	if err != nil {
 		return err
 	}
-	def, err := cpuset.Parse(w.DefaultCPUSet)
+	def, err := parseCPUSet(w.DefaultCPUSet)
 	if err != nil {
 		return err
 	}
 	st.SetDefaultCPUSet(def)
 	for uid, ctrs := range w.Entries {
 		for name, s := range ctrs {
-			set, err := cpuset.Parse(s)
+			set, err := parseCPUSet(s)
 			if err != nil {
 				return err
 			}

@@ -1,0 +1,1 @@
+../shapes/era/e127.go

@@ -1,0 +1,1 @@
+../shapes/cadvisor/info.go

@@ -1,0 +1,1 @@
+../shapes/harness/devices.go
