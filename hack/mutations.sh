@@ -87,6 +87,11 @@ mutations=(
   'restart-any-instance-always :: return c.Running > 0 && c.Exited == 0 :: s/return c\.Running > 0 && c\.Exited == 0/return c.Running > 0/'
   'restart-count-before-plugin :: if !m.release.has(DeviceHealthChecks) { :: s/if !m\.release\.has\(DeviceHealthChecks\) \{/if true {/'
   'restart-gc-not-ready :: if !m.sourcesReady() { :: s/if !m\.sourcesReady\(\) \{/if false {/'
+  # The two rows' 1.27 bounds, held by the real 1.27.1 and 1.27.5 (their restart sets): the
+  # health checks a patch early or late, the running-container skip a patch early.
+  'restart-health-checks-from-1.27.0 :: {Behaviour: DeviceHealthChecks, Since: decode.Release("1.27.2")} :: s/DeviceHealthChecks, Since: decode\.Release\("1\.27\.2"\)/DeviceHealthChecks, Since: decode.Release("1.27.0")/'
+  'restart-health-checks-from-1.27.6 :: {Behaviour: DeviceHealthChecks, Since: decode.Release("1.27.2")} :: s/DeviceHealthChecks, Since: decode\.Release\("1\.27\.2"\)/DeviceHealthChecks, Since: decode.Release("1.27.6")/'
+  'restart-skip-running-from-1.27.0 :: {Behaviour: DeviceSkipsRunning, Since: decode.Release("1.27.6")} :: s/DeviceSkipsRunning, Since: decode\.Release\("1\.27\.6"\)/DeviceSkipsRunning, Since: decode.Release("1.27.0")/'
 )
 # NAME :: what to delete (a shell snippet run in the copy's root)
 deletions=(
