@@ -7,7 +7,7 @@ COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -s -w -X $(PKG)/pkg/version.version=$(VERSION) -X $(PKG)/pkg/version.commit=$(COMMIT) -X $(PKG)/pkg/version.date=$(DATE)
 
-.PHONY: help build test lint mutate mutations demo fuzz bench bench-nodecheck bench-scale bench-fanout bench-admit bench-conditions bench-podindex bench-scheduler e2e e2e-faults e2e-scale e2e-node e2e-nrt-scheduler judge-loop judge-sidebyside e2e-scheduler krew-test release-check ci
+.PHONY: help build test lint mutate mutations demo fuzz bench bench-nodecheck bench-scale bench-fanout bench-admit bench-conditions bench-podindex bench-scheduler e2e e2e-faults e2e-scale e2e-node e2e-nrt-scheduler judge-loop judge-sidebyside e2e-scheduler krew-test release-check images ci
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -86,6 +86,9 @@ judge-sidebyside: ## issue 45's side-by-side (root): the closed loop with the st
 
 release-check: ## the one release pipeline, goreleaser: check, a snapshot of every platform, its krew manifest validated (RELEASE_DIST=DIR keeps it)
 	hack/release-check.sh
+
+images: ## the release's two images (the plugin, the nodestate-scheduler) from goreleaser's DIST (default dist): OCI layout tars, reproducible (hack/image.sh)
+	hack/image.sh $${DIST:-dist}
 
 krew-test: ## goreleaser's release (or KREW_TEST_DIST=DIR's) installed through the real krew + kubectl, offline
 	hack/krew-test.sh

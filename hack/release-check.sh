@@ -29,6 +29,12 @@ cd "$tmp/src"
 
 "$bin/goreleaser" check
 say "ok   goreleaser check"
+# The scheduler's version stamp (.goreleaser.yaml) is the Kubernetes it is built from.
+pin=$(sed -n 's#^\(require \)\{0,1\}[[:space:]]*k8s.io/kubernetes \(v[^ ]*\).*#\2#p' scheduler/go.mod | head -n 1)
+stamps=$(grep -o 'version.gitVersion=[^ ]*' .goreleaser.yaml | sort -u)
+[[ $stamps == "version.gitVersion=$pin" ]] ||
+  { say "FAIL .goreleaser.yaml stamps the scheduler [$stamps], scheduler/go.mod pins k8s.io/kubernetes $pin"; exit 1; }
+say "ok   the scheduler stamped with the Kubernetes scheduler/go.mod pins ($pin)"
 "$bin/goreleaser" release --snapshot --clean --skip=publish >"$tmp/release.log" 2>&1 || {
   tail -n 30 "$tmp/release.log" >&2
   say "FAIL goreleaser release --snapshot"
@@ -60,40 +66,16 @@ done
 [[ $(wc -l <dist/checksums.txt) -eq 5 ]] || { say "FAIL checksums.txt does not list the 5 archives"; exit 1; }
 say "ok   archives hold the binary, LICENSE and (not on windows) the completion helper; checksums match"
 
-# The plugin's image (deploy/npd): the linux binaries as an OCI layout tar, written twice from
-# the same binaries: the same digest and the same bytes, or it is not reproducible.
-(cd hack/tools/ociimage && GOWORK=off GOFLAGS=-mod=readonly CGO_ENABLED=0 go build -trimpath -o "$tmp/ociimage" .)
-digest1=$(OCIIMAGE="$tmp/ociimage" hack/image.sh dist)
-image=(dist/kubectl-nodestate_*_image.tar)
-mv "${image[0]}" "$tmp/image1.tar"
-digest2=$(OCIIMAGE="$tmp/ociimage" hack/image.sh dist)
-[[ $digest1 == "$digest2" ]] && cmp -s "$tmp/image1.tar" "${image[0]}" ||
-  { say "FAIL the image is not reproducible: $digest1 vs $digest2"; exit 1; }
-python3 - "${image[0]}" <<'PY' || { say "FAIL the image holds more than the binary"; exit 1; }
-import gzip, io, json, sys, tarfile
-outer = tarfile.open(sys.argv[1])
-blob = lambda d: outer.extractfile("blobs/" + d.replace(":", "/")).read()
-top = json.load(outer.extractfile("index.json"))
-assert top["manifests"][0]["annotations"]["io.containerd.image.name"].startswith("ghcr.io/kubectl-nodestate/kubectl-nodestate:")
-index = json.loads(blob(top["manifests"][0]["digest"]))
-plats = sorted(m["platform"]["architecture"] for m in index["manifests"])
-assert plats == ["amd64", "arm64"], plats
-for m in index["manifests"]:
-    man = json.loads(blob(m["digest"]))
-    assert len(man["layers"]) == 1, man
-    layer = tarfile.open(fileobj=io.BytesIO(gzip.decompress(blob(man["layers"][0]["digest"]))))
-    assert layer.getnames() == ["kubectl-nodestate"], layer.getnames()
-    cfg = json.loads(blob(man["config"]["digest"]))
-    assert cfg["config"]["Entrypoint"] == ["/kubectl-nodestate"], cfg
-PY
-say "ok   image ${image[0]#dist/}: only the static binary (linux amd64, arm64), built twice: same digest $digest1"
+# The release's images (hack/image.sh), written twice: the same digests and bytes.
+hack/image-check.sh dist
+images=(dist/*_image.tar)
 
 if [[ -n ${RELEASE_DIST:-} ]]; then
   # Remove only what this script writes there, never the whole directory.
-  rm -f "$RELEASE_DIST"/kubectl-nodestate_* "$RELEASE_DIST/checksums.txt" "$RELEASE_DIST/krew/nodestate.yaml"
+  rm -f "$RELEASE_DIST"/kubectl-nodestate_* "$RELEASE_DIST"/nodestate-scheduler_* "$RELEASE_DIST/checksums.txt" "$RELEASE_DIST/krew/nodestate.yaml"
   mkdir -p "$RELEASE_DIST/krew"
   cp "$tmp/src/$manifest" "$RELEASE_DIST/krew/"
-  cp "${archives[@]/#/$tmp/src/}" "$tmp/src/dist/checksums.txt" "$tmp/src/${image[0]}" "$RELEASE_DIST/"
-  say "kept archives, checksums.txt and krew/nodestate.yaml in $RELEASE_DIST"
+  cp "${archives[@]/#/$tmp/src/}" "$tmp/src/dist/checksums.txt" "${images[@]/#/$tmp/src/}" "$RELEASE_DIST/"
+  say "kept archives, checksums.txt, krew/nodestate.yaml and the images in $RELEASE_DIST"
 fi
 say "PASS in $((SECONDS - t0))s"
