@@ -59,6 +59,9 @@ type Rebuild struct {
 	Notes []string `json:"notes,omitempty"`
 }
 
+// NoteNoCreationTimes is Rebuild's note when the pods' order is not known.
+const NoteNoCreationTimes = "the files hold no creation times: the pods are re-admitted in UID order, and a pod whose fate changes in the reverse order is not judged"
+
 // Why a rebuilt pod is not judged.
 const (
 	notJudgedContainerTypes = "its containers' types (init, app or sidecar) are not in the files: %s hold %d containers (%s); 1.38's allocation file (V2) holds them"
@@ -135,7 +138,7 @@ func RebuildPods(in RebuildInput) Rebuild {
 			return out.Pods[i].Pod.CreationTimestamp.Before(&out.Pods[j].Pod.CreationTimestamp)
 		})
 	} else if len(out.Pods) > 1 {
-		out.Notes = append(out.Notes, "the files hold no creation times: the pods are re-admitted in UID order, and a pod whose fate changes in the reverse order is not judged")
+		out.Notes = append(out.Notes, NoteNoCreationTimes)
 	}
 	return out
 }

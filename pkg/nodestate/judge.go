@@ -83,6 +83,11 @@ type NodeInfo struct {
 	MachineError string `json:"machineError,omitempty"`
 	// Devices are the node's extended resources as its status said when collected.
 	Devices *fetch.DeviceStatus `json:"devices,omitempty"`
+	// Pods are the node's pods as the API server listed them when collected, with their
+	// containers' states: the kubelet-restart outlook's input. Nil: not recorded (a bundle of
+	// an older collect, or of the collect script, which has no API server), and that outlook
+	// is not given.
+	Pods *RecordedPods `json:"pods,omitempty"`
 }
 
 // ParseNodeInfo reads NodeInfoFile. The schema must be collect's: "node.json" is a common name

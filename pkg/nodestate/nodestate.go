@@ -147,6 +147,9 @@ type NodeResult struct {
 	// CgroupsErr.
 	Cgroups    *cgroup.Node
 	CgroupsErr error
+	// RecordedPods are the pods a collect bundle recorded from the API server (NodeInfo.Pods;
+	// nil for a live node, other copies and older bundles).
+	RecordedPods *RecordedPods
 
 	// Doctor is the start prediction (Config.Doctor); nil when not asked or Err is set.
 	Doctor *DoctorResult
@@ -389,11 +392,11 @@ func (r *Runner) processNode(ctx context.Context, res *NodeResult) *NodeResult {
 
 // readCopies reads FromDir or FromFile, as readNode reads a live node.
 func (r *Runner) readCopies() (*NodeResult, error) {
-	snap, err := r.loadOffline()
+	snap, recorded, err := r.loadOffline()
 	if err != nil {
 		return nil, err
 	}
-	res := &NodeResult{Node: snap.Node, Where: snap.Source, Snapshot: snap}
+	res := &NodeResult{Node: snap.Node, Where: snap.Source, Snapshot: snap, RecordedPods: recorded}
 	if snap.Node != "" {
 		res.Where = "node " + snap.Node
 	}
@@ -411,13 +414,14 @@ func failureReason(err error) string {
 	return string(fetch.ReasonOf(err))
 }
 
-// loadOffline reads FromDir or FromFile.
-func (r *Runner) loadOffline() (*fetch.Snapshot, error) {
+// loadOffline reads FromDir or FromFile, and the pods a collect bundle recorded (nil if none).
+func (r *Runner) loadOffline() (*fetch.Snapshot, *RecordedPods, error) {
 	if r.cfg.FromDir != "" {
 		snap, err := local.Read(r.cfg.FromDir, append(decode.Paths(), bundleFiles()...), local.DefaultLimits)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
+		var recorded *RecordedPods
 		takeBundleDumps(snap)
 		// A collect bundle records the node's kubelet version: it judges the copies.
 		if b, ok := snap.Files[NodeInfoFile]; ok {
@@ -432,17 +436,20 @@ func (r *Runner) loadOffline() (*fetch.Snapshot, error) {
 			if err == nil && info.Devices != nil {
 				snap.Devices = info.Devices
 			}
+			if err == nil {
+				recorded = info.Pods
+			}
 		}
-		return snap, nil
+		return snap, recorded, nil
 	}
 	if _, ok := r.fileKind(); !ok {
-		return nil, fmt.Errorf("cannot tell which checkpoint %s is: give the file its name on the node (e.g. cpu_manager_state) or pass --kind", r.cfg.FromFile)
+		return nil, nil, fmt.Errorf("cannot tell which checkpoint %s is: give the file its name on the node (e.g. cpu_manager_state) or pass --kind", r.cfg.FromFile)
 	}
 	b, err := local.ReadFile(r.cfg.FromFile, local.DefaultLimits)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return &fetch.Snapshot{Source: r.cfg.FromFile, Files: map[string][]byte{r.cfg.FromFile: b}}, nil
+	return &fetch.Snapshot{Source: r.cfg.FromFile, Files: map[string][]byte{r.cfg.FromFile: b}}, nil, nil
 }
 
 // fileKind is the kind of FromFile: Kind, else the file's name on the node.

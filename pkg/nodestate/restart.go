@@ -142,10 +142,22 @@ func fateName(f admit.PodFate) string {
 // copied kubelet root dir, node-local): the pods rebuilt from its allocation and managers'
 // checkpoints (admit.RebuildPods), the plugins its device checkpoint registers (and the join's,
 // where it knows more), and for a kubelet restart the containers running now: the runtime's
-// (node-local), else none known, and that outlook is skipped.
+// (node-local), else the API server's when a collect bundle recorded them (with the pods'
+// names, owners and creation times), else none known, and that outlook is skipped.
 func (r *Runner) restartOutlookFromFiles(n *NodeResult, mi managerInputs, skip, note func(string, ...any)) []RestartOutlook {
 	rb := admit.RebuildPods(admit.RebuildInput{Allocation: mi.report(decode.KindAllocated),
 		CPU: mi.report(decode.KindCPU), Memory: mi.report(decode.KindMemory), Devices: mi.report(decode.KindDevices)})
+	running, runtimeKnown := runtimeContainers(n)
+	var exited map[string]map[string]bool
+	recorded := n.RecordedPods
+	if runtimeKnown {
+		recorded = nil // node-local: the runtime's state is now, the API server's was then
+	}
+	if recorded != nil {
+		recorded.name(&rb)
+		running, exited = recorded.containers()
+		rb.Notes = append(rb.Notes, "the pods' names, owners, creation times and running containers: the API server's when the bundle was collected ("+NodeInfoFile+")")
+	}
 	in, _ := r.replayInput(n, mi, nil)
 	plugins, unplaced := admit.FilePlugins(mi.report(decode.KindDevices))
 	if in.Devices == nil {
@@ -173,23 +185,25 @@ func (r *Runner) restartOutlookFromFiles(n *NodeResult, mi managerInputs, skip, 
 	note("the restart outlook from the node's files: %s", strings.Join(rebuilt, "; "))
 	never := neverRegisters(in.Devices, len(rb.Pods))
 	restarts := []admit.Restart{{Kind: admit.RestartReboot, Register: never}}
-	running, runtimeKnown := runtimeContainers(n)
 	// The kubelet was running when the files were read: a pod nothing of which ran then is gone
 	// or done (its entries outlive it until the kubelet cleans them), which the kubelet does not
-	// re-admit, or one not started yet.
+	// re-admit, or one not started yet. The API server's list, where recorded, tells which.
 	for i, p := range rb.Pods {
-		if why := nothingRuns(n, string(p.Pod.UID), running, runtimeKnown); p.NotJudged == "" && why != "" {
+		if recorded != nil {
+			if why := recorded.gone(string(p.Pod.UID)); why != "" {
+				rb.Pods[i].NotJudged = why // before what the files lack: it is not re-admitted at all
+			}
+		} else if why := nothingRuns(n, string(p.Pod.UID), running, runtimeKnown); p.NotJudged == "" && why != "" {
 			rb.Pods[i].NotJudged = why + ": deleted or finished since its entries were written (not re-admitted), or not started; the files cannot tell"
 		}
 	}
-	if runtimeKnown {
-		restarts = append(restarts, admit.Restart{Kind: admit.RestartKubelet, Running: running, Register: never})
-	} else {
-		why := "the copied files do not say which containers run (a bundle's cgroups name container IDs, not containers)"
-		if n.Snapshot.Pods != nil {
-			why = "no container runtime's state was found on the node"
-		}
-		skip("the restart outlook (%s): %s", CheckIfKubeletRestart, why)
+	switch {
+	case runtimeKnown || recorded != nil:
+		restarts = append(restarts, admit.Restart{Kind: admit.RestartKubelet, Running: running, Exited: exited, Register: never})
+	case n.Snapshot.Pods != nil:
+		skip("the restart outlook (%s): no container runtime's state was found on the node", CheckIfKubeletRestart)
+	default:
+		skip("the restart outlook (%s): the copied files do not say which containers run (a bundle's cgroups name container IDs, not containers); a bundle of this version's collect records them from the API server (%s)", CheckIfKubeletRestart, NodeInfoFile)
 	}
 	var out []RestartOutlook
 	for _, restart := range restarts {

@@ -90,6 +90,22 @@ func TestRestartOutlookFromVectorBundles(t *testing.T) {
 // vectorBundleOutlook writes the case as a collect bundle and returns doctor's reboot outlook.
 func vectorBundleOutlook(t *testing.T, c vectorpack.Case, kubelet string) RestartOutlook {
 	t.Helper()
+	dir := vectorBundle(t, c, kubelet)
+	dc, _, err := LoadDoctorConfig("", "", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := readOne(t, Config{FromDir: dir, Engines: Engines{Doctor: dc}})
+	if res.Doctor == nil || len(res.Doctor.Restart) != 1 || res.Doctor.Restart[0].Kind != admit.RestartReboot || !res.Doctor.Restart[0].FromFiles {
+		t.Fatalf("%s: %+v", c.Name, res.Doctor)
+	}
+	return res.Doctor.Restart[0]
+}
+
+// vectorBundle writes the case as a collect bundle of an older collect: its checkpoints,
+// machine.json, the kubelet config and node.json, no pod.
+func vectorBundle(t *testing.T, c vectorpack.Case, kubelet string) string {
+	t.Helper()
 	dir := t.TempDir()
 	for _, f := range []string{"cpu_manager_state", "memory_manager_state", "device-plugins/kubelet_internal_checkpoint", "machine.json"} {
 		if b, ok := c.Files[f]; ok {
@@ -105,15 +121,7 @@ func vectorBundleOutlook(t *testing.T, c vectorpack.Case, kubelet string) Restar
 	}
 	os.WriteFile(filepath.Join(dir, ConfigYAMLFile), m.Kubelet, 0o600)
 	os.WriteFile(filepath.Join(dir, NodeInfoFile), []byte(`{"schema":"`+NodeInfoSchema+`","node":"n","kubeletVersion":"`+kubelet+`"}`), 0o600)
-	dc, _, err := LoadDoctorConfig("", "", dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := readOne(t, Config{FromDir: dir, Engines: Engines{Doctor: dc}})
-	if res.Doctor == nil || len(res.Doctor.Restart) != 1 || res.Doctor.Restart[0].Kind != admit.RestartReboot || !res.Doctor.Restart[0].FromFiles {
-		t.Fatalf("%s: %+v", c.Name, res.Doctor)
-	}
-	return res.Doctor.Restart[0]
+	return dir
 }
 
 // A bundle with a cgroups section: a pod of the device checkpoint with no directory under its

@@ -240,9 +240,45 @@ func TestLiveDoctor(t *testing.T) {
 
 	t.Run("collect bundle is a complete offline input", func(t *testing.T) {
 		dir := t.TempDir()
-		r := nodestate(t, nil, "collect", "doc-offlined", "doc-healthy-a", "-n", ns, "-d", dir)
+		r := nodestate(t, nil, "collect", "doc-offlined", "doc-healthy-a", "doc-healthy-b", "-n", ns, "-d", dir)
 		if r.ExitCode != 0 {
 			t.Fatalf("collect: %s", r)
+		}
+		// healthy-b's node.json records its pods from the API server, the pinned pod's container
+		// running (kwok runs it): doctor --from-dir then answers "if the kubelet restarts" too.
+		raw, err := os.ReadFile(filepath.Join(dir, "doc-healthy-b", "node.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var info struct {
+			Pods struct {
+				ByUID map[string]struct {
+					Namespace, Name string
+					Containers      []struct {
+						Name    string
+						Running bool
+					}
+				}
+			}
+		}
+		if err := json.Unmarshal(raw, &info); err != nil {
+			t.Fatal(err)
+		}
+		if p := info.Pods.ByUID[string(pod.UID)]; p.Name != "pinned" || p.Namespace != ns || len(p.Containers) != 1 || !p.Containers[0].Running {
+			t.Errorf("node.json records the pinned pod as %+v\n%s", p, raw)
+		}
+		for uid, p := range info.Pods.ByUID {
+			if strings.HasPrefix(p.Name, "nodestate-") {
+				t.Errorf("node.json records the debug pod %s (%s)", p.Name, uid)
+			}
+		}
+		off := Run(t, 0, Env(t), PluginBin(t), "doctor", "--from-dir", filepath.Join(dir, "doc-healthy-b"), "-o", "json")
+		var checks []string
+		for _, f := range parse(t, off)[""].Findings {
+			checks = append(checks, f.Check)
+		}
+		if !slices.Contains(checks, "if-reboot") || !slices.Contains(checks, "if-kubelet-restart") {
+			t.Errorf("offline doctor of doc-healthy-b's bundle: findings %v, want both restart outlooks\n%s", checks, off)
 		}
 		for _, node := range []string{"doc-offlined", "doc-healthy-a"} {
 			for _, f := range []string{"machine.json", "kubelet-config.yaml", "node.json", "cpu_manager_state"} {

@@ -34,6 +34,7 @@ type Options struct {
 func NewCmdCollect(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &Options{ReadOptions: cmdutil.NewReadOptions(flags), IOStreams: streams}
 	o.ReadMachine, o.ReadKubeletConfig, o.ReadNodeFiles, o.ReadCgroups = true, true, true, true
+	o.ReadPodNames = true // node.json's pods: the kubelet-restart outlook of doctor --from-dir
 	cmd := &cobra.Command{
 		Use:   "collect NODE... | --all-nodes -d DIR | --print-script",
 		Short: "Copy nodes' raw checkpoint files into a directory, with a verification summary",
@@ -47,7 +48,9 @@ func NewCmdCollect(flags *genericclioptions.ConfigFlags, streams genericiooption
 			machine.json (the node's CPUs, NUMA memory and hugepages, from sysfs), the kubelet
 			config it could read (kubelet-config.json from configz, when you may GET
 			nodes/proxy; else kubelet-config.yaml, the config.yaml of the kubelet root dir), and
-			node.json (the kubelet version and where each came from); and, raw, the sections
+			node.json (the kubelet version and where each came from, and the node's pods as the
+			API server lists them: names, owners, creation times and which containers run, for
+			doctor's kubelet-restart outlook); and, raw, the sections
 			the debug pod printed: machine.sysfs, device-plugins.sockets (the device plugins'
 			sockets) and cdi.specs (the CDI spec files of /etc/cdi and /var/run/cdi).
 
@@ -150,6 +153,7 @@ func (o *Options) Run(ctx context.Context) error {
 func (o *Options) writeNodeInfo(dir string, n *nodestate.NodeResult) error {
 	info := nodestate.NodeInfo{Schema: nodestate.NodeInfoSchema, Node: n.Node, KubeletVersion: n.Snapshot.KubeletVersion, KubeletConfigNote: n.KubeletConfigNote}
 	info.Devices = n.Snapshot.Devices
+	info.Pods = nodestate.RecordPods(n)
 	if n.Machine != nil {
 		if err := writeJSON(filepath.Join(dir, nodestate.MachineFile), n.Machine); err != nil {
 			return err
