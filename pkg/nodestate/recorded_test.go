@@ -3,6 +3,7 @@ package nodestate
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -50,7 +51,7 @@ func TestRestartOutlookFromRecordedBundleAsLive(t *testing.T) {
 		}
 		trainer := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "trainer", Namespace: "ml", UID: types.UID("6f1c2a0d-3b5e-4c8a-9d1e-2a7b6c5d4e3f"),
 			CreationTimestamp: metav1.Unix(100, 0), OwnerReferences: []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "trainer-1", Controller: &yes}}},
-			Spec: corev1.PodSpec{NodeName: "a", Containers: []corev1.Container{{Name: "trainer", Resources: corev1.ResourceRequirements{Requests: devices, Limits: devices}}}},
+			Spec:   corev1.PodSpec{NodeName: "a", Containers: []corev1.Container{{Name: "trainer", Resources: corev1.ResourceRequirements{Requests: devices, Limits: devices}}}},
 			Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: "trainer", ContainerID: "containerd://t1", State: state}}}}
 		web := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-web", CreationTimestamp: metav1.Unix(50, 0)},
 			Spec:   corev1.PodSpec{NodeName: "a", Containers: []corev1.Container{{Name: "app"}}},
@@ -173,7 +174,7 @@ func TestKubeletRestartOutlookFromVectorBundles(t *testing.T) {
 			recorded := &RecordedPods{ByUID: map[string]RecordedPod{}}
 			for _, w := range want.Pods {
 				p := RecordedPod{Namespace: "default", Name: w.UID}
-				for _, name := range slices.Sorted(mapsKeys(restart.Running[w.UID])) {
+				for _, name := range slices.Sorted(maps.Keys(restart.Running[w.UID])) {
 					p.Containers = append(p.Containers, RecordedContainer{Name: name, Running: true, Restarted: restart.Exited[w.UID][name]})
 				}
 				recorded.ByUID[w.UID] = p
@@ -223,16 +224,6 @@ func registersNever(register map[string]int) bool {
 		}
 	}
 	return true
-}
-
-func mapsKeys(m map[string]bool) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // vectorBundleOutlookRecorded writes the case as a collect bundle whose node.json records the
