@@ -69,6 +69,25 @@ say "ok   archives hold the binary, LICENSE and (not on windows) the completion 
 # The release's images (hack/image.sh), written twice: the same digests and bytes.
 hack/image-check.sh dist
 images=(dist/*_image.tar)
+# And built twice: goreleaser builds the linux binaries again in another clone (another path;
+# the packages from the Go cache, every binary linked anew), and the images written from those
+# have the same digests, or a stamp (a build time, a path) makes them differ.
+git clone -q . "$tmp/src2"
+git -C "$tmp/src2" remote set-url origin https://github.com/kubectl-nodestate/kubectl-nodestate.git
+(cd "$tmp/src2" && "$bin/goreleaser" build --snapshot --clean --id unix --id scheduler) >"$tmp/build2.log" 2>&1 || {
+  tail -n 30 "$tmp/build2.log" >&2
+  say "FAIL goreleaser build --snapshot (the second build)"
+  exit 1
+}
+(cd hack/tools/ociimage && GOWORK=off GOFLAGS=-mod=readonly CGO_ENABLED=0 go build -trimpath -o "$tmp/ociimage" .)
+OCIIMAGE="$tmp/ociimage" hack/image.sh dist >"$tmp/digests-build1"
+OCIIMAGE="$tmp/ociimage" hack/image.sh "$tmp/src2/dist" >"$tmp/digests-build2"
+if ! cmp -s "$tmp/digests-build1" "$tmp/digests-build2"; then
+  say "FAIL the images differ between two builds of one commit:"
+  paste -d'\n' "$tmp/digests-build1" "$tmp/digests-build2" >&2
+  exit 1
+fi
+say "ok   built twice (two clones): the same image digests: $(cut -d' ' -f2 "$tmp/digests-build1" | tr '\n' ' ')"
 
 if [[ -n ${RELEASE_DIST:-} ]]; then
   # Remove only what this script writes there, never the whole directory.
