@@ -183,13 +183,14 @@ type Container struct {
 
 // Predict replays the kubelet's start, then each pod's admission.
 func Predict(in Input) (Result, error) {
-	res, _, err := predict(in, false)
+	res, _, err := predict(in, false, nil)
 	return res, err
 }
 
 // predict is Predict, and with keepStates also the managers' state after each admission (before
-// any cleanup), which the conformance tests compare to the real kubelet's.
-func predict(in Input, keepStates bool) (Result, []replay.State, error) {
+// any cleanup), which the conformance tests compare to the real kubelet's. With once the kubelet
+// is not started again: the admissions run on a copy of its start (nil: started here).
+func predict(in Input, keepStates bool, once *Prepared) (Result, []replay.State, error) {
 	var states []replay.State
 	// The hint providers in the kubelet's order: the device manager first.
 	res := Result{Replayed: []string{ProviderCPU, ProviderMemory}, NotReplayed: []string{ProviderDevices, ProviderDRA},
@@ -200,16 +201,20 @@ func predict(in Input, keepStates bool) (Result, []replay.State, error) {
 	if in.Kubelet.Version != nil {
 		res.Kubelet = in.Kubelet.String()
 	}
-	si := replay.StartInput{CPU: in.CPU, Memory: in.Memory, Machine: in.Machine, Config: in.Config, Kubelet: in.Kubelet, RootDir: in.RootDir, Devices: restartDevices(in), Active: in.ActivePods}
+	si := startInput(in)
 	var deferred []string
-	if in.Restart != nil {
-		si.Restart = in.Restart.replayRestart()
-		if in.Devices != nil {
-			deferred = in.Restart.deferred(in.Devices)
-		}
+	if in.Restart != nil && in.Devices != nil {
+		deferred = in.Restart.deferred(in.Devices)
 	}
-	node, start, err := replay.Start(si)
-	if err != nil {
+	var node *replay.Node
+	var start replay.Prediction
+	var err error
+	if once != nil {
+		if once.err != nil {
+			return res, nil, once.err
+		}
+		node, start = once.started.Node(in.ActivePods), once.started.Prediction
+	} else if node, start, err = replay.Start(si); err != nil {
 		return res, nil, err
 	}
 	res.KubeletStart = start
@@ -283,6 +288,15 @@ func predict(in Input, keepStates bool) (Result, []replay.State, error) {
 		}
 	}
 	return res, states, nil
+}
+
+// startInput is what the kubelet's start reads of in.
+func startInput(in Input) replay.StartInput {
+	si := replay.StartInput{CPU: in.CPU, Memory: in.Memory, Machine: in.Machine, Config: in.Config, Kubelet: in.Kubelet, RootDir: in.RootDir, Devices: restartDevices(in), Active: in.ActivePods}
+	if in.Restart != nil {
+		si.Restart = in.Restart.replayRestart()
+	}
+	return si
 }
 
 func containers(pod *v1.Pod, pa replay.PodAdmission, topo *replay.CPUTopology) []Container {

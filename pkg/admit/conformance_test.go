@@ -555,7 +555,7 @@ func TestAdmissionConformance(t *testing.T) {
 				t.Fatalf("%s %s: %v", set.Name, c.Name, err)
 			}
 			in := caseInput(t, c, kubelet, deviceSet(set.Name))
-			got, states, err := predict(in, true)
+			got, states, err := predict(in, true, nil)
 			if err != nil {
 				t.Errorf("%s %s: %v", set.Name, c.Name, err)
 				continue

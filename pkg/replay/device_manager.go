@@ -138,8 +138,8 @@ const (
 
 // newDeviceManager is NewManagerImpl: the machine's NUMA nodes and the topology manager as the
 // affinity store.
-func newDeviceManager(e *env, tm *TopologyManager, active func() map[string]map[string]bool) *DeviceManager {
-	m := &DeviceManager{release: e.release, numaNodes: e.machine.NodeIDs(), affinity: tm, active: active, notJudged: map[string]bool{},
+func newDeviceManager(e *env, tm *TopologyManager) *DeviceManager {
+	m := &DeviceManager{release: e.release, numaNodes: e.machine.NodeIDs(), affinity: tm, notJudged: map[string]bool{},
 		topologyCounts: e.cfg.TopologyPolicy() != "none", sourcesReady: func() bool { return true }}
 	m.reset()
 	return m

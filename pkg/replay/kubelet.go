@@ -144,6 +144,12 @@ func PredictStart(in StartInput) (Prediction, error) {
 // Start builds and starts the managers as the kubelet does; the Node is nil when the kubelet
 // would not start (the Prediction says why).
 func Start(in StartInput) (*Node, Prediction, error) {
+	return start(in, true)
+}
+
+// start is Start; with markActive false the checkpoint owners are left for the caller to mark
+// active (Started.Node), as the start's managers never read them.
+func start(in StartInput, markActive bool) (*Node, Prediction, error) {
 	if in.Machine == nil || in.Config == nil || in.Kubelet.Version == nil {
 		return nil, Prediction{}, fmt.Errorf("a start prediction needs the machine, the kubelet config and the kubelet version")
 	}
@@ -234,8 +240,7 @@ func Start(in StartInput) (*Node, Prediction, error) {
 		n.sourcesNotReady = !r.SourcesReady
 	}
 	if in.Devices != nil {
-		n.Devices = newDeviceManager(e, n.Topology, func() map[string]map[string]bool { return n.active })
-		n.Devices.sourcesReady = func() bool { return !n.sourcesNotReady }
+		n.Devices = newDeviceManager(e, n.Topology) // its callbacks are bound by wire
 		if in.Restart != nil {
 			n.Devices.runtime = in.Restart.Containers
 		}
@@ -248,32 +253,8 @@ func Start(in StartInput) (*Node, Prediction, error) {
 	if n.Memory != nil {
 		n.Topology.AddHintProvider(n.Memory)
 	}
-	// Each manager drops the state of containers no longer active when the topology manager
-	// first calls it for a pod; what the pod found is the node then.
-	if n.CPU != nil {
-		n.CPU.gc = func() {
-			if n.foundCPUs != nil {
-				return
-			}
-			if !n.sourcesNotReady {
-				n.CPU.removeStaleState(n.active)
-			}
-			free := n.freeCPUs()
-			n.foundCPUs = &free
-		}
-	}
-	if n.Memory != nil {
-		n.Memory.gc = func() {
-			if n.foundMemory != nil {
-				return
-			}
-			if !n.sourcesNotReady {
-				n.Memory.removeStaleState(n.active)
-			}
-			n.foundMemory = n.freeMemory()
-		}
-	}
-	if in.Restart == nil {
+	n.wire()
+	if in.Restart == nil && markActive {
 		// On a restart the checkpoints' owners are active only once re-admitted (the kubelet's
 		// pod manager gets them one by one, in the order it admits them).
 		n.markCheckpointOwnersActive(in.Active)

@@ -13,6 +13,8 @@ type topologyScope interface {
 	// resources and the managers replay them (PodLevelResourceManagers).
 	Admit(pod *v1.Pod, podLevel bool) AdmitResult
 	AddHintProvider(h HintProvider)
+	// providers are the hint providers in the order they were added.
+	providers() []HintProvider
 	// GetAffinity is topologymanager.Store.
 	GetAffinity(podUID, containerName string) TopologyHint
 }

@@ -1,0 +1,44 @@
+package admit
+
+import (
+	"errors"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/replay"
+)
+
+// Prepared is a node whose kubelet started once (replay.StartOnce), to predict the admission of
+// pods on it as often as asked: each prediction runs on a copy of the start, so it answers as
+// Predict does on the same Input, without starting the kubelet again. Its Predict may be called
+// concurrently. It holds the Input and one started kubelet (the managers' state as the
+// checkpoints restore it, the machine's topology): what one node's state already holds, once.
+type Prepared struct {
+	in      Input
+	started *replay.Started
+	// err is why the kubelet could not be replayed (Predict's error on the same Input).
+	err error
+}
+
+// Prepare starts in's kubelet once; in.Pods and in.ActivePods are left out, each Predict gives
+// its own. A restart's re-admissions change the node as they go and are not prepared.
+func Prepare(in Input) (*Prepared, error) {
+	if in.Restart != nil {
+		return nil, errors.New("a restart's admissions are replayed by PredictRestart, not prepared")
+	}
+	in.Pods, in.ActivePods = nil, nil
+	p := &Prepared{in: in}
+	p.started, p.err = replay.StartOnce(startInput(in))
+	return p, nil
+}
+
+// Predict is Predict on the prepared Input with these active pods (Input.ActivePods) and pods.
+func (p *Prepared) Predict(active map[string]bool, pods []*v1.Pod) (Result, error) {
+	in := p.in
+	in.Pods, in.ActivePods = pods, active
+	res, _, err := predict(in, false, p)
+	return res, err
+}
+
+// Input is the Input prepared (no pods, no active pods).
+func (p *Prepared) Input() Input { return p.in }
