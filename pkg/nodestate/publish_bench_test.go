@@ -1,6 +1,7 @@
 package nodestate
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/admit"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch/local"
@@ -116,6 +118,46 @@ func BenchmarkPublishedFleetNode(b *testing.B) {
 		res := r.publishedNode(cm, info, pr)
 		if res.Err != nil || res.Admit == nil || res.Admit.Err != nil || !res.Admit.Admissions[0].Admitted {
 			b.Fatalf("%v %+v", res.Err, res.Admit)
+		}
+	}
+}
+
+// BenchmarkPublishedAdmit is one admission replayed on a prepared published node
+// (examples/admit-node, pod db after n pods of 2 CPUs), the kubelet started again for it
+// (fresh: admit.Predict) beside the copy of the start the node keeps (clone: AdmitAmong), in
+// one run so the ratio shows:
+//
+//	go test ./pkg/nodestate -run '^$' -bench PublishedAdmit -benchmem
+func BenchmarkPublishedAdmit(b *testing.B) {
+	p := PreparePublished(admitNodeState(b, "n"), nil, nil)
+	if p.Err != nil {
+		b.Fatal(p.Err)
+	}
+	for _, n := range []int{0, 4} {
+		pods := []*corev1.Pod{}
+		for i := range n {
+			pods = append(pods, guaranteedPod(fmt.Sprintf("before-%d", i), "", "2", "1Gi"))
+		}
+		db := guaranteedPod("db", "", "6", "4Gi")
+		pods = append(pods, db)
+		for _, path := range []string{"fresh", "clone"} {
+			b.Run(fmt.Sprintf("%s/pods=%d", path, len(pods)), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					var res admit.Result
+					var err error
+					if path == "fresh" {
+						in := p.input
+						in.Pods = pods
+						res, err = admit.Predict(in)
+					} else {
+						res, err = p.AdmitAmong(nil, pods)
+					}
+					if err != nil || len(res.Admissions) != len(pods) {
+						b.Fatalf("%v: %d admissions", err, len(res.Admissions))
+					}
+				}
+			})
 		}
 	}
 }

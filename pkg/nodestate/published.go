@@ -13,6 +13,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -255,6 +256,14 @@ type PublishedNode struct {
 	Err error
 
 	input admit.Input
+	// prepared is input's kubelet started once: each admission runs on a copy of it. alone is
+	// the same on the node emptied of pods (AdmitAlone), started when first asked. Each holds
+	// one started kubelet (the managers' state as the checkpoints restore it), so a node holds
+	// at most two, dropped with it.
+	prepared  *admit.Prepared
+	aloneOnce sync.Once
+	alone     *admit.Prepared
+	aloneErr  error
 }
 
 // PreparePublished decodes and judges a node's published state for its own kubelet (kubelet nil)
@@ -292,8 +301,17 @@ func PreparePublished(s *PublishedState, node *corev1.Node, kubelet *decode.Kube
 		}
 	}
 	p.input = in
+	prepared, err := admit.Prepare(in)
+	if err != nil {
+		p.Err = err
+	}
+	p.prepared = prepared
 	return p
 }
+
+// Input is the replay's input for the node, without pods: what AdmitAmong replays on (a caller
+// comparing with admit.Predict's own start gives it pods).
+func (p *PublishedNode) Input() admit.Input { return p.input }
 
 // Admit replays the kubelet admitting pods, in order, on the published node: the pods the node
 // has not reported yet first (the scheduler's reserved ones), then the pod asked about. The
@@ -311,7 +329,5 @@ func (p *PublishedNode) AdmitAmong(active map[string]bool, pods []*corev1.Pod) (
 	if p.Err != nil {
 		return admit.Result{}, p.Err
 	}
-	in := p.input
-	in.Pods, in.ActivePods = pods, active
-	return admit.Predict(in)
+	return p.prepared.Predict(active, pods)
 }

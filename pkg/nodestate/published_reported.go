@@ -95,15 +95,20 @@ func (p *PublishedNode) AdmitAlone(pod *corev1.Pod) (bool, error) {
 	if p.Err != nil {
 		return false, p.Err
 	}
-	in := p.input
-	in.CPU, in.Memory = nil, nil
-	if in.Devices != nil {
-		devices := *in.Devices
-		devices.Checkpoint = nil
-		in.Devices = &devices
+	p.aloneOnce.Do(func() {
+		in := p.input
+		in.CPU, in.Memory = nil, nil
+		if in.Devices != nil {
+			devices := *in.Devices
+			devices.Checkpoint = nil
+			in.Devices = &devices
+		}
+		p.alone, p.aloneErr = admit.Prepare(in)
+	})
+	if p.aloneErr != nil {
+		return false, p.aloneErr
 	}
-	in.Pods = []*corev1.Pod{pod}
-	res, err := admit.Predict(in)
+	res, err := p.alone.Predict(nil, []*corev1.Pod{pod})
 	if err != nil {
 		return false, err
 	}

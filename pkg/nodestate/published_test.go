@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
 
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/admit"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch/local"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/machine"
@@ -339,4 +340,63 @@ func FuzzDecodePublished(f *testing.F) {
 		// What a consumer builds on it must not panic either.
 		PreparePublished(s, nil, nil)
 	})
+}
+
+// TestPublishedAdmitClonesTheStart: AdmitAmong and AdmitAlone, which run on copies of a start
+// kept per node, answer as admit.Predict starting the kubelet for each call, whatever ran on the
+// node before (admit-node: its checkpoints' pod, then pods filling it, with the owner active,
+// gone, or not known).
+func TestPublishedAdmitClonesTheStart(t *testing.T) {
+	p := PreparePublished(admitNodeState(t, "n"), nil, nil)
+	if p.Err != nil {
+		t.Fatal(p.Err)
+	}
+	var pods []*corev1.Pod
+	for i := range 6 {
+		pods = append(pods, guaranteedPod(fmt.Sprintf("p-%d", i), "", "6", "4Gi"))
+	}
+	owners := p.ReportedPods().uids
+	if len(owners) == 0 {
+		t.Fatal("admit-node's state names no pod")
+	}
+	refused := false
+	for round := range 2 {
+		for _, active := range []map[string]bool{nil, {}, owners} {
+			for n := 1; n <= len(pods); n++ {
+				in := p.Input()
+				in.Pods, in.ActivePods = pods[:n], active
+				want, err := admit.Predict(in)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := p.AdmitAmong(active, pods[:n])
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("round %d, active %v, %d pods: AdmitAmong %+v, admit.Predict %+v", round, active, n, got.Admissions, want.Admissions)
+				}
+				refused = refused || !got.Admissions[n-1].Admitted
+			}
+		}
+		for _, pod := range []*corev1.Pod{pods[0], guaranteedPod("huge", "", "64", "4Gi")} {
+			in := p.Input()
+			in.CPU, in.Memory, in.Pods = nil, nil, []*corev1.Pod{pod}
+			if in.Devices != nil {
+				devices := *in.Devices
+				devices.Checkpoint = nil
+				in.Devices = &devices
+			}
+			want, err := admit.Predict(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := p.AdmitAlone(pod); err != nil || got != want.Admissions[0].Admitted {
+				t.Fatalf("AdmitAlone(%s) = %v, %v; admit.Predict on the emptied node: %v", pod.Name, got, err, want.Admissions[0].Admitted)
+			}
+		}
+	}
+	if !refused {
+		t.Fatal("no pod refused: the node was never full")
+	}
 }
