@@ -40,5 +40,17 @@ func (p *Prepared) Predict(active map[string]bool, pods []*v1.Pod) (Result, erro
 	return res, err
 }
 
+// PredictSameStart is Predict(in) for an in whose kubelet starts as the prepared one's does:
+// the same checkpoints, machine, config, kubelet, root dir and devices (the nodes of a pool that
+// publish the same state). Everything else (pods, active and known pods, the node's allocatable
+// and pods) is in's own.
+func (p *Prepared) PredictSameStart(in Input) (Result, error) {
+	if in.Restart != nil {
+		return Predict(in)
+	}
+	res, _, err := predict(in, false, p)
+	return res, err
+}
+
 // Input is the Input prepared (no pods, no active pods).
 func (p *Prepared) Input() Input { return p.in }

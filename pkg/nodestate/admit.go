@@ -1,6 +1,8 @@
 package nodestate
 
 import (
+	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -93,7 +95,8 @@ func (r *Runner) admit(n *NodeResult) *AdmitResult {
 			in.PodNames[uid] = ref.String()
 		}
 	}
-	res, err := admit.Predict(in)
+	key, keyed := startKey(n, in)
+	res, err := r.memo.predict(key, keyed, in)
 	out.Result, out.Err = res, err
 	if err != nil || !r.cfg.Admit.Largest {
 		return out
@@ -228,4 +231,42 @@ func staleHolderNotes(in admit.Input, note func(string, ...any)) {
 		}
 		note("device checkpoint: pod %s, which the node no longer runs, still holds %s: the kubelet frees them at its next admission, and so does the replay", h.PodUID, strings.Join(held, "; "))
 	}
+}
+
+// startKey is what the kubelet's start reads of the node, hashed, so that the nodes of a fleet
+// read that start alike start once (parseMemo.predict): every file the node has (the
+// checkpoints the start restores, and whatever judging them read), the machine and config (the
+// memo parses each content once: the same content, the same pointer), the kubelet with its
+// gates, the root dir and the devices. ok false: no snapshot, nothing to key on.
+func startKey(n *NodeResult, in admit.Input) (key [sha256.Size]byte, ok bool) {
+	if n.Snapshot == nil {
+		return key, false
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "%p %p %q %q\n", in.Machine, in.Config, in.Kubelet.String(), in.RootDir)
+	files := n.Snapshot.Files
+	for _, path := range slices.Sorted(maps.Keys(files)) {
+		fmt.Fprintf(h, "%q %d\n", path, len(files[path]))
+		h.Write(files[path])
+	}
+	fmt.Fprintf(h, "%q %q %q\n", n.Snapshot.Missing, n.Snapshot.Oversized, n.Snapshot.TempFiles)
+	for _, rep := range []*decode.Report{in.CPU, in.Memory} {
+		if rep != nil {
+			fmt.Fprintf(h, "%q %q\n", rep.File, rep.Verdict)
+		}
+	}
+	if in.Devices != nil {
+		d := *in.Devices
+		if d.Checkpoint != nil {
+			fmt.Fprintf(h, "devices %q %q\n", d.Checkpoint.File, d.Checkpoint.Verdict)
+		}
+		d.Checkpoint = nil
+		b, err := json.Marshal(d)
+		if err != nil {
+			return key, false
+		}
+		h.Write(b)
+	}
+	h.Sum(key[:0])
+	return key, true
 }

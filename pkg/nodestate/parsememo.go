@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"sync"
 
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/admit"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/machine"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/replay"
 )
@@ -15,11 +16,33 @@ import (
 type parseMemo struct {
 	machines memo[*machine.Machine]
 	configs  memo[*replay.KubeletConfig]
+	// starts are the kubelets started, by what their start read (startKey): a pool's nodes that
+	// publish the same files start alike, and each admission runs on a copy of the start.
+	starts memo[*admit.Prepared]
 }
+
+// maxStartsKept bounds the starts kept across a fleet's nodes: each holds the managers' state
+// and the machine's CPU topology (a few tens of KB); past the bound a node's kubelet is
+// started for it alone, as without the memo.
+const maxStartsKept = 1024
 
 func newParseMemo() *parseMemo {
 	return &parseMemo{machines: memo[*machine.Machine]{parsed: map[[sha256.Size]byte]parsed[*machine.Machine]{}},
-		configs: memo[*replay.KubeletConfig]{parsed: map[[sha256.Size]byte]parsed[*replay.KubeletConfig]{}}}
+		configs: memo[*replay.KubeletConfig]{parsed: map[[sha256.Size]byte]parsed[*replay.KubeletConfig]{}},
+		starts:  memo[*admit.Prepared]{parsed: map[[sha256.Size]byte]parsed[*admit.Prepared]{}, max: maxStartsKept}}
+}
+
+// predict is admit.Predict(in), on a copy of the kubelet started once for every node whose
+// start reads the same (key; ok false: none known, started here).
+func (p *parseMemo) predict(key [sha256.Size]byte, ok bool, in admit.Input) (admit.Result, error) {
+	if p == nil || !ok || in.Restart != nil {
+		return admit.Predict(in)
+	}
+	prepared, err := p.starts.getKey(key, func() (*admit.Prepared, error) { return admit.Prepare(in) })
+	if err != nil || prepared == nil {
+		return admit.Predict(in)
+	}
+	return prepared.PredictSameStart(in)
 }
 
 // machine is machine.FromSysfs(dump).
@@ -42,6 +65,8 @@ func (p *parseMemo) config(b []byte) (*replay.KubeletConfig, error) {
 type memo[T any] struct {
 	mu     sync.Mutex
 	parsed map[[sha256.Size]byte]parsed[T]
+	// max bounds the entries kept (0: no bound); past it, what is not kept is made each time.
+	max int
 }
 
 type parsed[T any] struct {
@@ -50,14 +75,20 @@ type parsed[T any] struct {
 }
 
 func (m *memo[T]) get(b []byte, parse func([]byte) (T, error)) (T, error) {
-	key := sha256.Sum256(b)
+	return m.getKey(sha256.Sum256(b), func() (T, error) { return parse(b) })
+}
+
+// getKey is what build gave for key: built once while the memo has room.
+func (m *memo[T]) getKey(key [sha256.Size]byte, build func() (T, error)) (T, error) {
 	m.mu.Lock()
 	got, ok := m.parsed[key]
 	m.mu.Unlock()
 	if !ok {
-		got.v, got.err = parse(b)
+		got.v, got.err = build()
 		m.mu.Lock()
-		m.parsed[key] = got
+		if m.max == 0 || len(m.parsed) < m.max {
+			m.parsed[key] = got
+		}
 		m.mu.Unlock()
 	}
 	return got.v, got.err

@@ -2,6 +2,9 @@ package nodestate
 
 import (
 	"errors"
+	"fmt"
+	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +15,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch/local"
 )
 
 func publishedConfigMap(t *testing.T, s *PublishedState) *corev1.ConfigMap {
@@ -82,5 +89,44 @@ func TestPublishedFleet(t *testing.T) {
 	slices.Sort(requests)
 	if want := []string{"list configmaps", "list nodes"}; !slices.Equal(requests, want) {
 		t.Errorf("requests %q, want %q", requests, want)
+	}
+}
+
+// A fleet read starts the kubelet once for the nodes whose start reads the same (the same
+// files, machine, config and kubelet), and each node's answer is the one its own start gives:
+// two nodes publishing admit-node's state share a start, a third with other checkpoints
+// (kubelet-root's) does not, and each answers as without the memo.
+func TestPublishedFleetSharesStarts(t *testing.T) {
+	other := admitNodeState(t, "other")
+	snap, err := local.Read(filepath.Join(repo, "examples/kubelet-root"), decode.Paths(), local.DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other.Files, other.Missing = snap.Files, snap.Missing
+	states := []*PublishedState{admitNodeState(t, "a"), admitNodeState(t, "b"), other}
+	var pods []*corev1.Pod
+	for i := range 3 {
+		p := guaranteedPod(fmt.Sprintf("p-%d", i), "", "6", "4Gi")
+		p.Status = corev1.PodStatus{}
+		pods = append(pods, p)
+	}
+	pr := PublishedRead{MaxAge: time.Hour, Now: time.Now()}
+	shared := &Runner{cfg: Config{Published: &PublishedRead{}, Engines: Engines{Admit: &AdmitConfig{Pods: pods}}}, memo: newParseMemo()}
+	alone := &Runner{cfg: shared.cfg}
+	for round := range 2 {
+		for _, s := range states {
+			cm := publishedConfigMap(t, s)
+			info := &fetch.NodeInfo{Name: s.Node}
+			got, want := shared.publishedNode(cm, info, pr), alone.publishedNode(cm, info, pr)
+			if got.Admit == nil || want.Admit == nil || got.Admit.Err != nil || want.Admit.Err != nil {
+				t.Fatalf("%s: no admission: %+v, %+v", s.Node, got.Admit, want.Admit)
+			}
+			if !reflect.DeepEqual(got.Admit.Result, want.Admit.Result) {
+				t.Fatalf("round %d, %s: with the shared start %+v, alone %+v", round, s.Node, got.Admit.Result.Admissions, want.Admit.Result.Admissions)
+			}
+		}
+	}
+	if kept := len(shared.memo.starts.parsed); kept != 2 {
+		t.Fatalf("%d starts kept for 2 distinct nodes' states, want 2", kept)
 	}
 }
