@@ -65,7 +65,8 @@ func (p *parseMemo) config(b []byte) (*replay.KubeletConfig, error) {
 type memo[T any] struct {
 	mu     sync.Mutex
 	parsed map[[sha256.Size]byte]parsed[T]
-	// max bounds the entries kept (0: no bound); past it, what is not kept is made each time.
+	// max bounds the entries kept (0: no bound, below 0: none kept); past it, what is not kept
+	// is built each time.
 	max int
 }
 

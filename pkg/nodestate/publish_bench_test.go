@@ -114,11 +114,27 @@ func BenchmarkPublishedFleetNode(b *testing.B) {
 	r := &Runner{cfg: Config{Published: &PublishedRead{}, Engines: Engines{Admit: &AdmitConfig{Pods: []*corev1.Pod{db}}}}, memo: newParseMemo()}
 	info := &fetch.NodeInfo{Name: "n"}
 	pr := PublishedRead{MaxAge: time.Hour, Now: s.ReadAt}
-	for b.Loop() {
-		res := r.publishedNode(cm, info, pr)
-		if res.Err != nil || res.Admit == nil || res.Admit.Err != nil || !res.Admit.Admissions[0].Admitted {
-			b.Fatalf("%v %+v", res.Err, res.Admit)
+	// shared-start: the node's start is one the fleet's memo holds (a node publishing what
+	// another did); own-start: the memo keeps no start, each node's is its own (a node whose
+	// files no other node has).
+	for _, keep := range []bool{true, false} {
+		name := "shared-start"
+		if !keep {
+			name = "own-start"
 		}
+		b.Run(name, func(b *testing.B) {
+			r.memo = newParseMemo()
+			if !keep {
+				r.memo.starts.max = -1 // room for none
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				res := r.publishedNode(cm, info, pr)
+				if res.Err != nil || res.Admit == nil || res.Admit.Err != nil || !res.Admit.Admissions[0].Admitted {
+					b.Fatalf("%v %+v", res.Err, res.Admit)
+				}
+			}
+		})
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/admit"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
 )
 
@@ -48,6 +49,39 @@ func BenchmarkFilter(b *testing.B) {
 			}
 		}
 	})
+	// The replay alone, as Filter runs it (pods reserved, then the pod), on the start the node
+	// keeps (clone: AdmitAmong) beside the kubelet started again for each call (fresh:
+	// admit.Predict, what Filter did before the start was kept).
+	s, err := nodestate.PublishedStateOf(cm)
+	if err != nil {
+		b.Fatal(err)
+	}
+	prepared := nodestate.PreparePublished(s, node, nil)
+	for _, n := range []int{0, 4} {
+		var pods []*corev1.Pod
+		for i := range n {
+			pods = append(pods, guaranteed(fmt.Sprintf("reserved-%d", i), "2", "512Mi"))
+		}
+		pods = append(pods, pod)
+		for _, path := range []string{"fresh", "clone"} {
+			b.Run(fmt.Sprintf("replay/%s/reserved=%d", path, n), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					var err error
+					if path == "fresh" {
+						in := prepared.Input()
+						in.Pods, in.ActivePods = pods, map[string]bool{}
+						_, err = admit.Predict(in)
+					} else {
+						_, err = prepared.AdmitAmong(map[string]bool{}, pods)
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
 	for _, n := range []int{0, 4, 16} {
 		b.Run(fmt.Sprintf("filter/reserved=%d", n), func(b *testing.B) {
 			p := newPlugin(Args{MaxAge: metav1.Duration{Duration: time.Hour}, Fallback: FallbackReject})
