@@ -15,7 +15,8 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 hack/tools/build.sh > /dev/null # the control plane's tools first: a cold machine has none
-NODESTATE_TOOLS="kube-scheduler nodestate-scheduler" hack/tools/build.sh > /dev/null
+tools=$(NODESTATE_TOOLS="kube-scheduler nodestate-scheduler" hack/tools/build.sh | tail -n 1)
+export NODESTATE_SCHEDULER=${NODESTATE_SCHEDULER:-$tools/nodestate-scheduler} # this tree's build
 export NODESTATE_BENCH_SCHED_NODES=${NODES:-1000 10000}
 export NODESTATE_BENCH_SCHED_PODS=${PODS:-500}
 export NODESTATE_BENCH_SCHED_QPS=${QPS:-500}

@@ -108,7 +108,7 @@ func (h histogram) minus(o histogram) histogram { return histogram{h.sum - o.sum
 //	                                          default 50 would cap both at the same binding rate
 //	NODESTATE_BENCH_SCHED_PROFILE=DIR         each scheduler's CPU profile (20 s from its first pod) as DIR/NAME-N.pprof
 //	NODESTATE_BENCH_SCHED_STOCK=BIN           the stock kube-scheduler (default: the tools')
-//	NODESTATE_SCHEDULER=BIN                   the nodestate-scheduler (default: the tools')
+//	NODESTATE_SCHEDULER=BIN                   the nodestate-scheduler (make bench-scheduler: this tree's build)
 func TestBenchScheduler(t *testing.T) {
 	sizes := envInts(t, "NODESTATE_BENCH_SCHED_NODES", "0")
 	if sizes[0] == 0 {
