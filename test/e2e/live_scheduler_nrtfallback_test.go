@@ -11,7 +11,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/internal/publishedtest"
@@ -63,33 +62,12 @@ func TestLiveSchedulerNRTFallback(t *testing.T) {
 	}
 	publish("fb-judged", "restricted")
 
-	ports, err := freePorts(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sched, err := cp.start("nodestate-scheduler-nrt-fallback", bin, "--config="+config, "--bind-address=127.0.0.1",
-		fmt.Sprintf("--secure-port=%d", ports[0]), "--v=2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		sched.stop(10 * time.Second)
-		if t.Failed() {
-			t.Logf("kube-scheduler log (tail):\n%s", tail(sched.logPath, 40))
-		}
-	})
+	sched := startNodestateScheduler(t, "nodestate-scheduler-nrt-fallback", bin, config)
 
 	ns := NewNamespace(t, nil)
 	create := func(name, cpu, inGroup string) {
 		t.Helper()
-		res := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("1Gi")}
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: corev1.PodSpec{
-			SchedulerName: "nodestate-scheduler",
-			NodeSelector:  map[string]string{TestLabel: TestID(t), group: inGroup},
-			Tolerations:   []corev1.Toleration{{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
-			Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10",
-				Resources: corev1.ResourceRequirements{Requests: res, Limits: res}}}}}
-		if _, err := client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		if _, err := client.CoreV1().Pods(ns).Create(ctx, schedulerPod(t, ns, name, cpu, "1Gi", map[string]string{group: inGroup}), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}

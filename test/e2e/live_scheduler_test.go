@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -77,35 +78,13 @@ func TestLiveScheduler(t *testing.T) {
 		})
 	}
 
-	ports, err := freePorts(1)
-	if err != nil {
-		t.Fatal(err)
-	}
 	started := time.Now()
-	sched, err := cp.start("nodestate-scheduler", bin, "--config="+config, "--bind-address=127.0.0.1",
-		fmt.Sprintf("--secure-port=%d", ports[0]), "--v=2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		sched.stop(10 * time.Second)
-		if t.Failed() {
-			t.Logf("kube-scheduler log (tail):\n%s", tail(sched.logPath, 40))
-		}
-	})
+	startNodestateScheduler(t, "nodestate-scheduler", bin, config)
 
 	ns := NewNamespace(t, nil)
 	create := func(name, cpu, inGroup string) {
 		t.Helper()
-		res := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("2Gi")}
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: corev1.PodSpec{
-			SchedulerName: "nodestate-scheduler",
-			NodeSelector:  map[string]string{TestLabel: TestID(t), group: inGroup},
-			// No controller manager here lifts the not-ready taint the API server puts on a new node.
-			Tolerations: []corev1.Toleration{{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
-			Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10",
-				Resources: corev1.ResourceRequirements{Requests: res, Limits: res}}}}}
-		if _, err := client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		if _, err := client.CoreV1().Pods(ns).Create(ctx, schedulerPod(t, ns, name, cpu, "2Gi", map[string]string{group: inGroup}), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -243,3 +222,40 @@ func nodestateSchedulerConfig(t *testing.T, ctx context.Context, profile string,
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// startNodestateScheduler runs bin with config on the e2e control plane, stopped (its log's tail
+// shown when the test failed) at the test's end.
+func startNodestateScheduler(t *testing.T, name, bin, config string) *proc {
+	t.Helper()
+	ports, err := freePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sched, err := cp.start(name, bin, "--config="+config, "--bind-address=127.0.0.1",
+		fmt.Sprintf("--secure-port=%d", ports[0]), "--v=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		sched.stop(10 * time.Second)
+		if t.Failed() {
+			t.Logf("kube-scheduler log (tail):\n%s", tail(sched.logPath, 40))
+		}
+	})
+	return sched
+}
+
+// schedulerPod is a Guaranteed one-container pod for the nodestate-scheduler, kept to the test's
+// nodes with labels.
+func schedulerPod(t *testing.T, ns, name, cpu, memory string, labels map[string]string) *corev1.Pod {
+	res := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory)}
+	selector := map[string]string{TestLabel: TestID(t)}
+	maps.Copy(selector, labels)
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: corev1.PodSpec{
+		SchedulerName: "nodestate-scheduler",
+		NodeSelector:  selector,
+		// No controller manager here lifts the not-ready taint the API server puts on a new node.
+		Tolerations: []corev1.Toleration{{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
+		Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10",
+			Resources: corev1.ResourceRequirements{Requests: res, Limits: res}}}}}
+}
