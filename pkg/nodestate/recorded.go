@@ -75,17 +75,22 @@ func (rp *RecordedPods) containers() (running, exited map[string]map[string]bool
 	running, exited = map[string]map[string]bool{}, map[string]map[string]bool{}
 	for uid, p := range rp.ByUID {
 		for _, c := range p.Containers {
-			if !c.Running {
-				continue
+			if c.Running {
+				addRunning(running, exited, uid, c.Name, c.Restarted)
 			}
-			if running[uid] == nil {
-				running[uid], exited[uid] = map[string]bool{}, map[string]bool{}
-			}
-			running[uid][c.Name] = true
-			exited[uid][c.Name] = c.Restarted
 		}
 	}
 	return running, exited
+}
+
+// addRunning counts pod uid's container name as running, with an exited instance beside when
+// it restarted: what the runtime lists at the kubelet's start.
+func addRunning(running, exited map[string]map[string]bool, uid, name string, restarted bool) {
+	if running[uid] == nil {
+		running[uid], exited[uid] = map[string]bool{}, map[string]bool{}
+	}
+	running[uid][name] = true
+	exited[uid][name] = restarted
 }
 
 // name gives the rebuilt pods what the API server said of them: names, owners, creation times;

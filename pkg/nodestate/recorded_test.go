@@ -28,17 +28,7 @@ import (
 // the reboot outlook alone and says why not the other.
 func TestRestartOutlookFromRecordedBundleAsLive(t *testing.T) {
 	dc, _ := admitNode(t)
-	cp, err := os.ReadFile(filepath.Join(repo, "testdata/kubelet/kubelet_internal_checkpoint/v1.37.1/multi-resource.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	counts := corev1.ResourceList{"intel.com/sriov_netdevice": resource.MustParse("4"), "nvidia.com/gpu": resource.MustParse("4"),
-		corev1.ResourceCPU: resource.MustParse("30"), corev1.ResourceMemory: resource.MustParse("60Gi"), corev1.ResourcePods: resource.MustParse("110")}
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Status: corev1.NodeStatus{
-		NodeInfo:   corev1.NodeSystemInfo{KubeletVersion: "v1.37.1", OperatingSystem: "linux"},
-		Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
-		Capacity:   counts, Allocatable: counts,
-	}}
+	cp, node := gpuRestartNode(t)
 	yes := true
 	// As TestDoctorRestartOutlookLive: its VF's NUMA node needs sysfs, which doctor does not
 	// read live here, so the live pod asks the GPUs only; the files give it its VF too, which

@@ -80,14 +80,9 @@ func (r *Runner) restartOutlook(n *NodeResult, mi managerInputs, skip, note func
 	for _, p := range pods {
 		uid := string(p.UID)
 		for _, c := range ix.Statuses[uid] {
-			if !c.Running {
-				continue
+			if c.Running {
+				addRunning(running, exited, uid, c.Name, c.Restarted)
 			}
-			if running[uid] == nil {
-				running[uid], exited[uid] = map[string]bool{}, map[string]bool{}
-			}
-			running[uid][c.Name] = true
-			exited[uid][c.Name] = c.Restarted
 		}
 	}
 	var out []RestartOutlook

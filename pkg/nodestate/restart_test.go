@@ -23,17 +23,7 @@ import (
 // (bare) comes back either way. One finding a restart.
 func TestDoctorRestartOutlookLive(t *testing.T) {
 	dc, _ := admitNode(t)
-	cp, err := os.ReadFile(filepath.Join(repo, "testdata/kubelet/kubelet_internal_checkpoint/v1.37.1/multi-resource.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	counts := corev1.ResourceList{"intel.com/sriov_netdevice": resource.MustParse("4"), "nvidia.com/gpu": resource.MustParse("4"),
-		corev1.ResourceCPU: resource.MustParse("30"), corev1.ResourceMemory: resource.MustParse("60Gi"), corev1.ResourcePods: resource.MustParse("110")}
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Status: corev1.NodeStatus{
-		NodeInfo:   corev1.NodeSystemInfo{KubeletVersion: "v1.37.1", OperatingSystem: "linux"},
-		Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
-		Capacity:   counts, Allocatable: counts,
-	}}
+	cp, node := gpuRestartNode(t)
 	yes := true
 	// Its VF's NUMA node needs sysfs, which doctor does not read here: it asks the GPUs only.
 	devices := corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("3")}
@@ -100,4 +90,21 @@ func TestRestartOutlookFindingIfRegistered(t *testing.T) {
 	if f.Severity != "warning" || !strings.HasSuffix(f.Message, want) {
 		t.Errorf("finding %s: %s\nwant it to end %s", f.Severity, f.Message, want)
 	}
+}
+
+// gpuRestartNode is the restart outlook's GPU node: v1.37.1's device checkpoint with GPUs and
+// VFs (multi-resource.json), and a Ready node whose status counts them.
+func gpuRestartNode(t *testing.T) ([]byte, *corev1.Node) {
+	t.Helper()
+	cp, err := os.ReadFile(filepath.Join(repo, "testdata/kubelet/kubelet_internal_checkpoint/v1.37.1/multi-resource.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := corev1.ResourceList{"intel.com/sriov_netdevice": resource.MustParse("4"), "nvidia.com/gpu": resource.MustParse("4"),
+		corev1.ResourceCPU: resource.MustParse("30"), corev1.ResourceMemory: resource.MustParse("60Gi"), corev1.ResourcePods: resource.MustParse("110")}
+	return cp, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Status: corev1.NodeStatus{
+		NodeInfo:   corev1.NodeSystemInfo{KubeletVersion: "v1.37.1", OperatingSystem: "linux"},
+		Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+		Capacity:   counts, Allocatable: counts,
+	}}
 }
