@@ -22,16 +22,13 @@ import (
 // the device plugins' inputs) is shared. Clone only reads n: copies may be taken concurrently
 // as long as nothing admits on n meanwhile.
 func (n *Node) Clone() *Node {
-	c := &Node{env: n.env, stuckOn: n.stuckOn, sourcesNotReady: n.sourcesNotReady, active: cloneActive(n.active)}
+	c := &Node{env: n.env, stuckOn: n.stuckOn, sourcesNotReady: n.sourcesNotReady, active: cloneNested(n.active)}
 	if n.foundCPUs != nil {
 		found := *n.foundCPUs // a CPUSet is immutable: sharing its elements is safe
 		c.foundCPUs = &found
 	}
 	if n.foundMemory != nil {
-		c.foundMemory = make(map[int]map[string]uint64, len(n.foundMemory))
-		for id, m := range n.foundMemory {
-			c.foundMemory[id] = maps.Clone(m)
-		}
+		c.foundMemory = cloneNested(n.foundMemory)
 	}
 	c.Topology = n.Topology.clone()
 	if n.CPU != nil {
@@ -93,10 +90,11 @@ func (n *Node) wire() {
 	}
 }
 
-func cloneActive(active map[string]map[string]bool) map[string]map[string]bool {
-	out := make(map[string]map[string]bool, len(active))
-	for pod, ctrs := range active {
-		out[pod] = maps.Clone(ctrs)
+// cloneNested copies a map of maps, both levels (never nil; the values are copied as values).
+func cloneNested[K1, K2 comparable, V any](m map[K1]map[K2]V) map[K1]map[K2]V {
+	out := make(map[K1]map[K2]V, len(m))
+	for k, inner := range m {
+		out[k] = maps.Clone(inner)
 	}
 	return out
 }
@@ -128,11 +126,7 @@ func (m *TopologyManager) clone() *TopologyManager {
 }
 
 func (s scope) clone() scope {
-	hints := make(map[string]map[string]TopologyHint, len(s.podTopologyHints))
-	for pod, ctrs := range s.podTopologyHints {
-		hints[pod] = maps.Clone(ctrs)
-	}
-	return scope{name: s.name, podTopologyHints: hints, policy: s.policy}
+	return scope{name: s.name, podTopologyHints: cloneNested(s.podTopologyHints), policy: s.policy}
 }
 
 // clone is the manager over a copy of its state, its policy asking tm for affinities; gc is
@@ -159,10 +153,7 @@ func (m *CPUManager) clone(tm *TopologyManager) *CPUManager {
 }
 
 func (s *cpuState) clone() *cpuState {
-	c := &cpuState{defaultSet: s.defaultSet, assignments: make(map[string]map[string]cpuset.CPUSet, len(s.assignments)), podEntries: maps.Clone(s.podEntries)}
-	for pod, ctrs := range s.assignments {
-		c.assignments[pod] = maps.Clone(ctrs)
-	}
+	c := &cpuState{defaultSet: s.defaultSet, assignments: cloneNested(s.assignments), podEntries: maps.Clone(s.podEntries)}
 	if c.podEntries == nil {
 		c.podEntries = map[string]cpuset.CPUSet{}
 	}
@@ -222,10 +213,7 @@ func (p *memoryStaticPolicy) clone(tm *TopologyManager) *memoryStaticPolicy {
 	if p.initContainersReusableMemory != nil {
 		c.initContainersReusableMemory = make(map[string]map[string]map[string]uint64, len(p.initContainersReusableMemory))
 		for pod, byMask := range p.initContainersReusableMemory {
-			c.initContainersReusableMemory[pod] = make(map[string]map[string]uint64, len(byMask))
-			for mask, sizes := range byMask {
-				c.initContainersReusableMemory[pod][mask] = maps.Clone(sizes)
-			}
+			c.initContainersReusableMemory[pod] = cloneNested(byMask)
 		}
 	}
 	return &c
@@ -237,10 +225,7 @@ func (m *DeviceManager) clone(tm *TopologyManager) *DeviceManager {
 	c := *m
 	c.affinity = tm
 	c.active, c.sourcesReady = nil, nil
-	c.allDevices = make(map[string]map[string]Device, len(m.allDevices))
-	for r, devs := range m.allDevices {
-		c.allDevices[r] = maps.Clone(devs) // a Device's Topology is never changed
-	}
+	c.allDevices = cloneNested(m.allDevices) // a Device's Topology is never changed
 	c.healthy, c.unhealthy, c.allocated = cloneSets(m.healthy), cloneSets(m.unhealthy), cloneSets(m.allocated)
 	c.podDevices = make(podDevices, len(m.podDevices))
 	for pod, ctrs := range m.podDevices {
@@ -263,10 +248,7 @@ func (m *DeviceManager) clone(tm *TopologyManager) *DeviceManager {
 	}
 	c.picks = make(map[string]map[string]map[string]DevicePick, len(m.picks))
 	for pod, ctrs := range m.picks {
-		c.picks[pod] = make(map[string]map[string]DevicePick, len(ctrs))
-		for ctr, picks := range ctrs {
-			c.picks[pod][ctr] = maps.Clone(picks)
-		}
+		c.picks[pod] = cloneNested(ctrs)
 	}
 	c.notJudged = maps.Clone(m.notJudged)
 	return &c
