@@ -201,7 +201,6 @@ func predict(in Input, keepStates bool, once *Prepared) (Result, []replay.State,
 	if in.Kubelet.Version != nil {
 		res.Kubelet = in.Kubelet.String()
 	}
-	si := startInput(in)
 	var deferred []string
 	if in.Restart != nil && in.Devices != nil {
 		deferred = in.Restart.deferred(in.Devices)
@@ -214,7 +213,7 @@ func predict(in Input, keepStates bool, once *Prepared) (Result, []replay.State,
 			return res, nil, once.err
 		}
 		node, start = once.started.Node(in.ActivePods), once.started.Prediction
-	} else if node, start, err = replay.Start(si); err != nil {
+	} else if node, start, err = replay.Start(startInput(in)); err != nil {
 		return res, nil, err
 	}
 	res.KubeletStart = start
