@@ -30,9 +30,12 @@ type Input struct {
 	// CPU and Memory are the node's checkpoints, decoded for Kubelet; nil = no file.
 	CPU, Memory *decode.Report
 	Machine     *machine.Machine
-	Config      *replay.KubeletConfig
-	Kubelet     decode.Kubelet
-	RootDir     string
+	// Topology is replay.Discover(Machine) when the caller keeps it for many nodes of one
+	// machine (nil: discovered at each start).
+	Topology *replay.CPUTopology
+	Config   *replay.KubeletConfig
+	Kubelet  decode.Kubelet
+	RootDir  string
 	// Node is the node's allocatable and the pods bound to it; nil skips the node-resource
 	// predicate (offline, without a node object).
 	Node *NodeResources
@@ -291,7 +294,7 @@ func predict(in Input, keepStates bool, once *Prepared) (Result, []replay.State,
 
 // startInput is what the kubelet's start reads of in.
 func startInput(in Input) replay.StartInput {
-	si := replay.StartInput{CPU: in.CPU, Memory: in.Memory, Machine: in.Machine, Config: in.Config, Kubelet: in.Kubelet, RootDir: in.RootDir, Devices: restartDevices(in), Active: in.ActivePods}
+	si := replay.StartInput{CPU: in.CPU, Memory: in.Memory, Machine: in.Machine, Topology: in.Topology, Config: in.Config, Kubelet: in.Kubelet, RootDir: in.RootDir, Devices: restartDevices(in), Active: in.ActivePods}
 	if in.Restart != nil {
 		si.Restart = in.Restart.replayRestart()
 	}

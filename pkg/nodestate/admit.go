@@ -208,7 +208,7 @@ func (mi managerInputs) report(kind decode.Kind) *decode.Report {
 // holds them when they are known (--devices FILE; on a live node, the device join, whose
 // sources come back for the notes; nil without it), with pods to admit.
 func (r *Runner) replayInput(n *NodeResult, mi managerInputs, pods []*v1.Pod) (admit.Input, *nodeDevices) {
-	in := admit.Input{Machine: mi.machine, Config: mi.config, Kubelet: *mi.kubelet, RootDir: r.cfg.KubeletRootDir, Pods: pods,
+	in := admit.Input{Machine: mi.machine, Topology: r.memo.topology(mi.machine), Config: mi.config, Kubelet: *mi.kubelet, RootDir: r.cfg.KubeletRootDir, Pods: pods,
 		CPU: mi.report(decode.KindCPU), Memory: mi.report(decode.KindMemory)}
 	d := r.nodeDevices(n, mi)
 	if d != nil {

@@ -16,9 +16,17 @@ import (
 type parseMemo struct {
 	machines memo[*machine.Machine]
 	configs  memo[*replay.KubeletConfig]
+	// topologies are the machines' CPU topologies (replay.Discover), by machine: one per
+	// content, as the machines are.
+	topologyMu sync.Mutex
+	topologies map[*machine.Machine]*replay.CPUTopology
 	// starts are the kubelets started, by what their start read (startKey): a pool's nodes that
 	// publish the same files start alike, and each admission runs on a copy of the start.
 	starts memo[*admit.Prepared]
+	// startsSeen are the start keys met once: a start is kept only when a second node starts
+	// alike, so a fleet whose every node is its own holds none of them.
+	startsMu   sync.Mutex
+	startsSeen map[[sha256.Size]byte]bool
 }
 
 // maxStartsKept bounds the starts kept across a fleet's nodes: each holds the managers' state
@@ -28,14 +36,16 @@ const maxStartsKept = 1024
 
 func newParseMemo() *parseMemo {
 	return &parseMemo{machines: memo[*machine.Machine]{parsed: map[[sha256.Size]byte]parsed[*machine.Machine]{}},
-		configs: memo[*replay.KubeletConfig]{parsed: map[[sha256.Size]byte]parsed[*replay.KubeletConfig]{}},
-		starts:  memo[*admit.Prepared]{parsed: map[[sha256.Size]byte]parsed[*admit.Prepared]{}, max: maxStartsKept}}
+		configs:    memo[*replay.KubeletConfig]{parsed: map[[sha256.Size]byte]parsed[*replay.KubeletConfig]{}},
+		topologies: map[*machine.Machine]*replay.CPUTopology{},
+		startsSeen: map[[sha256.Size]byte]bool{},
+		starts:     memo[*admit.Prepared]{parsed: map[[sha256.Size]byte]parsed[*admit.Prepared]{}, max: maxStartsKept}}
 }
 
 // predict is admit.Predict(in), on a copy of the kubelet started once for every node whose
 // start reads the same (key; ok false: none known, started here).
 func (p *parseMemo) predict(key [sha256.Size]byte, ok bool, in admit.Input) (admit.Result, error) {
-	if p == nil || !ok || in.Restart != nil {
+	if p == nil || !ok || in.Restart != nil || p.firstSighting(key) {
 		return admit.Predict(in)
 	}
 	prepared, err := p.starts.getKey(key, func() (*admit.Prepared, error) { return admit.Prepare(in) })
@@ -45,12 +55,43 @@ func (p *parseMemo) predict(key [sha256.Size]byte, ok bool, in admit.Input) (adm
 	return prepared.PredictSameStart(in)
 }
 
+// maxStartsSeen bounds the start keys remembered (32 bytes each); past it, no more starts are kept.
+const maxStartsSeen = 1 << 16
+
+// firstSighting says whether no node before started as key says (and remembers it).
+func (p *parseMemo) firstSighting(key [sha256.Size]byte) bool {
+	p.startsMu.Lock()
+	defer p.startsMu.Unlock()
+	if p.startsSeen[key] {
+		return false
+	}
+	if len(p.startsSeen) < maxStartsSeen {
+		p.startsSeen[key] = true
+	}
+	return true
+}
+
 // machine is machine.FromSysfs(dump).
 func (p *parseMemo) machine(dump []byte) (*machine.Machine, error) {
 	if p == nil {
 		return machine.FromSysfs(dump)
 	}
 	return p.machines.get(dump, machine.FromSysfs)
+}
+
+// topology is replay.Discover(m), discovered once per machine (nil: the start discovers it).
+func (p *parseMemo) topology(m *machine.Machine) *replay.CPUTopology {
+	if p == nil || m == nil {
+		return nil
+	}
+	p.topologyMu.Lock()
+	defer p.topologyMu.Unlock()
+	t, ok := p.topologies[m]
+	if !ok {
+		t = replay.Discover(m)
+		p.topologies[m] = t
+	}
+	return t
 }
 
 // config is replay.ParseKubeletConfig(b).

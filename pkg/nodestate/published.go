@@ -138,17 +138,35 @@ func DecodePublished(b []byte) (*PublishedState, error) {
 	if len(b) > MaxPublishedBytes {
 		return nil, fmt.Errorf("published state: %d bytes, over the cap of %d", len(b), MaxPublishedBytes)
 	}
-	zr, err := gzip.NewReader(bytes.NewReader(b))
+	// A fleet read expands one state per node: the expander and the buffer are reused (a
+	// gzip.Reader holds tens of KB of tables; allocating them per node fed the collector).
+	buf := expandBuffers.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= maxBufferKept {
+			expandBuffers.Put(buf)
+		}
+	}()
+	buf.Reset()
+	zr, _ := gzipReaders.Get().(*gzip.Reader)
+	var err error
+	if zr == nil {
+		zr, err = gzip.NewReader(bytes.NewReader(b))
+	} else {
+		err = zr.Reset(bytes.NewReader(b))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("published state: not gzip: %w", err)
 	}
-	raw, err := io.ReadAll(io.LimitReader(zr, MaxPublishedExpanded+1))
-	if err != nil {
+	defer gzipReaders.Put(zr)
+	if _, err := buf.ReadFrom(io.LimitReader(zr, MaxPublishedExpanded+1)); err != nil {
 		return nil, fmt.Errorf("published state: %w", err)
 	}
+	raw := buf.Bytes()
 	if len(raw) > MaxPublishedExpanded {
 		return nil, fmt.Errorf("published state: expands past the cap of %d bytes", MaxPublishedExpanded)
 	}
+	// The decoder copies what it keeps (strings, and []byte from base64): the buffer is free to
+	// be reused.
 	var s PublishedState
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if err := dec.Decode(&s); err != nil {
@@ -162,6 +180,14 @@ func DecodePublished(b []byte) (*PublishedState, error) {
 	}
 	return &s, nil
 }
+
+// maxBufferKept: a buffer that held a state larger than nodes publish is dropped, not kept.
+const maxBufferKept = 256 << 10
+
+var (
+	gzipReaders   sync.Pool // *gzip.Reader
+	expandBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+)
 
 // validate refuses a state no publisher of this version writes: another format, a file path
 // that is not a plain path under the root dir, a file over the read's per-file cap, a section

@@ -120,12 +120,17 @@ func ParseKubeletConfig(b []byte) (*KubeletConfig, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubelet config: %w", err)
 	}
-	var probe map[string]json.RawMessage
-	if err := json.Unmarshal(j, &probe); err != nil {
-		return nil, fmt.Errorf("kubelet config: not an object: %w", err)
-	}
-	if inner, ok := probe["kubeletconfig"]; ok && len(probe) == 1 {
-		j = inner
+	// The config wrapped as {"kubeletconfig": {...}} is read inside. YAMLToJSON writes keys
+	// unescaped, so a document without that text has no such key: the probe, a second full
+	// decode, runs only when it may find one.
+	if bytes.Contains(j, []byte(`"kubeletconfig"`)) || len(j) == 0 || j[0] != '{' {
+		var probe map[string]json.RawMessage
+		if err := json.Unmarshal(j, &probe); err != nil {
+			return nil, fmt.Errorf("kubelet config: not an object: %w", err)
+		}
+		if inner, ok := probe["kubeletconfig"]; ok && len(probe) == 1 {
+			j = inner
+		}
 	}
 	var c KubeletConfig
 	dec := json.NewDecoder(bytes.NewReader(j))

@@ -51,12 +51,10 @@ func newCPUAccumulator(topo *CPUTopology, available cpuset.CPUSet, numCPUs int, 
 }
 
 // sort orders ids by how many available CPUs each holds, then by id.
-func (a *cpuAccumulator) sort(ids []int, cpusIn func(ids ...int) cpuset.CPUSet) []int {
-	// Each id's size counted once (the kubelet recounts in every comparison; same order).
-	size := make(map[int]int, len(ids))
-	for _, id := range ids {
-		size[id] = cpusIn(id).Size()
-	}
+func (a *cpuAccumulator) sort(ids []int, unitOf func(int, CPUInfo) int) []int {
+	// Every unit's size counted once, in one pass (the kubelet recounts in every comparison;
+	// same order).
+	size := a.details.counts(unitOf)
 	sort.Slice(ids, func(i, j int) bool {
 		si, sj := size[ids[i]], size[ids[j]]
 		if si != sj {
@@ -69,22 +67,22 @@ func (a *cpuAccumulator) sort(ids []int, cpusIn func(ids ...int) cpuset.CPUSet) 
 
 func (a *cpuAccumulator) sortAvailableNUMANodes() []int {
 	if a.numaFirst {
-		return a.sort(a.details.NUMANodes().UnsortedList(), a.details.CPUsInNUMANodes)
+		return a.sort(a.details.NUMANodes().UnsortedList(), numaOf)
 	}
 	var out []int
 	for _, s := range a.sortAvailableSockets() {
-		out = append(out, a.sort(a.details.NUMANodesInSockets(s).UnsortedList(), a.details.CPUsInNUMANodes)...)
+		out = append(out, a.sort(a.details.NUMANodesInSockets(s).UnsortedList(), numaOf)...)
 	}
 	return out
 }
 
 func (a *cpuAccumulator) sortAvailableSockets() []int {
 	if !a.numaFirst {
-		return a.sort(a.details.Sockets().UnsortedList(), a.details.CPUsInSockets)
+		return a.sort(a.details.Sockets().UnsortedList(), socketOf)
 	}
 	var out []int
 	for _, n := range a.sortAvailableNUMANodes() {
-		out = append(out, a.sort(a.details.SocketsInNUMANodes(n).UnsortedList(), a.details.CPUsInSockets)...)
+		out = append(out, a.sort(a.details.SocketsInNUMANodes(n).UnsortedList(), socketOf)...)
 	}
 	return out
 }
@@ -93,12 +91,12 @@ func (a *cpuAccumulator) sortAvailableCores() []int {
 	var out []int
 	if a.numaFirst {
 		for _, s := range a.sortAvailableSockets() {
-			out = append(out, a.sort(a.details.CoresInSockets(s).UnsortedList(), a.details.CPUsInCores)...)
+			out = append(out, a.sort(a.details.CoresInSockets(s).UnsortedList(), coreOf)...)
 		}
 		return out
 	}
 	for _, n := range a.sortAvailableNUMANodes() {
-		out = append(out, a.sort(a.details.CoresInNUMANodes(n).UnsortedList(), a.details.CPUsInCores)...)
+		out = append(out, a.sort(a.details.CoresInNUMANodes(n).UnsortedList(), coreOf)...)
 	}
 	return out
 }
@@ -106,7 +104,7 @@ func (a *cpuAccumulator) sortAvailableCores() []int {
 func (a *cpuAccumulator) sortAvailableUncoreCaches() []int {
 	var out []int
 	for _, n := range a.sortAvailableNUMANodes() {
-		out = append(out, a.sort(a.details.UncoreInNUMANodes(n).UnsortedList(), a.details.CPUsInUncoreCaches)...)
+		out = append(out, a.sort(a.details.UncoreInNUMANodes(n).UnsortedList(), uncoreOf)...)
 	}
 	return out
 }
@@ -123,7 +121,7 @@ func (a *cpuAccumulator) freeCPUs() []int {
 			}
 			// The cores by free CPUs, then the i-th CPU of each in turn (sortAvailableCPUsSpread).
 			var perCore [][]int
-			for _, c := range a.sort(a.details.CoresInSockets(s).UnsortedList(), a.details.CPUsInCores) {
+			for _, c := range a.sort(a.details.CoresInSockets(s).UnsortedList(), coreOf) {
 				perCore = append(perCore, a.details.CPUsInCores(c).List())
 			}
 			for i := 0; ; i++ {
@@ -148,7 +146,7 @@ func (a *cpuAccumulator) freeCPUs() []int {
 
 func (a *cpuAccumulator) take(cpus cpuset.CPUSet) {
 	a.result = a.result.Union(cpus)
-	a.details = a.details.KeepOnly(a.details.CPUs().Difference(a.result))
+	a.details = a.details.without(a.result)
 	a.numCPUsNeeded -= cpus.Size()
 }
 
@@ -169,32 +167,32 @@ func (a *cpuAccumulator) takeFull(ids []int, free func(id int) bool, cpusIn func
 func (a *cpuAccumulator) takeFullNUMANodes() {
 	all := a.topo.CPUDetails
 	a.takeFull(a.sortAvailableNUMANodes(), func(id int) bool {
-		return a.details.CPUsInNUMANodes(id).Size() == all.CPUsInNUMANodes(id).Size()
+		return a.details.countIn(numaOf, id) == all.countIn(numaOf, id)
 	}, all.CPUsInNUMANodes)
 }
 
 func (a *cpuAccumulator) takeFullSockets() {
 	a.takeFull(a.sortAvailableSockets(), func(id int) bool {
 		if a.ownSize {
-			return a.details.CPUsInSockets(id).Size() == a.topo.CPUDetails.CPUsInSockets(id).Size()
+			return a.details.countIn(socketOf, id) == a.topo.CPUDetails.countIn(socketOf, id)
 		}
-		return a.details.CPUsInSockets(id).Size() == a.topo.CPUsPerSocket()
+		return a.details.countIn(socketOf, id) == a.topo.CPUsPerSocket()
 	}, a.topo.CPUDetails.CPUsInSockets)
 }
 
 func (a *cpuAccumulator) takeFullUncore() {
 	all := a.topo.CPUDetails
 	a.takeFull(a.sortAvailableUncoreCaches(), func(id int) bool {
-		return a.details.CPUsInUncoreCaches(id).Size() == all.CPUsInUncoreCaches(id).Size()
+		return a.details.countIn(uncoreOf, id) == all.countIn(uncoreOf, id)
 	}, all.CPUsInUncoreCaches)
 }
 
 func (a *cpuAccumulator) takeFullCores() {
 	a.takeFull(a.sortAvailableCores(), func(id int) bool {
 		if a.ownSize {
-			return a.details.CPUsInCores(id).Size() == a.topo.CPUDetails.CPUsInCores(id).Size()
+			return a.details.countIn(coreOf, id) == a.topo.CPUDetails.countIn(coreOf, id)
 		}
-		return a.details.CPUsInCores(id).Size() == a.topo.CPUsPerCore()
+		return a.details.countIn(coreOf, id) == a.topo.CPUsPerCore()
 	}, a.topo.CPUDetails.CPUsInCores)
 }
 
@@ -230,7 +228,7 @@ func (a *cpuAccumulator) takeUncoreCache() {
 		all := a.topo.CPUDetails
 		for _, uncore := range uncores {
 			a.takeFull([]int{uncore}, func(id int) bool {
-				return a.details.CPUsInUncoreCaches(id).Size() == all.CPUsInUncoreCaches(id).Size()
+				return a.details.countIn(uncoreOf, id) == all.countIn(uncoreOf, id)
 			}, all.CPUsInUncoreCaches)
 			if a.isSatisfied() {
 				return
@@ -413,7 +411,7 @@ func takeByTopologyNUMADistributed(topo *CPUTopology, available cpuset.CPUSet, n
 	}
 	numas := acc.sortAvailableNUMANodes()
 	minNUMAs, maxNUMAs := acc.rangeNUMANodesNeededToSatisfy(cpuGroupSize, rules.minNUMAsFromHint)
-	free := func(numa int) int { return acc.details.CPUsInNUMANodes(numa).Size() }
+	free := func(numa int) int { return acc.details.countIn(numaOf, numa) }
 	hangs := false
 	for k := minNUMAs; k <= maxNUMAs; k++ {
 		bestBalance := math.MaxFloat64

@@ -22,6 +22,8 @@ type staticPolicy struct {
 	opts                 StaticPolicyOptions
 	reserved             cpuset.CPUSet
 	reservedPhysicalCPUs cpuset.CPUSet
+	// allocatable is every CPU less the reserved ones: fixed once reserved is.
+	allocatable cpuset.CPUSet
 	cpuGroupSize         int
 	affinity             *TopologyManager
 	cpusToReuse          map[string]cpuset.CPUSet
@@ -40,7 +42,7 @@ func newStaticPolicy(e *env, topo *CPUTopology, tm *TopologyManager, n int) (*st
 		release: e.release, gates: e.podGates}
 	reserved := e.reservedSystemCPUs
 	if reserved.Size() == 0 {
-		reserved, _ = p.takeByTopology(topo.CPUs(), n, 0)
+		reserved = p.reservedByTopology(n)
 	}
 	if reserved.Size() != n {
 		return nil, fmt.Errorf("[cpumanager] unable to reserve the required amount of CPUs (size of %s did not equal %d)", reserved, n)
@@ -57,6 +59,7 @@ func newStaticPolicy(e *env, topo *CPUTopology, tm *TopologyManager, n int) (*st
 		physical = physical.Union(topo.CPUDetails.CPUsInCores(info.CoreID))
 	}
 	p.reserved, p.reservedPhysicalCPUs = reserved, physical
+	p.allocatable = topo.CPUs().Difference(reserved)
 	return p, nil
 }
 
@@ -106,7 +109,7 @@ func (p *staticPolicy) validateState(st *cpuState) error {
 	return nil
 }
 
-func (p *staticPolicy) allocatableCPUs() cpuset.CPUSet { return p.topo.CPUs().Difference(p.reserved) }
+func (p *staticPolicy) allocatableCPUs() cpuset.CPUSet { return p.allocatable }
 
 // availableCPUs is the default (shared) set less the reserved CPUs.
 func (p *staticPolicy) availableCPUs() cpuset.CPUSet {

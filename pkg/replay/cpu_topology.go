@@ -20,6 +20,9 @@ type CPUDetails map[int]CPUInfo
 type CPUTopology struct {
 	NumCPUs, NumCores, NumUncoreCache, NumSockets, NumNUMANodes int
 	CPUDetails                                                  CPUDetails
+	// cpus is CPUDetails.CPUs(), kept by Discover (every admission asks for it); empty: not
+	// kept, counted each time.
+	cpus cpuset.CPUSet
 }
 
 // Discover builds the CPUTopology from a machine the way cadvisor and topology.Discover do: a
@@ -50,7 +53,7 @@ func Discover(m *machine.Machine) *CPUTopology {
 		}
 	}
 	return &CPUTopology{NumCPUs: len(m.CPUs), NumSockets: m.Sockets(), NumCores: len(cores),
-		NumNUMANodes: d.NUMANodes().Size(), NumUncoreCache: d.UncoreCaches().Size(), CPUDetails: d}
+		NumNUMANodes: d.NUMANodes().Size(), NumUncoreCache: d.UncoreCaches().Size(), CPUDetails: d, cpus: d.CPUs()}
 }
 
 func (t *CPUTopology) CPUsPerCore() int {
@@ -75,13 +78,29 @@ func (t *CPUTopology) CPUsPerUncore() int {
 }
 
 // CPUs is every CPU of the topology.
-func (t *CPUTopology) CPUs() cpuset.CPUSet { return t.CPUDetails.CPUs() }
+func (t *CPUTopology) CPUs() cpuset.CPUSet {
+	if t.cpus.Size() > 0 {
+		return t.cpus
+	}
+	return t.CPUDetails.CPUs()
+}
 
 // KeepOnly is the details of the CPUs in s.
 func (d CPUDetails) KeepOnly(s cpuset.CPUSet) CPUDetails {
 	out := CPUDetails{}
 	for id, info := range d {
 		if s.Contains(id) {
+			out[id] = info
+		}
+	}
+	return out
+}
+
+// without is the details of d's CPUs not in s: KeepOnly(d.CPUs().Difference(s)).
+func (d CPUDetails) without(s cpuset.CPUSet) CPUDetails {
+	out := make(CPUDetails, len(d))
+	for id, info := range d {
+		if !s.Contains(id) {
 			out[id] = info
 		}
 	}
@@ -97,6 +116,28 @@ func (d CPUDetails) collect(keep func(CPUInfo) bool, of func(int, CPUInfo) int) 
 		}
 	}
 	return cpuset.New(ids...)
+}
+
+// counts is how many of d's CPUs each unit (unitOf's value: a core, socket, NUMA node or uncore
+// cache) holds.
+func (d CPUDetails) counts(unitOf func(int, CPUInfo) int) map[int]int {
+	n := map[int]int{}
+	for id, info := range d {
+		n[unitOf(id, info)]++
+	}
+	return n
+}
+
+// countIn is how many of d's CPUs unit holds: CPUsInCores(unit).Size() and its kin, without
+// building the set.
+func (d CPUDetails) countIn(unitOf func(int, CPUInfo) int, unit int) int {
+	n := 0
+	for id, info := range d {
+		if unitOf(id, info) == unit {
+			n++
+		}
+	}
+	return n
 }
 
 func anyCPU(CPUInfo) bool           { return true }
