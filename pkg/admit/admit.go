@@ -194,102 +194,149 @@ func Predict(in Input) (Result, error) {
 // any cleanup), which the conformance tests compare to the real kubelet's. With once the kubelet
 // is not started again: the admissions run on a copy of its start (nil: started here).
 func predict(in Input, keepStates bool, once *Prepared) (Result, []replay.State, error) {
-	var states []replay.State
+	run, err := begin(in, keepStates, once)
+	if err != nil || run.node == nil {
+		return run.res, nil, err
+	}
+	for i, pod := range in.Pods {
+		run.admit(i, pod)
+	}
+	return run.finish()
+}
+
+// admitting is a prediction under way: the node as the pods so far left it, and what the
+// admissions carry from pod to pod.
+type admitting struct {
+	in         Input
+	keepStates bool
+	node       *replay.Node // nil: the kubelet does not start (no admission to predict)
+	res        Result
+	states     []replay.State
+	// bound are the pods the node-resource predicate counts: the node's, then each admitted.
+	bound []*v1.Pod
+	// notJudged is the first pod not judged: every pod after it finds a node not replayed.
+	notJudged string
+	// deferred are a restart's device plugins that register only later.
+	deferred []string
+}
+
+// begin starts the kubelet (or copies once's start) for in; its node is nil when the kubelet
+// would not start.
+func begin(in Input, keepStates bool, once *Prepared) (*admitting, error) {
 	// The hint providers in the kubelet's order: the device manager first.
-	res := Result{Replayed: []string{ProviderCPU, ProviderMemory}, NotReplayed: []string{ProviderDevices, ProviderDRA},
-		NodeResourcesChecked: in.Node != nil, DeviceTopology: in.DeviceTopology, Admissions: []Admission{}}
+	run := &admitting{in: in, keepStates: keepStates, res: Result{Replayed: []string{ProviderCPU, ProviderMemory}, NotReplayed: []string{ProviderDevices, ProviderDRA},
+		NodeResourcesChecked: in.Node != nil, DeviceTopology: in.DeviceTopology, Admissions: []Admission{}}}
+	res := &run.res
 	if in.Devices != nil {
 		res.Replayed, res.NotReplayed = []string{ProviderDevices, ProviderCPU, ProviderMemory}, []string{ProviderDRA}
 	}
 	if in.Kubelet.Version != nil {
 		res.Kubelet = in.Kubelet.String()
 	}
-	var deferred []string
 	if in.Restart != nil && in.Devices != nil {
-		deferred = in.Restart.deferred(in.Devices)
+		run.deferred = in.Restart.deferred(in.Devices)
 	}
-	var node *replay.Node
 	var start replay.Prediction
 	var err error
 	if once != nil {
 		if once.err != nil {
-			return res, nil, once.err
+			return run, once.err
 		}
-		node, start = once.started.Node(in.ActivePods), once.started.Prediction
-	} else if node, start, err = replay.Start(startInput(in)); err != nil {
-		return res, nil, err
+		run.node, start = once.started.Node(in.ActivePods), once.started.Prediction
+	} else if run.node, start, err = replay.Start(startInput(in)); err != nil {
+		return run, err
 	}
 	res.KubeletStart = start
-	if node == nil {
-		return res, nil, nil // no admission to predict
+	if run.node == nil {
+		return run, nil
 	}
-	res.AllocatableCPUs = node.AllocatableCPUs().String()
-	if node.Devices != nil {
-		res.DeviceCapacity, res.DeviceAllocatable = node.Devices.Capacity()
+	res.AllocatableCPUs = run.node.AllocatableCPUs().String()
+	if run.node.Devices != nil {
+		res.DeviceCapacity, res.DeviceAllocatable = run.node.Devices.Capacity()
 	}
-	var bound []*v1.Pod
 	if in.Node != nil {
-		bound = append(bound, in.Node.Pods...)
+		run.bound = append(run.bound, in.Node.Pods...)
 	}
-	// notJudged is the first pod not judged: every pod after it finds a node not replayed.
-	notJudged := ""
-	for i, pod := range in.Pods {
-		if in.Restart != nil {
-			in.Restart.registerBefore(node, deferred, i)
-		}
-		a := Admission{Pod: pod.Name, Namespace: pod.Namespace, UID: string(pod.UID), Containers: []Container{}, Unreplayed: unreplayed(pod, in.Devices)}
-		pa := node.Admit(pod)
-		a.Admitted, a.Reason, a.Message, a.Hangs, a.NotReached = pa.Admit, pa.Reason, pa.Message, pa.Hangs, pa.NotReached
-		if !pa.Admit {
-			a.Handler = HandlerResourceManagers
-		} else if in.Node != nil {
-			if r := nodeResourcesAdmit(pod, in.Node.Allocatable, bound); !r.Admit {
-				a.Admitted, a.Reason, a.Message, a.Handler = false, r.Reason, r.Message, HandlerNodeResources
-				node.Forget(pod)
-			}
-		}
-		if a.Admitted {
-			a.Containers = containers(pod, pa, node.CPUTopology())
-			if !pa.PodCPUs.IsEmpty() {
-				a.PodCPUs = pa.PodCPUs.String()
-			}
-			bound = append(bound, pod)
-		}
-		switch {
-		case a.NotReached:
-			// Nothing to explain but the pod it waits behind (the message names it).
-		case a.Hangs:
-			a.Before = describe(node, pod, pa)
-			nameHolders(a.Before, in.PodNames, in.KnownPods)
-			a.Why = why(&a)
-		case !a.Admitted:
-			a.StatusMessage = node.RejectedStatusMessage(a.Message)
-			a.Before = describe(node, pod, pa)
-			nameHolders(a.Before, in.PodNames, in.KnownPods)
-			a.Why = why(&a)
-		}
-		if judgeDevices(&a, pa, pod, in, notJudged) && notJudged == "" {
-			notJudged = pod.Name
-			if pod.Namespace != "" {
-				notJudged = pod.Namespace + "/" + pod.Name
-			}
-		}
-		if keepStates {
-			states = append(states, node.State())
-		}
-		res.Admissions = append(res.Admissions, a)
+	return run, nil
+}
+
+// admit is the kubelet's admission of pod, the i-th of in.Pods, on the node as the pods before
+// it left it.
+func (run *admitting) admit(i int, pod *v1.Pod) {
+	in, node := run.in, run.node
+	if in.Restart != nil {
+		in.Restart.registerBefore(node, run.deferred, i)
 	}
-	if in.Restart != nil && node.Devices != nil {
+	a := Admission{Pod: pod.Name, Namespace: pod.Namespace, UID: string(pod.UID), Containers: []Container{}, Unreplayed: unreplayed(pod, in.Devices)}
+	pa := node.Admit(pod)
+	a.Admitted, a.Reason, a.Message, a.Hangs, a.NotReached = pa.Admit, pa.Reason, pa.Message, pa.Hangs, pa.NotReached
+	if !pa.Admit {
+		a.Handler = HandlerResourceManagers
+	} else if in.Node != nil {
+		if r := nodeResourcesAdmit(pod, in.Node.Allocatable, run.bound); !r.Admit {
+			a.Admitted, a.Reason, a.Message, a.Handler = false, r.Reason, r.Message, HandlerNodeResources
+			node.Forget(pod)
+		}
+	}
+	if a.Admitted {
+		a.Containers = containers(pod, pa, node.CPUTopology())
+		if !pa.PodCPUs.IsEmpty() {
+			a.PodCPUs = pa.PodCPUs.String()
+		}
+		run.bound = append(run.bound, pod)
+	}
+	switch {
+	case a.NotReached:
+		// Nothing to explain but the pod it waits behind (the message names it).
+	case a.Hangs:
+		a.Before = describe(node, pod, pa)
+		nameHolders(a.Before, in.PodNames, in.KnownPods)
+		a.Why = why(&a)
+	case !a.Admitted:
+		a.StatusMessage = node.RejectedStatusMessage(a.Message)
+		a.Before = describe(node, pod, pa)
+		nameHolders(a.Before, in.PodNames, in.KnownPods)
+		a.Why = why(&a)
+	}
+	if judgeDevices(&a, pa, pod, in, run.notJudged) && run.notJudged == "" {
+		run.notJudged = pod.Name
+		if pod.Namespace != "" {
+			run.notJudged = pod.Namespace + "/" + pod.Name
+		}
+	}
+	if run.keepStates {
+		run.states = append(run.states, node.State())
+	}
+	run.res.Admissions = append(run.res.Admissions, a)
+}
+
+// finish is the result once every pod of in.Pods was admitted.
+func (run *admitting) finish() (Result, []replay.State, error) {
+	in, res := run.in, &run.res
+	if in.Restart != nil && run.node.Devices != nil {
 		// The plugins due once every pod is back register, and the capacity is read then.
-		in.Restart.registerBefore(node, deferred, len(in.Pods))
-		res.DeviceCapacity, res.DeviceAllocatable = node.Devices.Capacity()
+		in.Restart.registerBefore(run.node, run.deferred, len(in.Pods))
+		res.DeviceCapacity, res.DeviceAllocatable = run.node.Devices.Capacity()
 	}
-	if !keepStates {
-		if err := nameStaleHolders(in, &res); err != nil {
-			return res, nil, err
+	if !run.keepStates {
+		if err := nameStaleHolders(in, res); err != nil {
+			return *res, nil, err
 		}
 	}
-	return res, states, nil
+	return *res, run.states, nil
+}
+
+// copy is run as it stands, its node a deep copy (replay.Node.Clone): admitting on the copy
+// leaves run as it was. The admissions made so far are shared, never changed.
+func (run *admitting) copy() *admitting {
+	c := *run
+	if run.node != nil {
+		c.node = run.node.Clone()
+	}
+	c.res.Admissions = slices.Clip(run.res.Admissions)
+	c.bound = slices.Clip(run.bound)
+	c.in.Pods = slices.Clip(run.in.Pods)
+	return &c
 }
 
 // startInput is what the kubelet's start reads of in.

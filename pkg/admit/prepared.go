@@ -2,6 +2,7 @@ package admit
 
 import (
 	"errors"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -54,3 +55,53 @@ func (p *Prepared) PredictSameStart(in Input) (Result, error) {
 
 // Input is the Input prepared (no pods, no active pods).
 func (p *Prepared) Input() Input { return p.in }
+
+// Prefix is a prepared node after some pods were admitted on it (the scheduler's pods reserved
+// there and not yet reported), kept to predict each next pod as Predict(active, pods + pod)
+// does without replaying pods again. Its Predict may be called concurrently.
+type Prefix struct {
+	p      *Prepared
+	active map[string]bool
+	pods   []*v1.Pod
+	// run is the prediction after pods; nil when it cannot be kept (no active set known: the
+	// stale device holders are then named over the whole result, see Predict).
+	run *admitting
+	err error
+}
+
+// After admits pods on a copy of the start with these active pods, and keeps the node they
+// leave.
+func (p *Prepared) After(active map[string]bool, pods []*v1.Pod) *Prefix {
+	x := &Prefix{p: p, active: active, pods: slices.Clip(pods)}
+	if active == nil {
+		return x
+	}
+	in := p.in
+	in.Pods, in.ActivePods = x.pods, active
+	run, err := begin(in, false, p)
+	if err != nil || run.node == nil {
+		x.run, x.err = run, err
+		return x
+	}
+	for i, pod := range in.Pods {
+		run.admit(i, pod)
+	}
+	x.run = run
+	return x
+}
+
+// Predict is the prepared node's Predict(active, pods + pod): the admissions of the prefix's
+// pods, then pod's on a copy of the node they left.
+func (x *Prefix) Predict(pod *v1.Pod) (Result, error) {
+	if x.run == nil {
+		return x.p.Predict(x.active, append(x.pods, pod))
+	}
+	if x.err != nil || x.run.node == nil {
+		return x.run.res, x.err
+	}
+	run := x.run.copy()
+	run.in.Pods = append(run.in.Pods, pod)
+	run.admit(len(run.in.Pods)-1, pod)
+	res, _, err := run.finish()
+	return res, err
+}

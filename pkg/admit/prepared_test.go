@@ -163,3 +163,54 @@ func jsonText(v any) string {
 	}
 	return string(b)
 }
+
+// TestPrefixMatchesPredict: on every admission vector's input, with each active set the
+// scheduler may give, and after some of its pods, the node kept after those pods
+// (Prepared.After) predicts the next as Predict on all of them does, each time alike (a copy
+// of the kept node that shared any state with it would change the second answer), and with no
+// active set (the stale holders named over the whole result) as Predict too.
+func TestPrefixMatchesPredict(t *testing.T) {
+	compared := 0
+	for _, set := range admissionSets(t) {
+		kubelet := set.MetaString("kubelet")
+		for _, c := range set.Cases {
+			in := caseInput(t, c, kubelet, deviceSet(set.Name))
+			if in.Restart != nil || len(in.Pods) == 0 {
+				continue
+			}
+			p, err := Prepare(in)
+			if err != nil {
+				t.Fatalf("%s %s: %v", set.Name, c.Name, err)
+			}
+			// The middle and the last pod after those before it, with each active set the
+			// scheduler gives; with none known, the last (a kept node is not used then).
+			n := len(in.Pods)
+			type split struct {
+				k      int
+				active map[string]bool
+			}
+			var splits []split
+			for _, active := range activeSets(in) {
+				for _, k := range slices.Compact([]int{n / 2, n - 1}) {
+					splits = append(splits, split{k, active})
+				}
+			}
+			for _, sp := range append(splits, split{n - 1, nil}) {
+				prefix := p.After(sp.active, in.Pods[:sp.k])
+				want, wantErr := p.Predict(sp.active, in.Pods[:sp.k+1])
+				for try := range 2 {
+					got, gotErr := prefix.Predict(in.Pods[sp.k])
+					if errText(gotErr) != errText(wantErr) || !reflect.DeepEqual(got, want) {
+						t.Fatalf("%s %s (active %v, after %d pods, try %d): the kept node and Predict differ: %s (%s), Predict: %s (%s)",
+							set.Name, c.Name, slices.Sorted(maps.Keys(sp.active)), sp.k, try, jsonText(got), errText(gotErr), jsonText(want), errText(wantErr))
+					}
+					compared++
+				}
+			}
+		}
+	}
+	if compared == 0 {
+		t.Fatal("no case compared")
+	}
+	t.Logf("%d predictions compared", compared)
+}

@@ -9,7 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -340,6 +342,82 @@ func FuzzDecodePublished(f *testing.F) {
 		// What a consumer builds on it must not panic either.
 		PreparePublished(s, nil, nil)
 	})
+}
+
+// TestAdmitAfterKeepsTheNodeBefore: AdmitAfter answers as AdmitAmong on the pods before and
+// the pod, as the pods before grow, shrink and change, the active pods change, and the same
+// pods are asked again (the node they leave is kept and reused, never changed by a pod asked
+// after them).
+func TestAdmitAfterKeepsTheNodeBefore(t *testing.T) {
+	p := PreparePublished(admitNodeState(t, "n"), nil, nil)
+	if p.Err != nil {
+		t.Fatal(p.Err)
+	}
+	var pods []*corev1.Pod
+	for i := range 6 {
+		pods = append(pods, guaranteedPod(fmt.Sprintf("p-%d", i), "", "6", "4Gi"))
+	}
+	owners := p.ReportedPods().uids
+	// The pods before grown, the same again, other pods as many, shrunk, none; the active pods
+	// changing under the same pods before, then the pods before under the same active pods.
+	befores := [][]*corev1.Pod{nil, pods[:1], pods[:3], pods[:3], pods[2:5], pods[:5], pods[1:5], pods[:2], nil}
+	actives := []map[string]bool{{}, owners}
+	type ask struct {
+		before []*corev1.Pod
+		active map[string]bool
+	}
+	var asks []ask
+	for _, before := range befores {
+		for _, active := range actives {
+			asks = append(asks, ask{before, active})
+		}
+	}
+	for _, active := range actives {
+		for _, before := range befores {
+			asks = append(asks, ask{before, active})
+		}
+	}
+	asked, refused, kept := 0, 0, 0
+	for i, a := range asks {
+		n := len(a.before)
+		for _, pod := range []*corev1.Pod{pods[5], guaranteedPod("small", "", "2", "1Gi"), pods[5]} {
+			want, err := p.AdmitAmong(a.active, append(slices.Clip(a.before), pod))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := p.AdmitAfter(a.active, a.before, pod)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("ask %d, active %v, after %d pods, %s: AdmitAfter %+v, AdmitAmong %+v", i, a.active, n, pod.Name, got.Admissions, want.Admissions)
+			}
+			asked++
+			if !got.Admissions[n].Admitted {
+				refused++
+			}
+		}
+		if n > 0 && p.after != nil {
+			kept++
+		}
+	}
+	// Concurrent asks after the same pods share the kept node (go test -race).
+	want, err := p.AdmitAmong(owners, append(slices.Clip(pods[:3]), pods[5]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			if got, err := p.AdmitAfter(owners, pods[:3], pods[5]); err != nil || !reflect.DeepEqual(got, want) {
+				t.Errorf("concurrent AdmitAfter: %v, %+v; want %+v", err, got.Admissions, want.Admissions)
+			}
+		})
+	}
+	wg.Wait()
+	if refused == 0 || refused == asked || kept == 0 {
+		t.Fatalf("%d of %d pods refused, %d kept nodes: the test needs both verdicts and a kept node", refused, asked, kept)
+	}
 }
 
 // TestPublishedAdmitClonesTheStart: AdmitAmong and AdmitAlone, which run on copies of a start

@@ -128,6 +128,20 @@ func (d CPUDetails) counts(unitOf func(int, CPUInfo) int) map[int]int {
 	return n
 }
 
+// socketsByNUMA is, per NUMA node, the sockets its CPUs are on: SocketsInNUMANodes(n) for
+// each n at once.
+func (d CPUDetails) socketsByNUMA() map[int][]int {
+	seen := map[[2]int]bool{}
+	out := map[int][]int{}
+	for _, info := range d {
+		if k := [2]int{info.NUMANodeID, info.SocketID}; !seen[k] {
+			seen[k] = true
+			out[info.NUMANodeID] = append(out[info.NUMANodeID], info.SocketID)
+		}
+	}
+	return out
+}
+
 // countIn is how many of d's CPUs unit holds: CPUsInCores(unit).Size() and its kin, without
 // building the set.
 func (d CPUDetails) countIn(unitOf func(int, CPUInfo) int, unit int) int {

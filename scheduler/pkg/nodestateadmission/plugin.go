@@ -245,8 +245,11 @@ func (p *Plugin) filter(ctx context.Context, state fwk.CycleState, pod *corev1.P
 	}
 	reserved := p.reserved.unreported(node.Name, reported, pod.UID)
 	nominated := nominatedPods(nodeInfo, pod, reserved)
-	pods := append(append(reserved, nominated...), pod)
-	res, err := prepared.AdmitAmong(activePods(nodeInfo), pods)
+	before := append(reserved, nominated...)
+	pods := append(slices.Clip(before), pod)
+	// The pods before are replayed once for every pod asked after them (the node as they leave
+	// it is kept until they change), not again for each.
+	res, err := prepared.AdmitAfter(activePods(nodeInfo), before, pod)
 	if err == nil && len(res.Admissions) != len(pods) {
 		err = fmt.Errorf("%d answers for %d pods", len(res.Admissions), len(pods))
 	}
