@@ -284,8 +284,8 @@ type PublishedNode struct {
 	input admit.Input
 	// prepared is input's kubelet started once: each admission runs on a copy of it. alone is
 	// the same on the node emptied of pods (AdmitAlone), started when first asked. Each holds
-	// one started kubelet (the managers' state as the checkpoints restore it), so a node holds
-	// at most two, dropped with it.
+	// one started kubelet (the managers' state as the checkpoints restore it); with after, a
+	// node holds at most three, dropped with it.
 	prepared  *admit.Prepared
 	aloneOnce sync.Once
 	alone     *admit.Prepared
