@@ -112,40 +112,46 @@ func activeSets(in Input) []map[string]bool {
 // the first did.
 func TestCloneLeavesStartAlone(t *testing.T) {
 	checked := 0
+	forEachAdmission(t, func(name string, in Input) {
+		started, err := replay.StartOnce(startInput(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := started.Node(nil)
+		if first == nil {
+			return // the kubelet does not start: nothing to copy
+		}
+		before := first.State()
+		var admitted []replay.PodAdmission
+		for _, pod := range in.Pods {
+			admitted = append(admitted, first.Admit(pod))
+		}
+		second := started.Node(nil)
+		if after := second.State(); !reflect.DeepEqual(after, before) {
+			t.Fatalf("%s: the start changed under a copy's admissions: %s, was %s", name, jsonText(after), jsonText(before))
+		}
+		for i, pod := range in.Pods {
+			if got := second.Admit(pod); !reflect.DeepEqual(got, admitted[i]) {
+				t.Fatalf("%s: pod %s on a second copy: %s, on the first: %s", name, pod.Name, jsonText(got), jsonText(admitted[i]))
+			}
+		}
+		checked++
+	})
+	if checked == 0 {
+		t.Fatal("no case checked")
+	}
+}
+
+// forEachAdmission calls f with every admission vector's input that admits pods on a kubelet
+// started once (a restart's re-admissions are never prepared), named by its set and case.
+func forEachAdmission(t *testing.T, f func(name string, in Input)) {
 	for _, set := range admissionSets(t) {
 		kubelet := set.MetaString("kubelet")
 		for _, c := range set.Cases {
-			in := caseInput(t, c, kubelet, deviceSet(set.Name))
-			if in.Restart != nil || len(in.Pods) == 0 {
-				continue
+			if in := caseInput(t, c, kubelet, deviceSet(set.Name)); in.Restart == nil && len(in.Pods) > 0 {
+				f(set.Name+" "+c.Name, in)
 			}
-			started, err := replay.StartOnce(startInput(in))
-			if err != nil {
-				t.Fatal(err)
-			}
-			first := started.Node(nil)
-			if first == nil {
-				continue // the kubelet does not start: nothing to copy
-			}
-			before := first.State()
-			var admitted []replay.PodAdmission
-			for _, pod := range in.Pods {
-				admitted = append(admitted, first.Admit(pod))
-			}
-			second := started.Node(nil)
-			if after := second.State(); !reflect.DeepEqual(after, before) {
-				t.Fatalf("%s %s: the start changed under a copy's admissions: %s, was %s", set.Name, c.Name, jsonText(after), jsonText(before))
-			}
-			for i, pod := range in.Pods {
-				if got := second.Admit(pod); !reflect.DeepEqual(got, admitted[i]) {
-					t.Fatalf("%s %s: pod %s on a second copy: %s, on the first: %s", set.Name, c.Name, pod.Name, jsonText(got), jsonText(admitted[i]))
-				}
-			}
-			checked++
 		}
-	}
-	if checked == 0 {
-		t.Fatal("no case checked")
 	}
 }
 
@@ -171,44 +177,37 @@ func jsonText(v any) string {
 // active set (the stale holders named over the whole result) as Predict too.
 func TestPrefixMatchesPredict(t *testing.T) {
 	compared := 0
-	for _, set := range admissionSets(t) {
-		kubelet := set.MetaString("kubelet")
-		for _, c := range set.Cases {
-			in := caseInput(t, c, kubelet, deviceSet(set.Name))
-			if in.Restart != nil || len(in.Pods) == 0 {
-				continue
-			}
-			p, err := Prepare(in)
-			if err != nil {
-				t.Fatalf("%s %s: %v", set.Name, c.Name, err)
-			}
-			// The middle and the last pod after those before it, with each active set the
-			// scheduler gives; with none known, the last (a kept node is not used then).
-			n := len(in.Pods)
-			type split struct {
-				k      int
-				active map[string]bool
-			}
-			var splits []split
-			for _, active := range activeSets(in) {
-				for _, k := range slices.Compact([]int{n / 2, n - 1}) {
-					splits = append(splits, split{k, active})
-				}
-			}
-			for _, sp := range append(splits, split{n - 1, nil}) {
-				prefix := p.After(sp.active, in.Pods[:sp.k])
-				want, wantErr := p.Predict(sp.active, in.Pods[:sp.k+1])
-				for try := range 2 {
-					got, gotErr := prefix.Predict(in.Pods[sp.k])
-					if errText(gotErr) != errText(wantErr) || !reflect.DeepEqual(got, want) {
-						t.Fatalf("%s %s (active %v, after %d pods, try %d): the kept node and Predict differ: %s (%s), Predict: %s (%s)",
-							set.Name, c.Name, slices.Sorted(maps.Keys(sp.active)), sp.k, try, jsonText(got), errText(gotErr), jsonText(want), errText(wantErr))
-					}
-					compared++
-				}
+	forEachAdmission(t, func(name string, in Input) {
+		p, err := Prepare(in)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		// The middle and the last pod after those before it, with each active set the
+		// scheduler gives; with none known, the last (a kept node is not used then).
+		n := len(in.Pods)
+		type split struct {
+			k      int
+			active map[string]bool
+		}
+		var splits []split
+		for _, active := range activeSets(in) {
+			for _, k := range slices.Compact([]int{n / 2, n - 1}) {
+				splits = append(splits, split{k, active})
 			}
 		}
-	}
+		for _, sp := range append(splits, split{n - 1, nil}) {
+			prefix := p.After(sp.active, in.Pods[:sp.k])
+			want, wantErr := p.Predict(sp.active, in.Pods[:sp.k+1])
+			for try := range 2 {
+				got, gotErr := prefix.Predict(in.Pods[sp.k])
+				if errText(gotErr) != errText(wantErr) || !reflect.DeepEqual(got, want) {
+					t.Fatalf("%s (active %v, after %d pods, try %d): the kept node and Predict differ: %s (%s), Predict: %s (%s)",
+						name, slices.Sorted(maps.Keys(sp.active)), sp.k, try, jsonText(got), errText(gotErr), jsonText(want), errText(wantErr))
+				}
+				compared++
+			}
+		}
+	})
 	if compared == 0 {
 		t.Fatal("no case compared")
 	}

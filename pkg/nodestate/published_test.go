@@ -344,11 +344,10 @@ func FuzzDecodePublished(f *testing.F) {
 	})
 }
 
-// TestAdmitAfterKeepsTheNodeBefore: AdmitAfter answers as AdmitAmong on the pods before and
-// the pod, as the pods before grow, shrink and change, the active pods change, and the same
-// pods are asked again (the node they leave is kept and reused, never changed by a pod asked
-// after them).
-func TestAdmitAfterKeepsTheNodeBefore(t *testing.T) {
+// fillingAdmitNode is admit-node's published state prepared, six pods of 6 CPUs that fill it,
+// and its checkpoints' pod owners.
+func fillingAdmitNode(t *testing.T) (*PublishedNode, []*corev1.Pod, map[string]bool) {
+	t.Helper()
 	p := PreparePublished(admitNodeState(t, "n"), nil, nil)
 	if p.Err != nil {
 		t.Fatal(p.Err)
@@ -358,6 +357,18 @@ func TestAdmitAfterKeepsTheNodeBefore(t *testing.T) {
 		pods = append(pods, guaranteedPod(fmt.Sprintf("p-%d", i), "", "6", "4Gi"))
 	}
 	owners := p.ReportedPods().uids
+	if len(owners) == 0 {
+		t.Fatal("admit-node's state names no pod")
+	}
+	return p, pods, owners
+}
+
+// TestAdmitAfterKeepsTheNodeBefore: AdmitAfter answers as AdmitAmong on the pods before and
+// the pod, as the pods before grow, shrink and change, the active pods change, and the same
+// pods are asked again (the node they leave is kept and reused, never changed by a pod asked
+// after them).
+func TestAdmitAfterKeepsTheNodeBefore(t *testing.T) {
+	p, pods, owners := fillingAdmitNode(t)
 	// The pods before grown, the same again, other pods as many, shrunk, none; the active pods
 	// changing under the same pods before, then the pods before under the same active pods.
 	befores := [][]*corev1.Pod{nil, pods[:1], pods[:3], pods[:3], pods[2:5], pods[:5], pods[1:5], pods[:2], nil}
@@ -425,18 +436,7 @@ func TestAdmitAfterKeepsTheNodeBefore(t *testing.T) {
 // node before (admit-node: its checkpoints' pod, then pods filling it, with the owner active,
 // gone, or not known).
 func TestPublishedAdmitClonesTheStart(t *testing.T) {
-	p := PreparePublished(admitNodeState(t, "n"), nil, nil)
-	if p.Err != nil {
-		t.Fatal(p.Err)
-	}
-	var pods []*corev1.Pod
-	for i := range 6 {
-		pods = append(pods, guaranteedPod(fmt.Sprintf("p-%d", i), "", "6", "4Gi"))
-	}
-	owners := p.ReportedPods().uids
-	if len(owners) == 0 {
-		t.Fatal("admit-node's state names no pod")
-	}
+	p, pods, owners := fillingAdmitNode(t)
 	refused := false
 	for round := range 2 {
 		for _, active := range []map[string]bool{nil, {}, owners} {
