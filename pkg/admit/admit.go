@@ -198,9 +198,7 @@ func predict(in Input, keepStates bool, once *Prepared) (Result, []replay.State,
 	if err != nil || run.node == nil {
 		return run.res, nil, err
 	}
-	for i, pod := range in.Pods {
-		run.admit(i, pod)
-	}
+	run.admitPods()
 	return run.finish()
 }
 
@@ -258,6 +256,13 @@ func begin(in Input, keepStates bool, once *Prepared) (*admitting, error) {
 		run.bound = append(run.bound, in.Node.Pods...)
 	}
 	return run, nil
+}
+
+// admitPods admits each of in.Pods in turn.
+func (run *admitting) admitPods() {
+	for i, pod := range run.in.Pods {
+		run.admit(i, pod)
+	}
 }
 
 // admit is the kubelet's admission of pod, the i-th of in.Pods, on the node as the pods before

@@ -79,14 +79,10 @@ func (p *Prepared) After(active map[string]bool, pods []*v1.Pod) *Prefix {
 	in := p.in
 	in.Pods, in.ActivePods = x.pods, active
 	run, err := begin(in, false, p)
-	if err != nil || run.node == nil {
-		x.run, x.err = run, err
-		return x
+	if err == nil && run.node != nil {
+		run.admitPods()
 	}
-	for i, pod := range in.Pods {
-		run.admit(i, pod)
-	}
-	x.run = run
+	x.run, x.err = run, err
 	return x
 }
 

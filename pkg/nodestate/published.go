@@ -355,13 +355,10 @@ func (p *PublishedNode) Admit(pods []*corev1.Pod) (admit.Result, error) {
 // AdmitAfter is AdmitAmong(active, before + pod), the pods before replayed once for every pod
 // asked after the same ones with the same active pods (the scheduler asks each pod after the
 // pods it reserved on the node that the node has not reported: each was replayed again for
-// every pod, ~0.1 ms apiece). active must be known (not nil).
+// every pod, ~0.1 ms apiece). With active not known (nil), admit.Prefix replays them for each.
 func (p *PublishedNode) AdmitAfter(active map[string]bool, before []*corev1.Pod, pod *corev1.Pod) (admit.Result, error) {
 	if p.Err != nil {
 		return admit.Result{}, p.Err
-	}
-	if active == nil {
-		return p.prepared.Predict(active, append(slices.Clip(before), pod))
 	}
 	p.afterMu.Lock()
 	if len(before) == 0 {

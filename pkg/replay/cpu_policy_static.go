@@ -23,12 +23,12 @@ type staticPolicy struct {
 	reserved             cpuset.CPUSet
 	reservedPhysicalCPUs cpuset.CPUSet
 	// allocatable is every CPU less the reserved ones: fixed once reserved is.
-	allocatable cpuset.CPUSet
-	cpuGroupSize         int
-	affinity             *TopologyManager
-	cpusToReuse          map[string]cpuset.CPUSet
-	release              *releaseRules
-	gates                podGates
+	allocatable  cpuset.CPUSet
+	cpuGroupSize int
+	affinity     *TopologyManager
+	cpusToReuse  map[string]cpuset.CPUSet
+	release      *releaseRules
+	gates        podGates
 }
 
 // newStaticPolicy is NewStaticPolicy: options, then the reserved CPUs (reservedSystemCPUs, or

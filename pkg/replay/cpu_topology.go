@@ -87,20 +87,19 @@ func (t *CPUTopology) CPUs() cpuset.CPUSet {
 
 // KeepOnly is the details of the CPUs in s.
 func (d CPUDetails) KeepOnly(s cpuset.CPUSet) CPUDetails {
-	out := CPUDetails{}
-	for id, info := range d {
-		if s.Contains(id) {
-			out[id] = info
-		}
-	}
-	return out
+	return d.filter(func(id int) bool { return s.Contains(id) })
 }
 
 // without is the details of d's CPUs not in s: KeepOnly(d.CPUs().Difference(s)).
 func (d CPUDetails) without(s cpuset.CPUSet) CPUDetails {
-	out := make(CPUDetails, len(d))
+	return d.filter(func(id int) bool { return !s.Contains(id) })
+}
+
+// filter is the details of d's CPUs that keep holds for.
+func (d CPUDetails) filter(keep func(id int) bool) CPUDetails {
+	out := CPUDetails{}
 	for id, info := range d {
-		if !s.Contains(id) {
+		if keep(id) {
 			out[id] = info
 		}
 	}

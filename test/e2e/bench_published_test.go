@@ -207,4 +207,3 @@ func exampleNode(t *testing.T) (kubeletDir, sys, proc string) {
 	kubeletDir = KubeletDir(t, map[string]string{"cpu_manager_state": files["cpu_manager_state"], "memory_manager_state": files["memory_manager_state"], "config.yaml": files["kubelet-config.yaml"]})
 	return kubeletDir, sys, proc
 }
-
