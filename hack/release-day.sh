@@ -13,6 +13,9 @@
 #                                         when FROM has them, the V2 allocation vectors
 #   hack/release-day.sh compare FROM TO   the conformance tests, and the sets whose results TO
 #                                         gives otherwise than FROM (each is a release row to write)
+#   hack/release-day.sh sources FROM TO   the kubelet sources the plugin decodes or replays
+#                                         (hack/release-day/watched.tsv) that TO changed: what to
+#                                         read for rows and mirrors; needs no module step
 #
 # BINDIR, JOBS pass on to the generators. DRYRUN=1 prints what vectors would run.
 set -euo pipefail
@@ -20,7 +23,7 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 
 usage() {
-  sed -n '2,17p' "$0" >&2
+  sed -n '2,20p' "$0" >&2
   exit 2
 }
 [ $# -ge 3 ] || usage
@@ -58,6 +61,76 @@ resolve() {
   for m in $(sed -n 's#^[[:space:]]*\([^ ]*\) => \([^ ]*\) v[^ ]*$#\1 \2#p' "$dir/go.mod" | awk '$1 == $2 && $1 !~ /^k8s.io\// {print $1}'); do
     echo "  $dir keeps a replace of $m; the proxy serves: $(cd "$dir" && GOWORK=off go list -m -versions "$m" 2> /dev/null | cut -d' ' -f2- | tr ' ' '\n' | tail -3 | tr '\n' ' ')" >&2
   done
+}
+
+# module_dir MODULE VERSION: the module's source, downloaded when needed (with kube-next's Go
+# toolchain when the module asks for a newer Go than the local one).
+module_dir() {
+  local json
+  json=$(cd / && GOWORK=off GOFLAGS=-mod=mod go mod download -json "$1@$2" 2> /dev/null || true)
+  if grep -q '"Error": ".*requires go' <<< "$json"; then
+    json=$(cd / && GOTOOLCHAIN=$(sed -n 's/^toolchain //p' "$repo/hack/tools/kube-next/go.mod") GOWORK=off GOFLAGS=-mod=mod go mod download -json "$1@$2" 2> /dev/null || true)
+  fi
+  local dir
+  dir=$(sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p' <<< "$json")
+  [ -n "$dir" ] || { echo "$(sed -n 's/^[[:space:]]*"Error": "\(.*\)",\{0,1\}$/\1/p' <<< "$json" | sed 's/\\n\\t/: /g')" >&2; return 1; }
+  echo "$dir"
+}
+
+# go_files DIR PATH: PATH's non-test Go files under DIR (PATH a file or a directory).
+go_files() {
+  [ -e "$1/$2" ] || return 0
+  (cd "$1" && find "$2" -name '*.go' ! -name '*_test.go' ! -path '*/testdata/*' | LC_ALL=C sort)
+}
+
+# sources: each watched file TO added, removed or changed since FROM, with its diff's size.
+sources() {
+  local changed=0 kind module path old new old_dir new_dir file
+  while IFS=$'\t' read -r kind path; do
+    [[ -z $kind || $kind == \#* ]] && continue
+    if [ "$kind" = require ]; then
+      old=$(sed -n "s#^[[:space:]]*$path \(v[^ ]*\).*#\1#p" "$(module_dir k8s.io/kubernetes "$from")/go.mod" | head -n 1)
+      new=$(sed -n "s#^[[:space:]]*$path \(v[^ ]*\).*#\1#p" "$(module_dir k8s.io/kubernetes "$to")/go.mod" | head -n 1)
+      [ "$old" = "$new" ] || { printf 'require  %s %s -> %s\n' "$path" "$old" "$new"; changed=$((changed + 1)); }
+      continue
+    fi
+    module=$kind
+    if [ "$module" = k8s.io/kubernetes ]; then
+      old_dir=$(module_dir "$module" "$from") new_dir=$(module_dir "$module" "$to")
+    else
+      old_dir=$(module_dir "$module" "$(staging_of "$from")") new_dir=$(module_dir "$module" "$(staging_of "$to")")
+    fi
+    while read -r file; do
+      if [ ! -e "$old_dir/$file" ]; then
+        printf 'added    %s %s (%d lines)\n' "$module" "$file" "$(wc -l < "$new_dir/$file")"
+      elif [ ! -e "$new_dir/$file" ]; then
+        printf 'removed  %s %s\n' "$module" "$file"
+      elif ! cmp -s "$old_dir/$file" "$new_dir/$file"; then
+        printf 'changed  %s %s (+%d -%d)\n' "$module" "$file" \
+          "$(diff "$old_dir/$file" "$new_dir/$file" | grep -c '^>')" "$(diff "$old_dir/$file" "$new_dir/$file" | grep -c '^<')"
+      else
+        continue
+      fi
+      changed=$((changed + 1))
+    done < <(sort -u <(go_files "$old_dir" "$path") <(go_files "$new_dir" "$path"))
+  done < hack/release-day/watched.tsv
+  echo "$changed watched sources changed from $from to $to (hack/release-day/watched.tsv)" >&2
+}
+
+# compare_sets: for each admission set TO has, the cases FROM's set of that name holds that the
+# real code judged otherwise on the same inputs (hack/vectorpack -compare): each is a release row
+# to write, or a pick the kubelet makes at random; the conformance tests below judge.
+compare_sets() {
+  local tmp set a b
+  tmp=$(mktemp -d)
+  go build -o "$tmp/vectorpack" ./hack/vectorpack
+  for set in $(sets_of "$to"); do
+    a=testdata/admission/$from-$set.vectors.jsonl b=testdata/admission/$to-$set.vectors.jsonl
+    [ "$set" = - ] && a=testdata/admission/$from.vectors.jsonl b=testdata/admission/$to.vectors.jsonl
+    printf 'set %s: ' "$set"
+    if [ -f "$a" ]; then "$tmp/vectorpack" -compare "$a" "$b"; else echo "$from has none"; fi
+  done
+  rm -rf "$tmp"
 }
 
 # sets_of RELEASE: the suffixes of RELEASE's admission sets in SETS ("-" for its own).
@@ -99,10 +172,14 @@ vectors)
     recipe=$(awk -F'\t' -v s="$set" '$1 == s {print $2}' hack/release-day/recipes.tsv)
     [ -n "$recipe" ] || { echo "set $from-$set has no recipe in hack/release-day/recipes.tsv: write it first" >&2; exit 1; }
     file=testdata/admission/$to-$set.vectors.jsonl
+    from_file=testdata/admission/$from-$set.vectors.jsonl
     if [ "$set" = - ]; then
       file=testdata/admission/$to.vectors.jsonl
-      # A release's own set is kept to its predecessor's case names.
-      go run ./hack/vectorpack -unpack "testdata/admission/$from.vectors.jsonl" "$names.d" > /dev/null 2>&1
+      from_file=testdata/admission/$from.vectors.jsonl
+    fi
+    # $NAMES_FILE: the case names of FROM's set, for a recipe that keeps TO's set to them.
+    if [[ $recipe == *'$NAMES_FILE'* ]]; then
+      go run ./hack/vectorpack -unpack "$from_file" "$names.d" > /dev/null 2>&1
       ls "$names.d/cases" > "$names"
       rm -rf "$names.d"
     fi
@@ -137,9 +214,11 @@ vectors)
   echo "next: hack/release-day.sh compare $from $to" >&2
   ;;
 compare)
+  compare_sets
   go test ./pkg/admit -run TestAdmissionConformance -count=1 -v 2>&1 | grep -E "^\s*--- (PASS|FAIL): TestAdmissionConformance/($from|$to)" || true
   go test ./pkg/doctor -run 'TestStart(Conformance|VectorsComplete)' -count=1 -v 2>&1 | grep -E -- "--- (PASS|FAIL)|$to" | head -20 || true
   go test ./pkg/decode -run Conformance -count=1
   ;;
+sources) sources ;;
 *) usage ;;
 esac

@@ -4,6 +4,7 @@
 //
 //	go run ./hack/vectorpack DIR OUT.vectors.jsonl   pack DIR, then check OUT gives back every file
 //	go run ./hack/vectorpack -unpack SET DIR         write each case of SET as DIR/cases/<name>/
+//	go run ./hack/vectorpack -compare FROM TO        how many cases both sets hold differ
 package main
 
 import (
@@ -19,8 +20,9 @@ import (
 
 func main() {
 	unpack := flag.Bool("unpack", false, "unpack SET into DIR instead")
+	compare := flag.Bool("compare", false, "compare the cases of two sets instead")
 	flag.Usage = func() {
-		fmt.Fprintf(os.Stderr, "usage: vectorpack DIR OUT%s | vectorpack -unpack SET DIR\n", vectorpack.Ext)
+		fmt.Fprintf(os.Stderr, "usage: vectorpack DIR OUT%s | vectorpack -unpack SET DIR | vectorpack -compare SET SET\n", vectorpack.Ext)
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -29,9 +31,12 @@ func main() {
 		os.Exit(2)
 	}
 	var err error
-	if *unpack {
+	switch {
+	case *compare:
+		err = compareSets(os.Stdout, flag.Arg(0), flag.Arg(1))
+	case *unpack:
 		err = unpackSet(flag.Arg(0), flag.Arg(1))
-	} else {
+	default:
 		err = pack(flag.Arg(0), flag.Arg(1))
 	}
 	if err != nil {
