@@ -55,12 +55,30 @@ resolve() {
   shift
   local tc
   tc=$(sed -n 's/^toolchain //p' "$dir/go.mod")
+  # A module asking for a newer Go than the local one without naming a toolchain: kube-next's.
+  if [ -z "$tc" ] && ! (cd "$dir" && GOTOOLCHAIN=local GOWORK=off go list -m > /dev/null 2>&1); then
+    tc=$(sed -n 's/^toolchain //p' "$repo/hack/tools/kube-next/go.mod")
+  fi
   echo "resolving $dir (${tc:-the local Go})" >&2
   (cd "$dir" && GOTOOLCHAIN=${tc:-local} GOWORK=off GOFLAGS=-mod=mod go get "$@" && GOTOOLCHAIN=${tc:-local} GOWORK=off GOFLAGS=-mod=mod go build -o /dev/null ./...)
   local m
   for m in $(sed -n 's#^[[:space:]]*\([^ ]*\) => \([^ ]*\) v[^ ]*$#\1 \2#p' "$dir/go.mod" | awk '$1 == $2 && $1 !~ /^k8s.io\// {print $1}'); do
-    echo "  $dir keeps a replace of $m; the proxy serves: $(cd "$dir" && GOWORK=off go list -m -versions "$m" 2> /dev/null | cut -d' ' -f2- | tr ' ' '\n' | tail -3 | tr '\n' ' ')" >&2
+    echo "  $dir keeps a replace of $m; the proxy serves: $(cd "$dir" && GOTOOLCHAIN=${tc:-local} GOWORK=off go list -m -versions "$m" 2> /dev/null | cut -d' ' -f2- | tr ' ' '\n' | tail -3 | tr '\n' ' ')" >&2
   done
+}
+
+# control_plane_probe: whether TO's kube-apiserver resolves too (in a copy of kube-next, which
+# builds the kubelet only): until it does, e2e-node's control plane stays at build.sh's KUBE_VERSION.
+control_plane_probe() {
+  local tmp out
+  tmp=$(mktemp -d)
+  cp -a hack/tools/kube-next/. "$tmp/"
+  if out=$(cd "$tmp" && GOTOOLCHAIN=$(sed -n 's/^toolchain //p' go.mod) GOWORK=off GOFLAGS=-mod=mod go get k8s.io/kubernetes/cmd/kube-apiserver 2>&1); then
+    echo "kube-apiserver $to resolves: the e2e-node control plane can move to it (docs/adding-a-kubelet-release.md, section 5)" >&2
+  else
+    echo "kube-apiserver $to does not resolve, the e2e-node control plane stays at KUBE_VERSION: $(grep -m 1 -o '[^ ]*@v[^:]*: reading [^ ]*: [0-9]* [A-Za-z]*' <<< "$out" || tail -n 1 <<< "$out")" >&2
+  fi
+  rm -rf "$tmp"
 }
 
 # module_dir MODULE VERSION: the module's source, downloaded when needed (with kube-next's Go
@@ -158,7 +176,8 @@ modules)
   clone_module hack/restorevec/alloc
   if grep -q "k8s.io/kubernetes $from" hack/tools/kube-next/go.mod; then
     sed -i -e "s#$from#$to#g" -e "s#$(staging_of "$from")#$(staging_of "$to")#g" hack/tools/kube-next/go.mod
-    resolve hack/tools/kube-next "k8s.io/kubernetes/cmd/kubelet@$to" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl
+    resolve hack/tools/kube-next "k8s.io/kubernetes/cmd/kubelet@$to"
+    control_plane_probe
   fi
   echo "next: hack/release-day.sh vectors $from $to" >&2
   ;;

@@ -1,10 +1,12 @@
-// Throwaway module: the NEXT Kubernetes release's kubelet, kube-apiserver and kubectl for
+// Throwaway module: the NEXT Kubernetes release's kubelet for
 // `NODESTATE_E2E_NODE_KUBE=v1.38.0-beta.0 make e2e-node` (docs/development.md). Opt-in only:
-// make e2e-node and CI build hack/tools/kube + hack/tools/kubelet (v1.37.1). One module for all
-// three, as k/k builds them. Go 1.27 (toolchain go1.27.3) only here: the main module stays on 1.26.
+// make e2e-node and CI build hack/tools/kube + hack/tools/kubelet (v1.37.1). Its kube-apiserver
+// needs k8s.io/apiextensions-api, which the proxy does not serve yet (`hack/release-day.sh modules`
+// probes it): the control plane stays v1.37.1. Go 1.27 (toolchain go1.27.3) only here: the main
+// module stays on 1.26.
 // Not served by the proxy, so replaced: sigs.k8s.io/structured-merge-diff/v7 v7.0.1 (-> v7.0.0).
 // k8s.io/ktesting v0.38.0-beta.0 is not served either: never `go mod tidy` here (it walks test
-// imports); `go get` the three commands instead (docs/kubelet-modules.md).
+// imports); `go get` the kubelet instead (docs/kubelet-modules.md).
 // Built by hack/tools/build.sh (NODESTATE_KUBE_NEXT=v1.38.0-beta.0).
 module github.com/kubectl-nodestate/kubectl-nodestate/hack/tools/kube-next
 
