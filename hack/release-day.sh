@@ -30,6 +30,8 @@ usage() {
 step=$1 from=$2 to=$3
 shift 3
 staging_of() { echo "v0.${1#v1.}"; }
+# shellcheck source=lib/release-module.sh
+. hack/lib/release-module.sh
 
 # clone_module DIR: DIR/FROM becomes DIR/TO (links kept), every FROM version in its go.mod now
 # TO's (the module path, k8s.io/kubernetes, the staging modules' replaces); go.sum is resolved
@@ -54,16 +56,12 @@ resolve() {
   local dir=$1
   shift
   local tc
-  tc=$(sed -n 's/^toolchain //p' "$dir/go.mod")
-  # A module asking for a newer Go than the local one without naming a toolchain: kube-next's.
-  if [ -z "$tc" ] && ! (cd "$dir" && GOTOOLCHAIN=local GOWORK=off go list -m > /dev/null 2>&1); then
-    tc=$(sed -n 's/^toolchain //p' "$repo/hack/tools/kube-next/go.mod")
-  fi
-  echo "resolving $dir (${tc:-the local Go})" >&2
-  (cd "$dir" && GOTOOLCHAIN=${tc:-local} GOWORK=off GOFLAGS=-mod=mod go get "$@" && GOTOOLCHAIN=${tc:-local} GOWORK=off GOFLAGS=-mod=mod go build -o /dev/null ./...)
+  tc=$(module_toolchain "$dir")
+  echo "resolving $dir (Go: $tc)" >&2
+  (cd "$dir" && GOTOOLCHAIN=$tc GOWORK=off GOFLAGS=-mod=mod go get "$@" && GOTOOLCHAIN=$tc GOWORK=off GOFLAGS=-mod=mod go build -o /dev/null ./...)
   local m
   for m in $(sed -n 's#^[[:space:]]*\([^ ]*\) => \([^ ]*\) v[^ ]*$#\1 \2#p' "$dir/go.mod" | awk '$1 == $2 && $1 !~ /^k8s.io\// {print $1}'); do
-    echo "  $dir keeps a replace of $m; the proxy serves: $(cd "$dir" && GOTOOLCHAIN=${tc:-local} GOWORK=off go list -m -versions "$m" 2> /dev/null | cut -d' ' -f2- | tr ' ' '\n' | tail -3 | tr '\n' ' ')" >&2
+    echo "  $dir keeps a replace of $m; the proxy serves: $(cd "$dir" && GOTOOLCHAIN=$tc GOWORK=off go list -m -versions "$m" 2> /dev/null | cut -d' ' -f2- | tr ' ' '\n' | tail -3 | tr '\n' ' ')" >&2
   done
 }
 

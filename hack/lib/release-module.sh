@@ -33,3 +33,23 @@ release_gomod() {
   } > "$rel/go.mod"
   (cd "$rel" && go mod tidy)
 }
+
+release_module_lib=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+# module_toolchain DIR: the GOTOOLCHAIN a release module builds with: its go.mod's toolchain
+# line; else, when the local Go cannot load it (its go line asks for a newer one), the toolchain
+# hack/tools/kube-next names (the one approved newer Go); else local.
+module_toolchain() {
+  local tc
+  tc=$(sed -n 's/^toolchain //p' "$1/go.mod")
+  if [ -z "$tc" ] && ! (cd "$1" && GOTOOLCHAIN=local GOWORK=off go list -m > /dev/null 2>&1); then
+    tc=$(sed -n 's/^toolchain //p' "$release_module_lib/../tools/kube-next/go.mod")
+  fi
+  echo "${tc:-local}"
+}
+
+# releases_in DIR: the release modules under DIR (v*/), oldest first, a pre-release before its
+# release (sort -V alone puts v1.38.0-beta.0 after v1.38.0).
+releases_in() {
+  (cd "$1" && ls -d v*/ 2> /dev/null) | tr -d / | sed 's/-/~/' | sort -V | sed 's/~/-/'
+}

@@ -2,22 +2,25 @@
 # Writes the V2 allocation checkpoint vectors with the real kubelet code of the newest release
 # below, and records how each release's real allocation state restores every allocation vector
 # (the new files and those already in testdata/kubelet). See README.md.
-# Usage: hack/restorevec/alloc/run.sh
+# Usage: hack/restorevec/alloc/run.sh     (WRITER=RELEASE: the writer, default the newest module)
 set -euo pipefail
 cd "$(dirname "$0")"
 repo=$(cd ../../.. && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# The writer (1.38 writes V2) and the readers: each release's module, built with the Go its
-# kubelet is built with (1.38: Go 1.27, whose encoding/json is json/v2's, and words its errors).
-writer=v1.38.0-beta.0
-declare -A toolchain=([v1.37.1]=local [v1.38.0-beta.0]=go1.27.3)
-readers=(v1.37.1 v1.38.0-beta.0)
+# shellcheck source=../../lib/release-module.sh
+. ../../lib/release-module.sh
+# The readers: every release module here (hack/release-day.sh modules adds one); the writer (a
+# V2 writer: 1.38+), the newest unless WRITER names it. Each is built with the Go its kubelet is
+# built with (1.38: Go 1.27, whose encoding/json is json/v2's, and words its errors).
+mapfile -t readers < <(releases_in .)
+writer=${WRITER:-${readers[-1]}}
 
 for rel in "${readers[@]}"; do
   echo "building $rel" >&2
-  (cd "$rel" && GOTOOLCHAIN=${toolchain[$rel]} nice -n 10 go build -o "$work/allocgen-$rel" .)
+  tc=$(module_toolchain "$rel")
+  (cd "$rel" && GOTOOLCHAIN=$tc nice -n 10 go build -o "$work/allocgen-$rel" .)
 done
 mkdir -p "$work/written"
 "$work/allocgen-$writer" -mode write -dir "$work/written"
