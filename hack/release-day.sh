@@ -1,21 +1,24 @@
 #!/usr/bin/env bash
 # Release day (docs/adding-a-kubelet-release.md, "Release day"): a new Kubernetes build (an rc, a
 # GA, a patch) gets every ground truth its predecessor has, from the same generators, one pinned
-# version each. Three steps, each safe to re-run:
+# version each. Four steps, each safe to re-run:
 #
-#   hack/release-day.sh modules FROM TO   clone FROM's release modules to TO and resolve them
-#                                         (hack/admitvec/FROM, hack/restorevec/alloc/FROM and
-#                                         hack/tools/kube-next when it pins FROM)
-#   hack/release-day.sh vectors FROM TO [SET...]
-#                                         every admission set FROM has (testdata/admission/SETS),
-#                                         for TO, by its recipe (hack/release-day/recipes.tsv),
-#                                         packed and listed in SETS; the kubelet-start set; and,
-#                                         when FROM has them, the V2 allocation vectors
-#   hack/release-day.sh compare FROM TO   the conformance tests, and the sets whose results TO
-#                                         gives otherwise than FROM (each is a release row to write)
 #   hack/release-day.sh sources FROM TO   the kubelet sources the plugin decodes or replays
 #                                         (hack/release-day/watched.tsv) that TO changed: what to
 #                                         read for rows and mirrors; needs no module step
+#   hack/release-day.sh modules FROM TO   clone FROM's release modules to TO and resolve them
+#                                         (hack/admitvec/FROM, hack/restorevec{,/device,/alloc}/FROM
+#                                         and hack/tools/kube-next when it pins FROM); says whether
+#                                         TO's kube-apiserver resolves
+#   hack/release-day.sh vectors FROM TO [SET...]
+#                                         every admission set FROM has (testdata/admission/SETS),
+#                                         for TO, by its recipe (hack/release-day/recipes.tsv),
+#                                         packed and listed in SETS; the kubelet-start set (SET
+#                                         "start"); the checkpoint readers' verdicts (SET
+#                                         "readers": hack/restorevec, its device/ and alloc/)
+#   hack/release-day.sh compare FROM TO   per admission set, the cases TO judged otherwise than
+#                                         FROM on the same inputs (each a release row to write, or
+#                                         a random pick); then the conformance tests
 #
 # BINDIR, JOBS pass on to the generators. DRYRUN=1 prints what vectors would run.
 set -euo pipefail
@@ -23,7 +26,7 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 
 usage() {
-  sed -n '2,20p' "$0" >&2
+  sed -n '2,23p' "$0" >&2
   exit 2
 }
 [ $# -ge 3 ] || usage
@@ -171,6 +174,8 @@ list_set() {
 case $step in
 modules)
   clone_module hack/admitvec
+  clone_module hack/restorevec
+  clone_module hack/restorevec/device
   clone_module hack/restorevec/alloc
   if grep -q "k8s.io/kubernetes $from" hack/tools/kube-next/go.mod; then
     sed -i -e "s#$from#$to#g" -e "s#$(staging_of "$from")#$(staging_of "$to")#g" hack/tools/kube-next/go.mod
@@ -186,6 +191,7 @@ vectors)
   names=$(mktemp)
   trap 'rm -f "$names"; rm -rf "$names.d"' EXIT
   for set in "${wanted[@]}"; do
+    [ "$set" != start ] && [ "$set" != readers ] || continue # below
     recipe=$(awk -F'\t' -v s="$set" '$1 == s {print $2}' hack/release-day/recipes.tsv)
     [ -n "$recipe" ] || { echo "set $from-$set has no recipe in hack/release-day/recipes.tsv: write it first" >&2; exit 1; }
     file=testdata/admission/$to-$set.vectors.jsonl
@@ -217,16 +223,25 @@ vectors)
     list_set "$file"
   done
   [ -n "${DRYRUN:-}" ] && exit 0
-  if [ $# -eq 0 ]; then
-    # The kubelet-start set holds each release beside the newest one.
-    if go run ./hack/vectorpack -unpack testdata/kubelet-start/start-admitvec.vectors.jsonl "$names.d" > /dev/null && grep -q "\"$from\"" "$names.d/MANIFEST.json" 2> /dev/null; then
-      rels=$(grep -o '"v1\.[0-9.a-z-]*"' "$names.d/MANIFEST.json" | tr -d '"' | sort -uV | grep -vx "$to" | tr '\n' ' ')
-      OUT=testdata/kubelet-start/start-admitvec.vectors.jsonl hack/admitvec/start.sh $rels "$to"
+  if [ $# -eq 0 ] || [[ " $* " == *" start "* ]]; then
+    # The kubelet-start set holds each release its header names (meta.versions): TO joins them.
+    start_set=testdata/kubelet-start/start-admitvec.vectors.jsonl
+    rels=$(head -n 1 "$start_set" | grep -o '"versions":\[[^]]*\]' | grep -o '"v1\.[^"]*"' | tr -d '"' | grep -vx "$to" || true)
+    if grep -qx "$from" <<< "$rels"; then
+      echo "== the kubelet-start set, for $(echo $rels) $to" >&2
+      # shellcheck disable=SC2086 # one release a word
+      OUT=$start_set hack/admitvec/start.sh $rels "$to"
     fi
-    rm -rf "$names.d"
-    if [ -d "hack/restorevec/alloc/$to" ]; then
-      echo "the V2 allocation vectors: set writer=$to and the readers in hack/restorevec/alloc/run.sh, then run it" >&2
-    fi
+  fi
+  if [ $# -eq 0 ] || [[ " $* " == *" readers "* ]]; then
+    # The checkpoint readers: each generator reads with every release module it has (TO's
+    # cloned by the modules step), adding TO's verdict to every vector.
+    for gen in hack/restorevec hack/restorevec/device hack/restorevec/alloc; do
+      if [ -d "$gen/$to" ]; then
+        echo "== the readers of $gen" >&2
+        "$gen/run.sh"
+      fi
+    done
   fi
   echo "next: hack/release-day.sh compare $from $to" >&2
   ;;

@@ -9,13 +9,16 @@ repo=$(cd ../.. && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
+# shellcheck source=../lib/release-module.sh
+. ../lib/release-module.sh
 releases=("$@")
 if [ ${#releases[@]} -eq 0 ]; then
-  mapfile -t releases < <(ls -d v1.* | sort -V)
+  mapfile -t releases < <(releases_in .)
 fi
 for rel in "${releases[@]}"; do
   echo "building $rel" >&2
-  (cd "$rel" && go build -o "$work/bin/$rel" .)
+  tc=$(module_toolchain "$rel")
+  (cd "$rel" && GOTOOLCHAIN=$tc go build -o "$work/bin/$rel" .)
 done
 echo "built ${#releases[@]} modules in ${SECONDS}s" >&2
 SECONDS=0

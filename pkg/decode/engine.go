@@ -9,6 +9,8 @@ import (
 	"io"
 	"reflect"
 
+	json127 "github.com/go-json-experiment/json/v1"
+
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode/internal/kubelet/checksum"
 )
 
@@ -188,7 +190,7 @@ type attemptResult struct {
 func (a *attempt) run(in *input, k Kubelet) attemptResult {
 	res := attemptResult{layout: a.Layout, in: in, note: a.Note}
 	var err error
-	if res.value, err = in.decode(a.Layout); err != nil {
+	if res.value, err = in.decodeFor(a.Layout, k); err != nil {
 		res.err = renameJSONError(err, a.Names)
 		return res
 	}
@@ -283,6 +285,14 @@ func renameJSONError(err error, names map[string]string) error {
 			return &renamed
 		}
 	}
+	var ute127 *json127.UnmarshalTypeError
+	if errors.As(err, &ute127) {
+		if to, ok := names[ute127.Struct]; ok {
+			renamed := *ute127
+			renamed.Struct = to
+			return &renamed
+		}
+	}
 	return err
 }
 
@@ -292,6 +302,9 @@ type input struct {
 	raw       []byte
 	decoded   map[*layout]decodedLayout
 	checksums map[ruleOnLayout]uint64
+	// decoded127: as decoded, by the encoding/json of a kubelet built with Go 1.27
+	// (builtWithGo127): the same values, other words for the same errors.
+	decoded127 map[*layout]decodedLayout
 }
 
 type decodedLayout struct {
@@ -315,6 +328,25 @@ func (in *input) decode(l *layout) (any, error) {
 		d.v = l.new()
 		d.err = json.Unmarshal(in.raw, d.v)
 		in.decoded[l] = d
+	}
+	return d.v, d.err
+}
+
+// decodeFor is decode by kubelet k's encoding/json: a kubelet built with Go 1.27
+// (builtWithGo127) decodes the same values (FuzzDecode*'s json127Agrees) but words its errors
+// otherwise.
+func (in *input) decodeFor(l *layout, k Kubelet) (any, error) {
+	if !builtWithGo127.has(k) {
+		return in.decode(l)
+	}
+	d, ok := in.decoded127[l]
+	if !ok {
+		if in.decoded127 == nil {
+			in.decoded127 = map[*layout]decodedLayout{}
+		}
+		d.v = l.new()
+		d.err = json127.Unmarshal(in.raw, d.v)
+		in.decoded127[l] = d
 	}
 	return d.v, d.err
 }
@@ -352,7 +384,9 @@ func fillZeroFields(dst, src any) {
 func isJSONError(err error) bool {
 	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError
-	return errors.As(err, &syn) || errors.As(err, &typ)
+	var syn127 *json127.SyntaxError
+	var typ127 *json127.UnmarshalTypeError
+	return errors.As(err, &syn) || errors.As(err, &typ) || errors.As(err, &syn127) || errors.As(err, &typ127)
 }
 
 // reencode decodes into the newest type T what an older layout kept of a data document: the

@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+
+	json127 "github.com/go-json-experiment/json/v1"
 
 	alloc138 "github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode/internal/kubelet/allocstate138"
 )
@@ -44,7 +47,24 @@ func fuzzDecode(f *testing.F, kind Kind) {
 			checkReport(t, Decode(kind, raw, Options{Kubelet: &k}))
 		}
 		hashedText(kind, raw)
+		json127Agrees(t, kind, raw)
 	})
+}
+
+// json127Agrees: a kubelet built with Go 1.27 decodes each layout into the same value as one
+// built with Go 1.26, and fails where it fails (only the words differ): the engine verifies a
+// checksum over the one value, decoded once (input.decodeFor).
+func json127Agrees(t *testing.T, kind Kind, raw []byte) {
+	for _, e := range erasOf(kind) {
+		v126, v127 := e.Layout.new(), e.Layout.new()
+		err126, err127 := json.Unmarshal(raw, v126), json127.Unmarshal(raw, v127)
+		if (err126 == nil) != (err127 == nil) {
+			t.Fatalf("layout of %s: Go 1.26's encoding/json says %v, Go 1.27's %v", e.ID, err126, err127)
+		}
+		if err126 == nil && !reflect.DeepEqual(v126, v127) {
+			t.Fatalf("layout of %s: Go 1.26 and 1.27 decode other values:\n%#v\n%#v", e.ID, v126, v127)
+		}
+	}
 }
 
 func FuzzDecodeCPU(f *testing.F)       { fuzzDecode(f, KindCPU) }

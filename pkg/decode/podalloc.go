@@ -1,12 +1,11 @@
 package decode
 
 import (
-	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 
+	json127 "github.com/go-json-experiment/json/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -133,13 +132,15 @@ type allocV2Document struct {
 	V1      *alloc137.PodResourceCheckpointInfo
 }
 
-// allocV2Payload is Checkpoint.GetPodList (checkpoint_v2.go), its errors in its words.
+// allocV2Payload is Checkpoint.GetPodList (checkpoint_v2.go), its errors in its words: only
+// kubelets built with Go 1.27 read this layout (builtWithGo127), so the data document is decoded
+// by that encoding/json.
 func allocV2Payload(cp *alloc138.Checkpoint) (*allocV2Document, error) {
 	switch cp.Version {
 	case alloc138.VersionV2:
 		var data alloc138.CheckpointData
-		if err := json.Unmarshal([]byte(cp.Data), &data); err != nil {
-			return nil, fmt.Errorf("failed to unmarshal V2 checkpoint data: %w", goJSONv2Error(err))
+		if err := json127.Unmarshal([]byte(cp.Data), &data); err != nil {
+			return nil, fmt.Errorf("failed to unmarshal V2 checkpoint data: %w", err)
 		}
 		pods := &corev1.PodList{}
 		if err := pods.Unmarshal(data.PodListProto); err != nil {
@@ -148,23 +149,12 @@ func allocV2Payload(cp *alloc138.Checkpoint) (*allocV2Document, error) {
 		return &allocV2Document{Pods: pods, Entries: data.Entries}, nil
 	case "":
 		var v1 alloc137.PodResourceCheckpointInfo
-		if err := json.Unmarshal([]byte(cp.Data), &v1); err != nil {
+		if err := json127.Unmarshal([]byte(cp.Data), &v1); err != nil {
 			return nil, fmt.Errorf("failed to migrate legacy V1 checkpoint: %w", err)
 		}
 		return &allocV2Document{V1: &v1}, nil
 	}
 	return nil, fmt.Errorf("unsupported checkpoint version %q: this kubelet reads legacy (unversioned) and %q checkpoints", cp.Version, alloc138.VersionV2)
-}
-
-// goJSONv2Error words a failure to decode podList's base64 as kubelet 1.38 does: it is built
-// with Go 1.27, whose encoding/json (json/v2 underneath) reports it as the field's unmarshal
-// type error; Go 1.26's returns the bare base64 error.
-func goJSONv2Error(err error) error {
-	var b64 base64.CorruptInputError
-	if errors.As(err, &b64) {
-		return fmt.Errorf("json: cannot unmarshal string into Go struct field CheckpointData.podList of type []uint8: %w", err)
-	}
-	return err
 }
 
 func allocV2Model(d *allocV2Document) *PodAllocationState {

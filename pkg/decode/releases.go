@@ -17,6 +17,13 @@ var releases = parseReleases("v1.17.17", "v1.18.20", "v1.19.16", "v1.20.15", "v1
 // judging a node's files stay releases). Drop one when its release joins releases.
 var preReleases = []*version.Version{version.MustParseSemantic("1.38.0-beta.0")}
 
+// builtWithGo127 are the kubelets built with Go 1.27 (1.38's go.mod asks for it), whose
+// encoding/json is json/v2 underneath (Go 1.27's default GOEXPERIMENT=jsonv2): the same values,
+// other words for the same errors (a type error names the root type and the path with array
+// indices: "Data.Data.PodDeviceEntries.0.DeviceIDs"). github.com/go-json-experiment/json v1.27.2
+// is that code outside the standard library (its v1 package, compared with go1.27.3's).
+var builtWithGo127 = from("1.38.0-beta.0")
+
 // HomeKubelet is the newest release the table knows: it judges files whose formats it writes
 // when nothing else names a kubelet. Tests name it so, not by its number.
 var HomeKubelet = "v" + releases[len(releases)-1].String()

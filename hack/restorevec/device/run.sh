@@ -13,21 +13,27 @@ trap 'rm -rf "$work"' EXIT
 
 # One module per release: gogo 1.2 (1.17), gogo 1.3 without cdi_devices (1.19, 1.21), gogo with
 # cdi_devices (1.33, the last gogo release), and google.golang.org/protobuf (1.35.8: the code of
-# 1.34-1.36; 1.37.1: the newest). 1.17 and 1.19 write the V1 layout, the others V2.
+# 1.34-1.36; 1.37.1; then each newer one hack/release-day.sh adds). 1.17 and 1.19 write the V1
+# layout, the others V2.
+# shellcheck source=../../lib/release-module.sh
+. ../../lib/release-module.sh
 v1releases=(v1.17.17 v1.19.16)
-v2releases=(v1.21.14 v1.33.0 v1.35.8 v1.37.1)
+mapfile -t v2releases < <(releases_in . | grep -vxF -e v1.17.17 -e v1.19.16)
 v1writer=${v1releases[${#v1releases[@]}-1]}
-v2writer=${v2releases[${#v2releases[@]}-1]}
+# The V2 vectors carry the name of the newest release when they were made; every release after it
+# must write the same bytes (same, below) and only adds its reads.
+v2writer=v1.37.1
 unshare=(unshare -m)
 [ "$(id -u)" = 0 ] || unshare=(unshare -Urm)
 
 for rel in "${v1releases[@]}" "${v2releases[@]}"; do
   echo "building $rel" >&2
-  (cd "$rel" && go build -o "$work/devgen-$rel" .)
+  tc=$(module_toolchain "$rel")
+  (cd "$rel" && GOTOOLCHAIN=$tc go build -o "$work/devgen-$rel" .)
   "$work/devgen-$rel" -mode write -dir "$work/files/$rel"
 done
 # The releases of a layout write the same bytes (neither layout nor its checksum changed): the
-# newest one's files are the vectors, the others must equal them.
+# writer's files are the vectors, the others must equal them.
 same() {
   local writer=$1 rel
   shift

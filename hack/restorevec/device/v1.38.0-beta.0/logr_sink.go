@@ -1,0 +1,1 @@
+../shapes/logr_sink.go

@@ -1,0 +1,1 @@
+../shapes/new_logger.go

@@ -1,0 +1,1 @@
+../shapes/start_logger.go

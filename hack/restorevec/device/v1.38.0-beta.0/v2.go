@@ -1,0 +1,1 @@
+../shapes/v2.go

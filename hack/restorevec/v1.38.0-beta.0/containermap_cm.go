@@ -1,0 +1,1 @@
+../shapes/reader/containermap_cm.go

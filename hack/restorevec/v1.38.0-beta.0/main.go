@@ -1,0 +1,1 @@
+../shapes/baselines-1.37/main.go

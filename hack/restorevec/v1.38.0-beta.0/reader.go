@@ -1,0 +1,1 @@
+../shapes/reader/reader.go

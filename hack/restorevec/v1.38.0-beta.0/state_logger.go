@@ -1,0 +1,1 @@
+../shapes/reader/state_logger.go
