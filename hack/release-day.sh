@@ -247,7 +247,7 @@ vectors)
   ;;
 compare)
   compare_sets
-  go test ./pkg/admit -run TestAdmissionConformance -count=1 -v 2>&1 | grep -E "^\s*--- (PASS|FAIL): TestAdmissionConformance/($from|$to)" || true
+  go test ./pkg/admit -run TestAdmissionConformance -count=1 -v 2>&1 | grep -E "admission conformance ($from|$to) |FAIL" || true
   go test ./pkg/doctor -run 'TestStart(Conformance|VectorsComplete)' -count=1 -v 2>&1 | grep -E -- "--- (PASS|FAIL)|$to" | head -20 || true
   go test ./pkg/decode -run Conformance -count=1
   ;;
