@@ -7,7 +7,7 @@
 #                                         (hack/release-day/watched.tsv) that TO changed: what to
 #                                         read for rows and mirrors; needs no module step
 #   hack/release-day.sh modules FROM TO   clone FROM's release modules to TO and resolve them
-#                                         (hack/admitvec/FROM, hack/restorevec{,/device,/alloc}/FROM
+#                                         (hack/admitvec/FROM, hack/restorevec{,/device,/alloc,/readall}/FROM
 #                                         and hack/tools/kube-next when it pins FROM); says whether
 #                                         TO's kube-apiserver resolves
 #   hack/release-day.sh vectors FROM TO [SET...]
@@ -15,7 +15,7 @@
 #                                         for TO, by its recipe (hack/release-day/recipes.tsv),
 #                                         packed and listed in SETS; the kubelet-start set (SET
 #                                         "start"); the checkpoint readers' verdicts (SET
-#                                         "readers": hack/restorevec, its device/ and alloc/)
+#                                         "readers": hack/restorevec, its device/, alloc/, readall/)
 #   hack/release-day.sh compare FROM TO   per admission set, the cases TO judged otherwise than
 #                                         FROM on the same inputs (each a release row to write, or
 #                                         a random pick); then the conformance tests
@@ -177,6 +177,7 @@ modules)
   clone_module hack/restorevec
   clone_module hack/restorevec/device
   clone_module hack/restorevec/alloc
+  clone_module hack/restorevec/readall
   if grep -q "k8s.io/kubernetes $from" hack/tools/kube-next/go.mod; then
     sed -i -e "s#$from#$to#g" -e "s#$(staging_of "$from")#$(staging_of "$to")#g" hack/tools/kube-next/go.mod
     resolve hack/tools/kube-next "k8s.io/kubernetes/cmd/kubelet@$to"
@@ -236,7 +237,7 @@ vectors)
   if [ $# -eq 0 ] || [[ " $* " == *" readers "* ]]; then
     # The checkpoint readers: each generator reads with every release module it has (TO's
     # cloned by the modules step), adding TO's verdict to every vector.
-    for gen in hack/restorevec hack/restorevec/device hack/restorevec/alloc; do
+    for gen in hack/restorevec hack/restorevec/device hack/restorevec/alloc hack/restorevec/readall; do
       if [ -d "$gen/$to" ]; then
         echo "== the readers of $gen" >&2
         "$gen/run.sh"

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 )
@@ -103,7 +102,7 @@ func writeVectors(dir, testdata, readsFlag string) error {
 			if own, _, _ := strings.Cut(rel, "/"+writer+"/"); owns[own+"/"+writer] {
 				continue
 			}
-			if err := setRead(filepath.Join(testdata, "expected", strings.TrimSuffix(rel, ".json")+".json"), l, r); err != nil {
+			if err := setRead(filepath.Join(testdata, "expected", strings.TrimSuffix(rel, ".json")+".json"), l, readLine(r)); err != nil {
 				return err
 			}
 		}
@@ -167,66 +166,6 @@ func readLine(r read) string {
 	v, _ := json.Marshal(r.Verdict)
 	e, _ := json.Marshal(r.Error)
 	return fmt.Sprintf(`{"verdict": %s, "error": %s}`, v, e)
-}
-
-var readLineRE = regexp.MustCompile(`(?m)^    "(v[^"]+)": \{"verdict".*$`)
-
-// setRead puts reader label's line into an existing expectation, in version order (the other
-// lines as they are).
-func setRead(path, label string, r read) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	line := fmt.Sprintf("    %q: %s", label, readLine(r))
-	locs := readLineRE.FindAllSubmatchIndex(b, -1)
-	if len(locs) == 0 {
-		return fmt.Errorf("%s: no reads", path)
-	}
-	var lines []string
-	for _, l := range locs {
-		lines = append(lines, strings.TrimSuffix(string(b[l[0]:l[1]]), ","))
-	}
-	replaced := false
-	for i, l := range lines {
-		if strings.HasPrefix(l, fmt.Sprintf("    %q:", label)) {
-			lines[i], replaced = line, true
-		}
-	}
-	if !replaced {
-		lines = append(lines, line)
-	}
-	sort.SliceStable(lines, func(i, j int) bool { return versionLess(labelOf(lines[i]), labelOf(lines[j])) })
-	out := append([]byte{}, b[:locs[0][0]]...)
-	out = append(out, strings.Join(lines, ",\n")...)
-	out = append(out, b[locs[len(locs)-1][1]:]...)
-	return os.WriteFile(path, out, 0o644)
-}
-
-func labelOf(line string) string { l, _, _ := strings.Cut(strings.TrimSpace(line)[1:], `"`); return l }
-
-// versionLess orders "v1.9.0" < "v1.38.0-alpha.0" < "v1.38.0-beta.0" < "v1.38.0".
-func versionLess(a, b string) bool {
-	pa, pb := versionKey(a), versionKey(b)
-	for i := range pa {
-		if pa[i] != pb[i] {
-			return pa[i] < pb[i]
-		}
-	}
-	return false
-}
-
-func versionKey(l string) [4]string {
-	core, pre, hasPre := strings.Cut(strings.TrimPrefix(strings.SplitN(l, "+", 2)[0], "v"), "-")
-	var k [4]string
-	for i, p := range strings.SplitN(core, ".", 3) {
-		k[i] = fmt.Sprintf("%08s", p)
-	}
-	k[3] = "~" // a release after its pre-releases
-	if hasPre {
-		k[3] = pre
-	}
-	return k
 }
 
 func writeFile(path string, b []byte) error {

@@ -1,0 +1,1 @@
+../shapes/main.go

@@ -1,0 +1,1 @@
+../shapes/restore_137.go

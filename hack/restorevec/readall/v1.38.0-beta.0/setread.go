@@ -1,0 +1,1 @@
+../../alloc/shapes/setread.go
