@@ -14,8 +14,10 @@ trap 'rm -rf "$work"' EXIT
 
 # The readers of each file: the gates that change its restore (as the shared vectors' labels).
 declare -A gates=(
+  [cpu_manager_state]=" +PodLevelResourceManagers +PodLevelResourceManagers+InPlacePodVerticalScalingExclusiveCPUs"
   [memory_manager_state]=" +PodLevelResourceManagers +PodLevelResourceManagers+InPlacePodVerticalScalingExclusiveCPUs"
   [dra_manager_state]=" "
+  [dra_health_state]=" "
 )
 
 releases=("$@")

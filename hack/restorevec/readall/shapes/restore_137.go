@@ -1,4 +1,5 @@
-// The restores of 1.37+ (memory manager with a logger; DRA's checkpointer).
+// The restores of 1.37+ (the CPU and memory managers with a logger; DRA's checkpointer and
+// health cache).
 package main
 
 import (
@@ -6,12 +7,32 @@ import (
 
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/klog/v2"
+	"k8s.io/kubernetes/pkg/kubelet/cm/containermap"
+	cpustate "k8s.io/kubernetes/pkg/kubelet/cm/cpumanager/state"
 	drastate "k8s.io/kubernetes/pkg/kubelet/cm/dra/state"
 	memstate "k8s.io/kubernetes/pkg/kubelet/cm/memorymanager/state"
 )
 
 func init() {
 	setGates = utilfeature.DefaultMutableFeatureGate.Set
+	// A V1 file keys its sets by container ID: the runtime the kubelet migrates it through knows
+	// those containers (as on a node whose containers still run), named with the placeholders
+	// nodestate words them with (pkg/decode/restore.go), as hack/restorevec does.
+	restorers["cpu_manager_state"] = restorer{restore: func(dir, name string, raw []byte) error {
+		runtime := containermap.NewContainerMap()
+		var v1 struct {
+			Entries map[string]json.RawMessage `json:"entries"`
+		}
+		if json.Unmarshal(raw, &v1) == nil {
+			for id, set := range v1.Entries {
+				if len(set) > 0 && set[0] == '"' { // V1: container ID -> set
+					runtime.Add("<UID of the pod of container "+id+">", "<name of container "+id+">", id)
+				}
+			}
+		}
+		_, err := cpustate.NewCheckpointState(klog.Background(), dir, name, policyOf(raw, "static"), runtime)
+		return err
+	}}
 	restorers["memory_manager_state"] = restorer{restore: func(dir, name string, raw []byte) error {
 		_, err := memstate.NewCheckpointState(klog.Background(), dir, name, policyOf(raw, "Static"))
 		return err
@@ -28,6 +49,11 @@ func init() {
 		}
 		_, err = cp.GetClaimInfoStateList()
 		return err
+	}}
+	// The DRA manager's health cache (healthinfo.go, loadFromCheckpoint: 1.37.1 :68-81): the file
+	// decoded into the state's map, no checksum; an error is logged and the cache starts empty.
+	restorers["dra_health_state"] = restorer{restore: func(dir, name string, raw []byte) error {
+		return json.Unmarshal(raw, &drastate.DevicesHealthMap{})
 	}}
 }
 
