@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Every memory_manager_state and dra_manager_state vector restored by the real restore of each
-# release module here (README.md): a reader the expectations already record must say the same (the
+# Every cpu_manager_state, memory_manager_state, dra_manager_state, dra_health_state and
+# kubelet_internal_checkpoint vector read by the real restore of each release module here (README.md): a reader the expectations already record must say the same (the
 # proof: v1.37.1 against the shared vectors' 1.37.1 reads), one they do not is added. Then
 # testdata/kubelet is checked by go test ./pkg/decode.
 # Usage: hack/restorevec/readall/run.sh [release ...]   (default: every release module here)
@@ -18,6 +18,7 @@ declare -A gates=(
   [memory_manager_state]=" +PodLevelResourceManagers +PodLevelResourceManagers+InPlacePodVerticalScalingExclusiveCPUs"
   [dra_manager_state]=" "
   [dra_health_state]=" "
+  [kubelet_internal_checkpoint]=" "
 )
 
 releases=("$@")

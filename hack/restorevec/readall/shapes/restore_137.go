@@ -7,8 +7,10 @@ import (
 
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/klog/v2"
+	"k8s.io/kubernetes/pkg/kubelet/checkpointmanager"
 	"k8s.io/kubernetes/pkg/kubelet/cm/containermap"
 	cpustate "k8s.io/kubernetes/pkg/kubelet/cm/cpumanager/state"
+	devcheckpoint "k8s.io/kubernetes/pkg/kubelet/cm/devicemanager/checkpoint"
 	drastate "k8s.io/kubernetes/pkg/kubelet/cm/dra/state"
 	memstate "k8s.io/kubernetes/pkg/kubelet/cm/memorymanager/state"
 )
@@ -49,6 +51,16 @@ func init() {
 		}
 		_, err = cp.GetClaimInfoStateList()
 		return err
+	}}
+	// The device manager's start reads its checkpoint with getCheckpoint (manager.go, 1.37.1
+	// :573-579; unexported, its body here): an empty checkpoint.New filled by GetCheckpoint. What it
+	// then skips of each entry is ../device's (it needs the manager running at its fixed path).
+	restorers["kubelet_internal_checkpoint"] = restorer{restore: func(dir, name string, raw []byte) error {
+		m, err := checkpointmanager.NewCheckpointManager(dir)
+		if err != nil {
+			return err
+		}
+		return m.GetCheckpoint(name, devcheckpoint.New(make([]devcheckpoint.PodDevicesEntry, 0), make(map[string][]string)))
 	}}
 	// The DRA manager's health cache (healthinfo.go, loadFromCheckpoint: 1.37.1 :68-81): the file
 	// decoded into the state's map, no checksum; an error is logged and the cache starts empty.
