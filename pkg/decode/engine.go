@@ -278,21 +278,12 @@ func (r *checksumRule) writeText(w io.Writer, v any) {
 // judged kubelet release (the mirrors use one name per layout).
 func renameJSONError(err error, names map[string]string) error {
 	var ute *json.UnmarshalTypeError
-	if errors.As(err, &ute) {
-		if to, ok := names[ute.Struct]; ok {
-			renamed := *ute
-			renamed.Struct = to
-			return &renamed
-		}
+	if errors.As(err, &ute) && names[ute.Struct] != "" {
+		renamed := *ute
+		renamed.Struct = names[ute.Struct]
+		return &renamed
 	}
-	var ute127 *json127.UnmarshalTypeError
-	if errors.As(err, &ute127) {
-		if to, ok := names[ute127.Struct]; ok {
-			renamed := *ute127
-			renamed.Struct = to
-			return &renamed
-		}
-	}
+	// No kubelet built with Go 1.27 (builtWithGo127) reads a layout under another type name.
 	return err
 }
 
