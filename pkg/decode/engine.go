@@ -375,9 +375,8 @@ func fillZeroFields(dst, src any) {
 func isJSONError(err error) bool {
 	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError
-	var syn127 *json127.SyntaxError
-	var typ127 *json127.UnmarshalTypeError
-	return errors.As(err, &syn) || errors.As(err, &typ) || errors.As(err, &syn127) || errors.As(err, &typ127)
+	// Only 1.36's reads keep a failed attempt's fields (attempt.Keeps): Go 1.26's errors.
+	return errors.As(err, &syn) || errors.As(err, &typ)
 }
 
 // reencode decodes into the newest type T what an older layout kept of a data document: the
