@@ -119,3 +119,22 @@ func BenchmarkVerify5000(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkVerifyByKubelet compares judging the same 5,000-container file for a kubelet built
+// with Go 1.26 (1.37.1) and one built with Go 1.27 (1.38.0-beta.0), whose reads decode with
+// Go 1.27's encoding/json (builtWithGo127).
+func BenchmarkVerifyByKubelet(b *testing.B) {
+	raw := largeCPUCheckpoint(b, 2500)
+	b.SetBytes(int64(len(raw)))
+	for _, label := range []string{"v1.37.1", "v1.38.0-beta.0"} {
+		k := mustParseKubelet(label)
+		b.Run(label, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if rep := Decode(KindCPU, raw, Options{Kubelet: &k}); rep.Verdict != Valid {
+					b.Fatal(rep.Error)
+				}
+			}
+		})
+	}
+}

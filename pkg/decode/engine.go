@@ -293,9 +293,8 @@ type input struct {
 	raw       []byte
 	decoded   map[*layout]decodedLayout
 	checksums map[ruleOnLayout]uint64
-	// decoded127: as decoded, by the encoding/json of a kubelet built with Go 1.27
-	// (builtWithGo127): the same values, other words for the same errors.
-	decoded127 map[*layout]decodedLayout
+	// errors127: decode's errors in the words of a kubelet built with Go 1.27 (builtWithGo127).
+	errors127 map[*layout]error
 }
 
 type decodedLayout struct {
@@ -323,23 +322,23 @@ func (in *input) decode(l *layout) (any, error) {
 	return d.v, d.err
 }
 
-// decodeFor is decode by kubelet k's encoding/json: a kubelet built with Go 1.27
-// (builtWithGo127) decodes the same values (FuzzDecode*'s json127Agrees) but words its errors
-// otherwise.
+// decodeFor is decode by kubelet k's encoding/json. A kubelet built with Go 1.27
+// (builtWithGo127) decodes the same values and fails on the same files (FuzzDecode*'s
+// json127Agrees), in other words: only a failure is decoded again, for its words.
 func (in *input) decodeFor(l *layout, k Kubelet) (any, error) {
-	if !builtWithGo127.has(k) {
-		return in.decode(l)
+	v, err := in.decode(l)
+	if err == nil || !builtWithGo127.has(k) {
+		return v, err
 	}
-	d, ok := in.decoded127[l]
+	err127, ok := in.errors127[l]
 	if !ok {
-		if in.decoded127 == nil {
-			in.decoded127 = map[*layout]decodedLayout{}
+		if in.errors127 == nil {
+			in.errors127 = map[*layout]error{}
 		}
-		d.v = l.new()
-		d.err = json127.Unmarshal(in.raw, d.v)
-		in.decoded127[l] = d
+		err127 = json127.Unmarshal(in.raw, l.new())
+		in.errors127[l] = err127
 	}
-	return d.v, d.err
+	return v, err127
 }
 
 // checksum recomputes rule over the file decoded into l.
