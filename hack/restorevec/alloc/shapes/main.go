@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"sort"
 	"strings"
 )
@@ -58,22 +57,6 @@ type read struct {
 	Verdict string          `json:"verdict"`
 	Error   *string         `json:"error"`
 	Decoded json.RawMessage `json:"decoded,omitempty"`
-}
-
-// release is the k8s.io/kubernetes version this binary was built against: the module's only
-// statement of its release.
-func release() string {
-	info, ok := debug.ReadBuildInfo()
-	if ok {
-		for _, d := range info.Deps {
-			if d.Path == "k8s.io/kubernetes" {
-				return d.Version
-			}
-		}
-	}
-	fmt.Fprintln(os.Stderr, "allocgen: no k8s.io/kubernetes in the build info")
-	os.Exit(2)
-	return ""
 }
 
 func main() {

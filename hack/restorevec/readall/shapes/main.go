@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"sort"
 	"strings"
 )
@@ -40,7 +39,7 @@ type read struct {
 
 func main() {
 	mode := flag.String("mode", "", "read | apply")
-	kind := flag.String("kind", "", "read: the file (memory_manager_state, dra_manager_state)")
+	kind := flag.String("kind", "", "read: the file (cpu_manager_state, memory_manager_state, dra_manager_state, dra_health_state, kubelet_internal_checkpoint)")
 	gates := flag.String("gates", "", "read: the reader's feature gates, as its label's suffix (+A+B)")
 	vectors := flag.String("vectors", "", "the repository's testdata/kubelet")
 	readsFile := flag.String("reads", "", "apply: a read's output")
@@ -60,27 +59,11 @@ func main() {
 	}
 }
 
-// release is the k8s.io/kubernetes version built into the binary: the module's only pin.
-func release() (string, error) {
-	info, ok := debug.ReadBuildInfo()
-	if ok {
-		for _, d := range info.Deps {
-			if d.Path == "k8s.io/kubernetes" {
-				return d.Version, nil
-			}
-		}
-	}
-	return "", errors.New("no k8s.io/kubernetes in the build info: build the release module")
-}
-
 func readAll(kind, gates, vectors string) error {
-	rel, err := release()
-	if err != nil {
-		return err
-	}
+	label := release() + gates
 	r, ok := restorers[kind]
 	if !ok {
-		return fmt.Errorf("%s restores no %q", rel, kind)
+		return fmt.Errorf("%s restores no %q", label, kind)
 	}
 	if gates != "" {
 		if err := setGates(strings.Join(strings.Split(strings.TrimPrefix(gates, "+"), "+"), "=true,") + "=true"); err != nil {
@@ -112,7 +95,7 @@ func readAll(kind, gates, vectors string) error {
 			return err
 		}
 		rel, _ := filepath.Rel(vectors, f)
-		rd := read{File: filepath.ToSlash(rel), Reader: releaseLabel(gates), Verdict: "valid"}
+		rd := read{File: filepath.ToSlash(rel), Reader: label, Verdict: "valid"}
 		if err := r.restore(dir, kind, raw); err != nil {
 			// The kubelet names the file by its directory: the node's, not this one.
 			msg := strings.ReplaceAll(err.Error(), path, "/var/lib/kubelet/"+kind)
@@ -130,11 +113,6 @@ func readAll(kind, gates, vectors string) error {
 	}
 	_, err = fmt.Printf("%s\n", b)
 	return err
-}
-
-func releaseLabel(gates string) string {
-	rel, _ := release()
-	return rel + gates
 }
 
 // apply checks each read against its expectation's line for that reader, and adds the line where

@@ -1,14 +1,32 @@
-// One reader's line in an expectation of testdata/kubelet/expected: the generators that add a
-// release's reads to vectors they did not write link this file (alloc, ../readall).
+// What the generators that add a release's reads to the vectors share (alloc, ../readall link
+// this file): the release the binary was built against, and one reader's line in an expectation
+// of testdata/kubelet/expected.
 package main
 
 import (
 	"fmt"
 	"os"
 	"regexp"
+	"runtime/debug"
 	"sort"
 	"strings"
 )
+
+// release is the k8s.io/kubernetes version this binary was built against: the module's only
+// statement of its release.
+func release() string {
+	info, ok := debug.ReadBuildInfo()
+	if ok {
+		for _, d := range info.Deps {
+			if d.Path == "k8s.io/kubernetes" {
+				return d.Version
+			}
+		}
+	}
+	fmt.Fprintln(os.Stderr, "no k8s.io/kubernetes in the build info: build the release module")
+	os.Exit(2)
+	return ""
+}
 
 var readLineRE = regexp.MustCompile(`(?m)^    "(v[^"]+)": \{"verdict".*$`)
 
@@ -69,4 +87,3 @@ func versionKey(l string) [4]string {
 	}
 	return k
 }
-

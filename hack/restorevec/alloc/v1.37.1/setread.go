@@ -1,1 +1,0 @@
-../shapes/setread.go

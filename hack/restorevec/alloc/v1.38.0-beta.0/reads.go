@@ -1,0 +1,1 @@
+../shapes/reads.go

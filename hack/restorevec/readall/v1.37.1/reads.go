@@ -1,0 +1,1 @@
+../../alloc/shapes/reads.go

@@ -1,1 +1,0 @@
-../../alloc/shapes/setread.go
