@@ -32,7 +32,6 @@ usage() {
 [ $# -ge 3 ] || usage
 step=$1 from=$2 to=$3
 shift 3
-staging_of() { echo "v0.${1#v1.}"; }
 # shellcheck source=lib/release-module.sh
 . hack/lib/release-module.sh
 
@@ -74,7 +73,7 @@ control_plane_probe() {
   local tmp out
   tmp=$(mktemp -d)
   cp -a hack/tools/kube-next/. "$tmp/"
-  if out=$(cd "$tmp" && GOTOOLCHAIN=$(sed -n 's/^toolchain //p' go.mod) GOWORK=off GOFLAGS=-mod=mod go get k8s.io/kubernetes/cmd/kube-apiserver 2>&1); then
+  if out=$(cd "$tmp" && GOTOOLCHAIN=$(next_toolchain) GOWORK=off GOFLAGS=-mod=mod go get k8s.io/kubernetes/cmd/kube-apiserver 2>&1); then
     echo "kube-apiserver $to resolves: the e2e-node control plane can move to it (docs/adding-a-kubelet-release.md, section 5)" >&2
   else
     echo "kube-apiserver $to does not resolve, the e2e-node control plane stays at KUBE_VERSION: $(grep -m 1 -o '[^ ]*@v[^:]*: reading [^ ]*: [0-9]* [A-Za-z]*' <<< "$out" || tail -n 1 <<< "$out")" >&2
@@ -88,7 +87,7 @@ module_dir() {
   local json
   json=$(cd / && GOWORK=off GOFLAGS=-mod=mod go mod download -json "$1@$2" 2> /dev/null || true)
   if grep -q '"Error": ".*requires go' <<< "$json"; then
-    json=$(cd / && GOTOOLCHAIN=$(sed -n 's/^toolchain //p' "$repo/hack/tools/kube-next/go.mod") GOWORK=off GOFLAGS=-mod=mod go mod download -json "$1@$2" 2> /dev/null || true)
+    json=$(cd / && GOTOOLCHAIN=$(next_toolchain) GOWORK=off GOFLAGS=-mod=mod go mod download -json "$1@$2" 2> /dev/null || true)
   fi
   local dir
   dir=$(sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p' <<< "$json")

@@ -12,7 +12,7 @@ release_gomod() {
   go mod download -json "k8s.io/kubernetes@$rel" > /dev/null
   local mod staging
   mod=$(go env GOMODCACHE)/cache/download/k8s.io/kubernetes/@v/$rel.mod
-  staging=${STAGING:-v0.${rel#v1.}}
+  staging=${STAGING:-$(staging_of "$rel")}
   {
     echo "module github.com/kubectl-nodestate/kubectl-nodestate/hack/$tool/$rel"
     echo
@@ -36,6 +36,12 @@ release_gomod() {
 
 release_module_lib=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
+# staging_of RELEASE: the version its staging modules are published at (v1.38.0-rc.0: v0.38.0-rc.0).
+staging_of() { echo "v0.${1#v1.}"; }
+
+# next_toolchain: the one approved Go newer than the local one, as hack/tools/kube-next names it.
+next_toolchain() { sed -n 's/^toolchain //p' "$release_module_lib/../tools/kube-next/go.mod"; }
+
 # module_toolchain DIR: the GOTOOLCHAIN a release module builds with: its go.mod's toolchain
 # line; else, when the local Go cannot load it (its go line asks for a newer one), the toolchain
 # hack/tools/kube-next names (the one approved newer Go); else local.
@@ -43,7 +49,7 @@ module_toolchain() {
   local tc
   tc=$(sed -n 's/^toolchain //p' "$1/go.mod")
   if [ -z "$tc" ] && ! (cd "$1" && GOTOOLCHAIN=local GOWORK=off go list -m > /dev/null 2>&1); then
-    tc=$(sed -n 's/^toolchain //p' "$release_module_lib/../tools/kube-next/go.mod")
+    tc=$(next_toolchain)
   fi
   echo "${tc:-local}"
 }

@@ -4,6 +4,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"regexp"
@@ -30,7 +31,7 @@ func release() string {
 
 var readLineRE = regexp.MustCompile(`(?m)^    "(v[^"]+)": \{"verdict".*$`)
 
-// setRead puts reader label's line (the read's JSON, as readLine words it) into an existing
+// setRead puts reader label's line (readLine's) into an existing
 // expectation, in version order (the other lines as they are).
 func setRead(path, label, read string) error {
 	b, err := os.ReadFile(path)
@@ -86,4 +87,11 @@ func versionKey(l string) [4]string {
 		k[3] = pre
 	}
 	return k
+}
+
+// readLine is a reader's verdict and error as an expectation's line holds them.
+func readLine(verdict string, err *string) string {
+	v, _ := json.Marshal(verdict)
+	e, _ := json.Marshal(err)
+	return fmt.Sprintf(`{"verdict": %s, "error": %s}`, v, e)
 }

@@ -102,7 +102,7 @@ func writeVectors(dir, testdata, readsFlag string) error {
 			if own, _, _ := strings.Cut(rel, "/"+writer+"/"); owns[own+"/"+writer] {
 				continue
 			}
-			if err := setRead(filepath.Join(testdata, "expected", strings.TrimSuffix(rel, ".json")+".json"), l, readLine(r)); err != nil {
+			if err := setRead(filepath.Join(testdata, "expected", strings.TrimSuffix(rel, ".json")+".json"), l, readLine(r.Verdict, r.Error)); err != nil {
 				return err
 			}
 		}
@@ -145,7 +145,7 @@ func (e expectation) marshal(labels []string) []byte {
 	field("expectedError", e.ExpectedError, false)
 	b.WriteString("  \"reads\": {\n")
 	for i, l := range labels {
-		fmt.Fprintf(&b, "    %q: %s", l, readLine(e.Reads[l]))
+		fmt.Fprintf(&b, "    %q: %s", l, readLine(e.Reads[l].Verdict, e.Reads[l].Error))
 		if i < len(labels)-1 {
 			b.WriteByte(',')
 		}
@@ -160,12 +160,6 @@ func (e expectation) marshal(labels []string) []byte {
 	}
 	fmt.Fprintf(&b, "  \"expectedDecoded\": %s\n}\n", decoded)
 	return b.Bytes()
-}
-
-func readLine(r read) string {
-	v, _ := json.Marshal(r.Verdict)
-	e, _ := json.Marshal(r.Error)
-	return fmt.Sprintf(`{"verdict": %s, "error": %s}`, v, e)
 }
 
 func writeFile(path string, b []byte) error {

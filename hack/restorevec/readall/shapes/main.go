@@ -18,15 +18,10 @@ import (
 	"strings"
 )
 
-// A restorer is how the release restores one file: the file's name in the kubelet's root dir,
-// and the restore the kubelet runs on it at start (set by the release's shape file).
-type restorer struct {
-	restore func(dir, name string, raw []byte) error
-}
-
-// restorers are the files this release's shape restores; setGates sets the process's gates.
+// restorers are the files this release's shape restores, each the restore the kubelet runs on
+// dir/name at start (raw: the file's bytes); setGates sets the process's gates.
 var (
-	restorers = map[string]restorer{}
+	restorers = map[string]func(dir, name string, raw []byte) error{}
 	setGates  func(string) error
 )
 
@@ -61,7 +56,7 @@ func main() {
 
 func readAll(kind, gates, vectors string) error {
 	label := release() + gates
-	r, ok := restorers[kind]
+	restore, ok := restorers[kind]
 	if !ok {
 		return fmt.Errorf("%s restores no %q", label, kind)
 	}
@@ -96,7 +91,7 @@ func readAll(kind, gates, vectors string) error {
 		}
 		rel, _ := filepath.Rel(vectors, f)
 		rd := read{File: filepath.ToSlash(rel), Reader: label, Verdict: "valid"}
-		if err := r.restore(dir, kind, raw); err != nil {
+		if err := restore(dir, kind, raw); err != nil {
 			// The kubelet names the file by its directory: the node's, not this one.
 			msg := strings.ReplaceAll(err.Error(), path, "/var/lib/kubelet/"+kind)
 			rd.Error, rd.Verdict = &msg, "unreadable"
@@ -144,15 +139,16 @@ func apply(readsFile, vectors string) error {
 		if err := json.Unmarshal(raw, &e); err != nil {
 			return fmt.Errorf("%s: %w", path, err)
 		}
+		line := readLine(r.Verdict, r.Error)
 		if have, ok := e.Reads[r.Reader]; ok {
-			if have.Verdict == r.Verdict && (have.Error == nil) == (r.Error == nil) && (have.Error == nil || *have.Error == *r.Error) {
+			if recorded := readLine(have.Verdict, have.Error); recorded == line {
 				equal++
 			} else {
-				differ = append(differ, fmt.Sprintf("%s %s: recorded %s %v, the real restore %s %v", r.File, r.Reader, have.Verdict, deref(have.Error), r.Verdict, deref(r.Error)))
+				differ = append(differ, fmt.Sprintf("%s %s: recorded %s, the real restore %s", r.File, r.Reader, recorded, line))
 			}
 			continue
 		}
-		if err := setRead(path, r.Reader, readLine(r)); err != nil {
+		if err := setRead(path, r.Reader, line); err != nil {
 			return err
 		}
 		added++
@@ -169,17 +165,4 @@ func apply(readsFile, vectors string) error {
 		return fmt.Errorf("%d reads differ from the recorded ones", len(differ))
 	}
 	return nil
-}
-
-func deref(s *string) any {
-	if s == nil {
-		return nil
-	}
-	return *s
-}
-
-func readLine(r read) string {
-	v, _ := json.Marshal(r.Verdict)
-	e, _ := json.Marshal(r.Error)
-	return fmt.Sprintf(`{"verdict": %s, "error": %s}`, v, e)
 }

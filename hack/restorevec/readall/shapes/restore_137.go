@@ -20,7 +20,7 @@ func init() {
 	// A V1 file keys its sets by container ID: the runtime the kubelet migrates it through knows
 	// those containers (as on a node whose containers still run), named with the placeholders
 	// nodestate words them with (pkg/decode/restore.go), as hack/restorevec does.
-	restorers["cpu_manager_state"] = restorer{restore: func(dir, name string, raw []byte) error {
+	restorers["cpu_manager_state"] = func(dir, name string, raw []byte) error {
 		runtime := containermap.NewContainerMap()
 		var v1 struct {
 			Entries map[string]json.RawMessage `json:"entries"`
@@ -34,13 +34,13 @@ func init() {
 		}
 		_, err := cpustate.NewCheckpointState(klog.Background(), dir, name, policyOf(raw, "static"), runtime)
 		return err
-	}}
-	restorers["memory_manager_state"] = restorer{restore: func(dir, name string, raw []byte) error {
+	}
+	restorers["memory_manager_state"] = func(dir, name string, raw []byte) error {
 		_, err := memstate.NewCheckpointState(klog.Background(), dir, name, policyOf(raw, "Static"))
 		return err
-	}}
+	}
 	// The DRA manager's start: the checkpoint, then its claims (GetClaimInfoStateList).
-	restorers["dra_manager_state"] = restorer{restore: func(dir, name string, raw []byte) error {
+	restorers["dra_manager_state"] = func(dir, name string, raw []byte) error {
 		c, err := drastate.NewCheckpointer(dir, name)
 		if err != nil {
 			return err
@@ -51,22 +51,22 @@ func init() {
 		}
 		_, err = cp.GetClaimInfoStateList()
 		return err
-	}}
+	}
 	// The device manager's start reads its checkpoint with getCheckpoint (manager.go, 1.37.1
 	// :573-579; unexported, its body here): an empty checkpoint.New filled by GetCheckpoint. What it
 	// then skips of each entry is ../device's (it needs the manager running at its fixed path).
-	restorers["kubelet_internal_checkpoint"] = restorer{restore: func(dir, name string, raw []byte) error {
+	restorers["kubelet_internal_checkpoint"] = func(dir, name string, raw []byte) error {
 		m, err := checkpointmanager.NewCheckpointManager(dir)
 		if err != nil {
 			return err
 		}
 		return m.GetCheckpoint(name, devcheckpoint.New(make([]devcheckpoint.PodDevicesEntry, 0), make(map[string][]string)))
-	}}
+	}
 	// The DRA manager's health cache (healthinfo.go, loadFromCheckpoint: 1.37.1 :68-81): the file
 	// decoded into the state's map, no checksum; an error is logged and the cache starts empty.
-	restorers["dra_health_state"] = restorer{restore: func(dir, name string, raw []byte) error {
+	restorers["dra_health_state"] = func(dir, name string, raw []byte) error {
 		return json.Unmarshal(raw, &drastate.DevicesHealthMap{})
-	}}
+	}
 }
 
 // policyOf is the policy the file names (the node's kubelet runs the policy its file was
