@@ -139,6 +139,7 @@ func (f *Fetcher) fetch(ctx context.Context, node NodeInfo, pw *podWatch) (nf *S
 			// A failure here loses names, not data: warn and go on.
 			nf.Warnings = append(nf.Warnings, "pods not indexed, IDs stay unnamed: "+indexErr.Error())
 			nf.Pods = NewPodIndex(nil)
+			nf.Pods.Unlisted = true
 		default:
 			nf.Pods = index
 		}

@@ -52,6 +52,9 @@ type PodIndex struct {
 	// the one Fetch created to read the node, which the kubelet's files still list (1.37
 	// keeps it in actuated_pods_state for about a minute after deletion).
 	Debug map[string]bool
+	// Unlisted: the node's pods could not be listed, so the index names none and knows of none
+	// gone (an empty index otherwise says the API server has no pod there).
+	Unlisted bool
 	// DebugNamespace is the namespace Fetch made its debug pod in ("" when none): a pod gone
 	// from the API server that a 1.38+ V2 allocation file still names there with PodNamePrefix
 	// is one of this plugin's earlier debug pods (see DebugPodNamed).

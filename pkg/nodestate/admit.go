@@ -47,57 +47,33 @@ type AdmitResult struct {
 	// LargestDevices is, by refused pod name and resource, the most devices that fit (only the
 	// resources where fewer devices admit the pod).
 	LargestDevices map[string]map[string]int
+
+	// replayed is what the replay read, and its start's key: a published fleet's node replays
+	// it again with no checkpoint owner running (ownersDecide).
+	replayed struct {
+		in    admit.Input
+		key   [sha256.Size]byte
+		keyed bool
+	}
+}
+
+// note adds a line to what the replay took and lacked.
+func (a *AdmitResult) note(format string, args ...any) {
+	a.Notes = append(a.Notes, fmt.Sprintf(format, args...))
 }
 
 // admit judges the node's files for the target kubelet and replays the admission of the pods.
 func (r *Runner) admit(n *NodeResult) *AdmitResult {
 	out := &AdmitResult{}
-	note := func(format string, a ...any) { out.Notes = append(out.Notes, fmt.Sprintf(format, a...)) }
-	mi := r.managerInputs(n, r.cfg.Admit.Machine, r.cfg.Admit.KubeletConfig, note)
-	switch {
-	case mi.kubelet == nil:
-		out.Err = fmt.Errorf("no kubelet version: give --kubelet-version")
+	note := out.note
+	in, ok := r.admitInput(n, out)
+	if !ok {
 		return out
-	case mi.machine == nil:
-		out.Err = fmt.Errorf("no machine: give --machine (machine.json)")
-		return out
-	case mi.config == nil:
-		out.Err = fmt.Errorf("no kubelet config: give --kubelet-config")
-		return out
-	}
-	in, d := r.replayInput(n, mi, r.cfg.Admit.Pods)
-	if d != nil {
-		for _, line := range deviceTopologyNotes(d) {
-			note("%s", line)
-		}
-	}
-	if n.Node != "" {
-		in.DRAExtendedResources, in.DRAExtendedNotKnown = r.draExtended, r.noDRAExtended
-	}
-	if n.Node != "" && len(n.Snapshot.Allocatable) > 0 && n.Snapshot.Pods != nil {
-		in.Node = &admit.NodeResources{Allocatable: n.Snapshot.Allocatable, Pods: n.Snapshot.Pods.Running}
-	} else {
-		note("node-resource predicate not replayed: the node's allocatable and running pods are known on live nodes only")
-	}
-	// The pods the API server has on the node, to tell a device checkpoint's gone holders; an
-	// index that failed holds no pod (not even the debug pod), and then nothing is known.
-	if n.Node != "" && n.Snapshot.Pods != nil && len(n.Snapshot.Pods.Pods) > 0 {
-		in.KnownPods = map[string]bool{}
-		for uid := range n.Snapshot.Pods.Pods {
-			in.KnownPods[uid] = true
-		}
-		in.ActivePods = n.Snapshot.Pods.Active
-		staleHolderNotes(in, note)
-	}
-	if n.Snapshot.Pods != nil {
-		in.PodNames = map[string]string{}
-		for uid, ref := range n.Snapshot.Pods.Pods {
-			in.PodNames[uid] = ref.String()
-		}
 	}
 	key, keyed := startKey(n, in)
 	res, err := r.memo.predict(key, keyed, in)
 	out.Result, out.Err = res, err
+	out.replayed.in, out.replayed.key, out.replayed.keyed = in, key, keyed
 	if err != nil || !r.cfg.Admit.Largest {
 		return out
 	}
@@ -138,6 +114,59 @@ func (r *Runner) admit(n *NodeResult) *AdmitResult {
 		}
 	}
 	return out
+}
+
+// admitInput is the admission replay's input for the node: its files judged for the target
+// kubelet, its machine, config and devices, and its pods where they are known (the node-resource
+// predicate, the kubelet's active pods, the holders' names); what it took and lacked goes to
+// out's notes, and ok false (out.Err set) when nothing can be replayed.
+func (r *Runner) admitInput(n *NodeResult, out *AdmitResult) (in admit.Input, ok bool) {
+	note := out.note
+	mi := r.managerInputs(n, r.cfg.Admit.Machine, r.cfg.Admit.KubeletConfig, note)
+	switch {
+	case mi.kubelet == nil:
+		out.Err = fmt.Errorf("no kubelet version: give --kubelet-version")
+		return in, false
+	case mi.machine == nil:
+		out.Err = fmt.Errorf("no machine: give --machine (machine.json)")
+		return in, false
+	case mi.config == nil:
+		out.Err = fmt.Errorf("no kubelet config: give --kubelet-config")
+		return in, false
+	}
+	in, d := r.replayInput(n, mi, r.cfg.Admit.Pods)
+	if d != nil {
+		for _, line := range deviceTopologyNotes(d) {
+			note("%s", line)
+		}
+	}
+	if n.Node != "" {
+		in.DRAExtendedResources, in.DRAExtendedNotKnown = r.draExtended, r.noDRAExtended
+	}
+	if n.Node != "" && len(n.Snapshot.Allocatable) > 0 && n.Snapshot.Pods != nil {
+		in.Node = &admit.NodeResources{Allocatable: n.Snapshot.Allocatable, Pods: n.Snapshot.Pods.Running}
+	} else if n.Node != "" && n.Snapshot.Pods == nil {
+		note("node-resource predicate not replayed: the node's pods were not listed (--all-nodes --from-published lists them only where they decide a refusal; name the node for them)")
+	} else {
+		note("node-resource predicate not replayed: the node's allocatable and running pods are known on live nodes only")
+	}
+	// The pods the API server has on the node, to tell a device checkpoint's gone holders
+	// (none known when they could not be listed).
+	if n.Node != "" && n.Snapshot.Pods != nil && !n.Snapshot.Pods.Unlisted {
+		in.KnownPods = map[string]bool{}
+		for uid := range n.Snapshot.Pods.Pods {
+			in.KnownPods[uid] = true
+		}
+		in.ActivePods = n.Snapshot.Pods.Active
+		staleHolderNotes(in, note)
+	}
+	if n.Snapshot.Pods != nil {
+		in.PodNames = map[string]string{}
+		for uid, ref := range n.Snapshot.Pods.Pods {
+			in.PodNames[uid] = ref.String()
+		}
+	}
+	return in, true
 }
 
 // nodeDevices joins what the node's files, status, PodResources API, sysfs and NVIDIA driver say of

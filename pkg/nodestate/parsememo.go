@@ -27,6 +27,9 @@ type parseMemo struct {
 	// alike, so a fleet whose every node is its own holds none of them.
 	startsMu   sync.Mutex
 	startsSeen map[[sha256.Size]byte]bool
+	// noneRunning is, by start key, which pods are admitted with no checkpoint owner running
+	// (ownersDecide): the same start and the same pods, the same answer.
+	noneRunning memo[[]bool]
 }
 
 // maxStartsKept bounds the starts kept across a fleet's nodes: each holds the managers' state
@@ -36,10 +39,33 @@ const maxStartsKept = 1024
 
 func newParseMemo() *parseMemo {
 	return &parseMemo{machines: memo[*machine.Machine]{parsed: map[[sha256.Size]byte]parsed[*machine.Machine]{}},
-		configs:    memo[*replay.KubeletConfig]{parsed: map[[sha256.Size]byte]parsed[*replay.KubeletConfig]{}},
-		topologies: map[*machine.Machine]*replay.CPUTopology{},
-		startsSeen: map[[sha256.Size]byte]bool{},
-		starts:     memo[*admit.Prepared]{parsed: map[[sha256.Size]byte]parsed[*admit.Prepared]{}, max: maxStartsKept}}
+		configs:     memo[*replay.KubeletConfig]{parsed: map[[sha256.Size]byte]parsed[*replay.KubeletConfig]{}},
+		topologies:  map[*machine.Machine]*replay.CPUTopology{},
+		startsSeen:  map[[sha256.Size]byte]bool{},
+		starts:      memo[*admit.Prepared]{parsed: map[[sha256.Size]byte]parsed[*admit.Prepared]{}, max: maxStartsKept},
+		noneRunning: memo[[]bool]{parsed: map[[sha256.Size]byte]parsed[[]bool]{}, max: maxStartsSeen}}
+}
+
+// admittedNoneRunning is, per pod of in, whether it is admitted on the node with no checkpoint
+// owner running (every one gone or finished: the kubelet frees their entries at its next
+// admission), kept per start key.
+func (p *parseMemo) admittedNoneRunning(key [sha256.Size]byte, ok bool, in admit.Input) ([]bool, error) {
+	in.ActivePods = map[string]bool{}
+	replay := func() ([]bool, error) {
+		res, err := p.predict(key, ok, in)
+		if err != nil {
+			return nil, err
+		}
+		admitted := make([]bool, len(res.Admissions))
+		for i, a := range res.Admissions {
+			admitted[i] = a.Admitted
+		}
+		return admitted, nil
+	}
+	if p == nil || !ok {
+		return replay()
+	}
+	return p.noneRunning.getKey(key, replay)
 }
 
 // predict is admit.Predict(in), on a copy of the kubelet started once for every node whose

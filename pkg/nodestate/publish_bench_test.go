@@ -100,7 +100,10 @@ func BenchmarkPublishedSize(b *testing.B) {
 }
 
 // BenchmarkPublishedFleetNode is what admit --from-published does per node: decode its
-// ConfigMap's state, judge it, replay one pod (examples/admit-node, pod db).
+// ConfigMap's state, judge it, replay one pod (examples/admit-node), and for a pod refused,
+// replay it again with no checkpoint owner running (ownersDecide: whether its pods are worth a
+// LIST; wide+owners beside wide). db is admitted; wide (18 CPUs) refused, and refused with no
+// owner running either.
 func BenchmarkPublishedFleetNode(b *testing.B) {
 	s := admitNodeState(b, "n")
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "n"}, BinaryData: map[string][]byte{}}
@@ -109,32 +112,38 @@ func BenchmarkPublishedFleetNode(b *testing.B) {
 		b.Fatal(err)
 	}
 	cm.BinaryData[PublishedDataKey] = data
-	db := guaranteedPod("db", "", "6", "4Gi")
-	db.Status = corev1.PodStatus{}
-	r := &Runner{cfg: Config{Published: &PublishedRead{}, Engines: Engines{Admit: &AdmitConfig{Pods: []*corev1.Pod{db}}}}, memo: newParseMemo()}
 	info := &fetch.NodeInfo{Name: "n"}
 	pr := PublishedRead{MaxAge: time.Hour, Now: s.ReadAt}
-	// shared-start: the node's start is one the fleet's memo holds (a node publishing what
-	// another did); own-start: the memo keeps no start, each node's is its own (a node whose
-	// files no other node has).
-	for _, keep := range []bool{true, false} {
-		name := "shared-start"
-		if !keep {
-			name = "own-start"
-		}
-		b.Run(name, func(b *testing.B) {
-			r.memo = newParseMemo()
+	for _, pod := range []struct {
+		name, cpus       string
+		admitted, owners bool
+	}{{"db", "6", true, false}, {"wide", "18", false, false}, {"wide+owners", "18", false, true}} {
+		p := guaranteedPod(pod.name, "", pod.cpus, "4Gi")
+		p.Status = corev1.PodStatus{}
+		r := &Runner{cfg: Config{Published: &PublishedRead{}, PodNames: true, Engines: Engines{Admit: &AdmitConfig{Pods: []*corev1.Pod{p}}}}, memo: newParseMemo()}
+		// shared-start: the node's start is one the fleet's memo holds (a node publishing what
+		// another did); own-start: the memo keeps no start, each node's is its own (a node whose
+		// files no other node has).
+		for _, keep := range []bool{true, false} {
+			name := pod.name + "/shared-start"
 			if !keep {
-				r.memo.starts.max = -1 // room for none
+				name = pod.name + "/own-start"
 			}
-			b.ReportAllocs()
-			for b.Loop() {
-				res := r.publishedNode(cm, info, pr)
-				if res.Err != nil || res.Admit == nil || res.Admit.Err != nil || !res.Admit.Admissions[0].Admitted {
-					b.Fatalf("%v %+v", res.Err, res.Admit)
+			b.Run(name, func(b *testing.B) {
+				r.memo = newParseMemo()
+				if !keep {
+					r.memo.starts.max = -1 // room for none
+					r.memo.noneRunning.max = -1
 				}
-			}
-		})
+				b.ReportAllocs()
+				for b.Loop() {
+					res, _ := r.publishedNode(cm, info, pr)
+					if res.Err != nil || res.Admit == nil || res.Admit.Err != nil || res.Admit.Admissions[0].Admitted != pod.admitted || (pod.owners && r.ownersDecide(res)) {
+						b.Fatalf("%v %+v", res.Err, res.Admit)
+					}
+				}
+			})
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -133,10 +134,17 @@ func (r *Runner) publishedResults(ctx context.Context, yield func(*NodeResult, e
 			}
 		}
 	}()
+	send := func(res *NodeResult) {
+		select {
+		case results <- res:
+		case <-listCtx.Done():
+		}
+	}
 	go func() {
 		defer close(results)
-		var g errgroup.Group
+		var g, podLists errgroup.Group
 		g.SetLimit(runtime.GOMAXPROCS(0))
+		podLists.SetLimit(r.concurrency())
 		for list := range pages {
 			for i := range list.Items {
 				cm := &list.Items[i]
@@ -146,10 +154,16 @@ func (r *Runner) publishedResults(ctx context.Context, yield func(*NodeResult, e
 				}
 				delete(wanted, cm.Name)
 				g.Go(func() error {
-					select {
-					case results <- r.publishedNode(cm, info, pr):
-					case <-listCtx.Done():
+					res, s := r.publishedNode(cm, info, pr)
+					if r.ownersDecide(res) {
+						// Its pods' LIST waits on the API server, not on a CPU: off the workers.
+						podLists.Go(func() error {
+							send(r.withNodePods(listCtx, res, s, info))
+							return nil
+						})
+						return nil
 					}
+					send(res)
 					return nil
 				})
 			}
@@ -158,6 +172,7 @@ func (r *Runner) publishedResults(ctx context.Context, yield func(*NodeResult, e
 			}
 		}
 		_ = g.Wait()
+		_ = podLists.Wait()
 		if len(listErr) > 0 {
 			return
 		}
@@ -192,12 +207,12 @@ func (r *Runner) publishedResults(ctx context.Context, yield func(*NodeResult, e
 
 // publishedNode is one node's published state judged, and its engines run: as a read node's,
 // its provenance the state's read time; a state that cannot be read, or is older than the
-// read's MaxAge, is the node's error (not judged).
-func (r *Runner) publishedNode(cm *corev1.ConfigMap, info *fetch.NodeInfo, pr PublishedRead) *NodeResult {
-	fail := func(short string, err error) *NodeResult {
+// read's MaxAge, is the node's error (not judged, and no state returned).
+func (r *Runner) publishedNode(cm *corev1.ConfigMap, info *fetch.NodeInfo, pr PublishedRead) (*NodeResult, *PublishedState) {
+	fail := func(short string, err error) (*NodeResult, *PublishedState) {
 		res := &NodeResult{Node: cm.Name, Where: "node " + cm.Name, Err: err}
 		res.Rows = []FileRow{NodeFailedRow(cm.Name, false, short, err.Error())}
-		return res
+		return res, nil
 	}
 	s, err := PublishedStateOf(cm)
 	if err != nil {
@@ -208,8 +223,55 @@ func (r *Runner) publishedNode(cm *corev1.ConfigMap, info *fetch.NodeInfo, pr Pu
 		return fail("published state stale", fmt.Errorf("published state is %s old, over --max-age %s: its publisher stopped (node-publish, deploy/publish)",
 			duration.HumanDuration(age), duration.HumanDuration(pr.MaxAge)))
 	}
+	source := &Provenance{From: FromPublished, At: metav1.NewTime(s.ReadAt.Truncate(time.Second)), AgeSeconds: int64(max(age, 0) / time.Second)}
+	return r.forPublished(s).judgePublished(s, info, source), s
+}
+
+// judgePublished is a published node judged and its engines run, from its provenance.
+func (r *Runner) judgePublished(s *PublishedState, info *fetch.NodeInfo, source *Provenance) *NodeResult {
+	res := r.publishedResult(s, info)
+	res.Source = source
+	return r.runEngines(res)
+}
+
+// ownersDecide reports whether a node judged without its pods (--all-nodes) hangs on them: a pod
+// the resource managers refused with every checkpoint owner counted running is admitted once
+// none runs. The kubelet frees a gone or finished pod's entries at its next admission (its
+// device checkpoint keeps a deleted pod's devices until then), so only the pods the API server
+// has tell which answer is the kubelet's. Any other answer holds whoever runs: a refusal that
+// stands with every owner gone stands with some of them, and an admission with every owner
+// running, with fewer. So the fleet lists the pods of these nodes only.
+func (r *Runner) ownersDecide(res *NodeResult) bool {
+	a := res.Admit
+	if a == nil || a.Err != nil || !r.cfg.PodNames || res.Snapshot == nil || res.Snapshot.Pods != nil {
+		return false
+	}
+	var refused []int
+	for i, adm := range a.Admissions {
+		if !adm.Admitted && !adm.NotReached && adm.Handler == admit.HandlerResourceManagers {
+			refused = append(refused, i)
+		}
+	}
+	if len(refused) == 0 {
+		return false
+	}
+	admitted, err := r.memo.admittedNoneRunning(a.replayed.key, a.replayed.keyed, a.replayed.in)
+	if err != nil {
+		return false
+	}
+	return slices.ContainsFunc(refused, func(i int) bool { return admitted[i] })
+}
+
+// withNodePods is a node ownersDecide picked judged again with its pods, one LIST as a named
+// node's (the kubelet's active pods, the node-resource predicate, the holders' names); when
+// they cannot be listed the answer stays, and says on what it rests.
+func (r *Runner) withNodePods(ctx context.Context, res *NodeResult, s *PublishedState, info *fetch.NodeInfo) *NodeResult {
+	ix, err := fetch.IndexNodePods(ctx, r.cfg.Client, res.Node)
+	if err != nil {
+		res.Admit.note("a refusal here hangs on which pods its checkpoints' owners still run, and its pods could not be listed (%v): every owner counted running; name the node once they can be", err)
+		return res
+	}
 	nr := r.forPublished(s)
-	res := nr.publishedResult(s, info)
-	res.Source = &Provenance{From: FromPublished, At: metav1.NewTime(s.ReadAt.Truncate(time.Second)), AgeSeconds: int64(max(age, 0) / time.Second)}
-	return nr.runEngines(res)
+	nr.nodePods = map[string]*fetch.PodIndex{res.Node: ix}
+	return nr.judgePublished(s, info, res.Source)
 }

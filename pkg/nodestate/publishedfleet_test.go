@@ -11,10 +11,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
@@ -117,7 +119,8 @@ func TestPublishedFleetSharesStarts(t *testing.T) {
 		for _, s := range states {
 			cm := publishedConfigMap(t, s)
 			info := &fetch.NodeInfo{Name: s.Node}
-			got, want := shared.publishedNode(cm, info, pr), alone.publishedNode(cm, info, pr)
+			got, _ := shared.publishedNode(cm, info, pr)
+			want, _ := alone.publishedNode(cm, info, pr)
 			if got.Admit == nil || want.Admit == nil || got.Admit.Err != nil || want.Admit.Err != nil {
 				t.Fatalf("%s: no admission: %+v, %+v", s.Node, got.Admit, want.Admit)
 			}
@@ -128,5 +131,81 @@ func TestPublishedFleetSharesStarts(t *testing.T) {
 	}
 	if kept := len(shared.memo.starts.parsed); kept != 2 {
 		t.Fatalf("%d starts kept for 2 distinct nodes' states, want 2", kept)
+	}
+}
+
+// A fleet read lists a node's pods only where they decide its answer: a pod the managers refuse
+// while every checkpoint owner counts running, and admit once none does. admit-node's state
+// holds CPUs 1 and 17 of NUMA node 0 for pod uid-seed-a; once a pod of 16 CPUs fills node 1,
+// one of 14 fits on node 0 only without it (restricted topology policy). With its pod
+// running the kubelet refuses; with it gone from the API server, or finished, it frees them
+// and admits, so the fleet answers as named nodes do. A pod that fits either way, or no way,
+// costs no LIST; a forbidden LIST leaves the answer as it was, and says so.
+func TestPublishedFleetListsPodsWhereOwnersDecide(t *testing.T) {
+	now := time.Now()
+	holder := func(node string, phase corev1.PodPhase) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "seed-" + node, Namespace: "default", UID: "uid-seed-a"},
+			Spec: corev1.PodSpec{NodeName: node}, Status: corev1.PodStatus{Phase: phase}}
+	}
+	objs := []runtime.Object{holder("running", corev1.PodRunning), holder("finished", corev1.PodSucceeded)}
+	nodes := []string{"gone", "running", "finished"}
+	for _, name := range nodes {
+		s := admitNodeState(t, name)
+		s.ReadAt = now
+		objs = append(objs, publishedConfigMap(t, s), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.NodeStatus{
+			NodeInfo:    corev1.NodeSystemInfo{KubeletVersion: "v1.37.1", OperatingSystem: "linux"},
+			Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("32"), corev1.ResourceMemory: resource.MustParse("64Gi"), corev1.ResourcePods: resource.MustParse("110")}}})
+	}
+	fleet := func(t *testing.T, client *fake.Clientset, cpus string) (admitted map[string]bool, podLists int, notes []string) {
+		t.Helper()
+		var pods []*corev1.Pod
+		for i, cpus := range []string{"16", cpus} {
+			pod := guaranteedPod(fmt.Sprintf("pod-%d", i), "", cpus, "4Gi")
+			pod.Status = corev1.PodStatus{}
+			pods = append(pods, pod)
+		}
+		r, err := New(t.Context(), Config{AllNodes: true, Client: client, Published: &PublishedRead{Now: now}, Engines: Engines{Admit: &AdmitConfig{Pods: pods}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		client.ClearActions()
+		admitted = map[string]bool{}
+		for res, err := range r.Results(t.Context()) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Err != nil || res.Admit == nil || res.Admit.Err != nil || len(res.Admit.Admissions) != 2 || !res.Admit.Admissions[0].Admitted {
+				t.Fatalf("%s: %v %+v", res.Node, res.Err, res.Admit)
+			}
+			admitted[res.Node] = res.Admit.Admissions[1].Admitted
+			notes = append(notes, res.Admit.Notes...)
+		}
+		for _, a := range client.Actions() {
+			if a.GetVerb() == "list" && a.GetResource().Resource == "pods" {
+				podLists++
+			}
+		}
+		return admitted, podLists, notes
+	}
+
+	client := fake.NewClientset(objs...)
+	admitted, lists, _ := fleet(t, client, "14")
+	if want := map[string]bool{"gone": true, "running": false, "finished": true}; !reflect.DeepEqual(admitted, want) || lists != 3 {
+		t.Errorf("14 CPUs: admitted %v after %d pod LISTs, want %v after 3", admitted, lists, want)
+	}
+	for _, cpus := range []string{"6", "18"} {
+		if admitted, lists, _ := fleet(t, client, cpus); lists != 0 || admitted["gone"] != (cpus == "6") {
+			t.Errorf("%s CPUs: admitted %v after %d pod LISTs, want none listed", cpus, admitted, lists)
+		}
+	}
+
+	client.PrependReactor("list", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(corev1.Resource("pods"), "", errors.New("RBAC"))
+	})
+	admitted, lists, notes := fleet(t, client, "14")
+	if slices.ContainsFunc(nodes, func(n string) bool { return admitted[n] }) || lists != 3 ||
+		!slices.ContainsFunc(notes, func(n string) bool { return strings.Contains(n, "its pods could not be listed") }) {
+		t.Errorf("pods forbidden: admitted %v after %d pod LISTs, notes %q; want refused, said why", admitted, lists, notes)
 	}
 }

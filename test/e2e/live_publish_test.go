@@ -180,6 +180,7 @@ func TestLivePublish(t *testing.T) {
 	kubeletDir, sys, proc := exampleNode(t)
 	exampleDir := filepath.Join(cp.repoRoot, "examples", "admit-node")
 	const node, other = "live-publish-a", "live-publish-b"
+	selector := TestSelector(t)
 	nodeObj := CreateNode(t, node, "v1.37.1", nil, kubeletDir)
 	CreateNode(t, other, "v1.37.1", nil, KubeletDir(t, nil))
 	kubeconfig := publisherKubeconfig(t, node)
@@ -308,6 +309,52 @@ func TestLivePublish(t *testing.T) {
 		none := RunPlugin(t, append([]string{"admit", other, "--from-published"}, pods...)...)
 		if none.ExitCode != 2 || !strings.Contains(none.Stdout+none.Stderr, "no published state") {
 			t.Errorf("a node without a state: %s", none)
+		}
+	})
+
+	// The fleet read lists no pods unless they decide a node's answer: admit-node's checkpoints
+	// hold CPUs 1 and 17 for pod uid-seed-a, which the API server does not have. Once a pod of
+	// 16 CPUs fills NUMA node 1, one of 14 fits on node 0 only with uid-seed-a's CPUs freed, as
+	// the kubelet frees a gone pod's: counting every owner running, the fleet would refuse it.
+	t.Run("admit --all-nodes --from-published lists the pods that decide", func(t *testing.T) {
+		dir := t.TempDir()
+		var pods []string
+		for i, cpus := range []string{"16", "14"} {
+			f := filepath.Join(dir, fmt.Sprintf("pod-%d.yaml", i))
+			pod := fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata: {name: pod-%d}\nspec:\n  containers:\n  - name: app\n    image: registry.k8s.io/pause:3.10\n"+
+				"    resources: {requests: {cpu: %q, memory: 4Gi}, limits: {cpu: %q, memory: 4Gi}}\n", i, cpus, cpus)
+			if err := os.WriteFile(f, []byte(pod), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			pods = append(pods, "-f", f)
+		}
+		named := RunPlugin(t, append([]string{"admit", node, "--from-published", "-o", "json"}, pods...)...)
+		fleet := RunPlugin(t, append([]string{"admit", "--all-nodes", "-l", selector, "--from-published", "-o", "json"}, pods...)...)
+		var one struct {
+			Admissions json.RawMessage `json:"admissions"`
+		}
+		var all struct {
+			Items []struct {
+				Node       string          `json:"node"`
+				Admissions json.RawMessage `json:"admissions"`
+			} `json:"items"`
+		}
+		var verdicts []struct{ Admitted bool }
+		if err := json.Unmarshal([]byte(named.Stdout), &one); err != nil || json.Unmarshal(one.Admissions, &verdicts) != nil ||
+			len(verdicts) != 2 || !verdicts[1].Admitted || named.ExitCode != 0 {
+			t.Fatalf("%v: node %s named: %s", err, node, named)
+		}
+		if err := json.Unmarshal([]byte(fleet.Stdout), &all); err != nil || len(all.Items) != 2 || fleet.ExitCode != 2 {
+			t.Fatalf("%v: the fleet (and %s, which publishes nothing): %s", err, other, fleet)
+		}
+		var want any
+		_ = json.Unmarshal(one.Admissions, &want)
+		for _, it := range all.Items {
+			var got any
+			_ = json.Unmarshal(it.Admissions, &got)
+			if it.Node == node && !reflect.DeepEqual(got, want) {
+				t.Errorf("node %s in the fleet:\n%s\nnamed:\n%s", node, it.Admissions, one.Admissions)
+			}
 		}
 	})
 }
