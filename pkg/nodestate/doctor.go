@@ -217,9 +217,10 @@ func (r *Runner) nodeConfig(n *NodeResult, note func(string, ...any)) *replay.Ku
 
 // livePods fills in a live node's pods, for the stale-entry checks. The plugin's own debug
 // pods count as live: the files still list the one that just read them, and it is no finding.
+// Pods that could not be listed are not known: no entry is stale for lack of them.
 func (r *Runner) livePods(n *NodeResult, in *doctor.Input) {
 	ix := n.Snapshot.Pods
-	if n.Node == "" || ix == nil {
+	if n.Node == "" || ix == nil || ix.Unlisted {
 		return
 	}
 	in.LivePods = map[string]bool{}
