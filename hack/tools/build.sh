@@ -124,6 +124,23 @@ build() {
   log "built $name in $((SECONDS - start))s"
 }
 
+# prune PREFIX KEEP: the builds named PREFIX<key> but KEEP and the newest other go. A build keyed
+# by its sources (the scheduler plugin's, a kubelet's pins) is made anew on each change, ~85 MB
+# each; kept forever they had filled a disk. The newest other stays so that two trees built in
+# turn (main and a branch) do not rebuild each time.
+prune() {
+  local prefix=$1 keep=$2 f others=0
+  # Newest first; links (the names the harnesses run) are never pruned.
+  while IFS= read -r f; do
+    [[ -L "$bin/$f" || "$f" == "$keep" || "$f" == .* ]] && continue
+    others=$((others + 1))
+    if ((others > 1)); then
+      log "pruning $f (superseded by $keep)"
+      rm -f "$bin/$f"
+    fi
+  done < <(cd "$bin" && ls -t -- "$prefix"* 2>/dev/null)
+}
+
 build etcd etcd go.etcd.io/etcd/server/v3 \
   "-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=$ETCD_VERSION"
 build kubectl kube k8s.io/kubernetes/cmd/kubectl "$(kube_ldflags)"
@@ -140,6 +157,7 @@ fi
 if [[ " ${NODESTATE_TOOLS:-} " == *" kubelet "* ]]; then
   build "kubelet-$KUBE_VERSION-$KUBELET_KEY" kubelet k8s.io/kubernetes/cmd/kubelet "$(kube_ldflags)"
   ln -sf "kubelet-$KUBE_VERSION-$KUBELET_KEY" "$bin/kubelet"
+  prune "kubelet-$KUBE_VERSION-" "kubelet-$KUBE_VERSION-$KUBELET_KEY"
 fi
 if [[ " ${NODESTATE_TOOLS:-} " == *" kubelet-next "* ]]; then
   # Without -trimpath: Go 1.27.3's build cache is then the one hack/admitvec and hack/restorevec's
@@ -147,15 +165,18 @@ if [[ " ${NODESTATE_TOOLS:-} " == *" kubelet-next "* ]]; then
   GOTOOLCHAIN=$KUBE_NEXT_TOOLCHAIN GOFLAGS="-mod=readonly -buildvcs=false" NODESTATE_TOOLS=kubelet \
     build "kubelet-$KUBE_NEXT_VERSION-$KUBE_NEXT_KEY" kube-next k8s.io/kubernetes/cmd/kubelet "$(kube_ldflags "$KUBE_NEXT_VERSION")"
   ln -sf "kubelet-$KUBE_NEXT_VERSION-$KUBE_NEXT_KEY" "$bin/kubelet-$KUBE_NEXT_VERSION"
+  prune "kubelet-$KUBE_NEXT_VERSION-" "kubelet-$KUBE_NEXT_VERSION-$KUBE_NEXT_KEY"
 fi
 if [[ " ${NODESTATE_TOOLS:-} " == *" kube-scheduler "* ]]; then
   NODESTATE_TOOLS=kube-scheduler \
     build "kube-scheduler-$KUBE_SCHEDULER_VERSION-$KUBE_SCHEDULER_KEY" kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler "$(kube_ldflags "$KUBE_SCHEDULER_VERSION")"
   ln -sf "kube-scheduler-$KUBE_SCHEDULER_VERSION-$KUBE_SCHEDULER_KEY" "$bin/kube-scheduler"
+  prune kube-scheduler-v "kube-scheduler-$KUBE_SCHEDULER_VERSION-$KUBE_SCHEDULER_KEY"
 fi
 if [[ " ${NODESTATE_TOOLS:-} " == *" nodestate-scheduler "* ]]; then
   build "nodestate-scheduler-$SCHEDULER_VERSION-$SCHEDULER_KEY" ../../scheduler ./cmd/kube-scheduler "$(kube_ldflags "$SCHEDULER_VERSION")"
   ln -sf "nodestate-scheduler-$SCHEDULER_VERSION-$SCHEDULER_KEY" "$bin/nodestate-scheduler"
+  prune nodestate-scheduler-v "nodestate-scheduler-$SCHEDULER_VERSION-$SCHEDULER_KEY"
 fi
 if [[ " ${NODESTATE_TOOLS:-} " == *" staticcheck "* ]]; then
   build "staticcheck-$STATICCHECK_VERSION" staticcheck honnef.co/go/tools/cmd/staticcheck \
