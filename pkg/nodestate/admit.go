@@ -143,12 +143,18 @@ func (r *Runner) admitInput(n *NodeResult, out *AdmitResult) (in admit.Input, ok
 	if n.Node != "" {
 		in.DRAExtendedResources, in.DRAExtendedNotKnown = r.draExtended, r.noDRAExtended
 	}
-	if n.Node != "" && len(n.Snapshot.Allocatable) > 0 && n.Snapshot.Pods != nil {
-		in.Node = &admit.NodeResources{Allocatable: n.Snapshot.Allocatable, Pods: n.Snapshot.Pods.Running}
-	} else if n.Node != "" && n.Snapshot.Pods == nil {
-		note("node-resource predicate not replayed: the node's pods were not listed (--all-nodes --from-published lists them only where they decide a refusal; name the node for them)")
-	} else {
+	switch pods := n.Snapshot.Pods; {
+	case n.Node == "":
 		note("node-resource predicate not replayed: the node's allocatable and running pods are known on live nodes only")
+	case pods == nil:
+		note("node-resource predicate not replayed: the node's pods were not listed (--all-nodes --from-published lists them only where they decide a refusal; name the node for them)")
+	case pods.Unlisted:
+		// Weighed against no pod, a node full of them would admit anything.
+		note("node-resource predicate not replayed: the node's pods could not be listed")
+	case len(n.Snapshot.Allocatable) == 0:
+		note("node-resource predicate not replayed: the node's status gives no allocatable")
+	default:
+		in.Node = &admit.NodeResources{Allocatable: n.Snapshot.Allocatable, Pods: pods.Running}
 	}
 	// The pods the API server has on the node, to tell a device checkpoint's gone holders
 	// (none known when they could not be listed).

@@ -86,8 +86,11 @@ func TestAdmitEngineLive(t *testing.T) {
 		}
 	}
 	exec := fakeNodeExec(files, nil)
-	read := func(engines Engines) (*NodeResult, []string) {
+	read := func(engines Engines, reactors ...clienttesting.ReactionFunc) (*NodeResult, []string) {
 		client := runningPodsClient(node, running)
+		for _, react := range reactors {
+			client.PrependReactor("list", "pods", react)
+		}
 		r, err := New(context.Background(), Config{AllNodes: true, Client: client, RESTConfig: &rest.Config{}, Exec: exec, Engines: engines})
 		if err != nil {
 			t.Fatal(err)
@@ -121,6 +124,16 @@ func TestAdmitEngineLive(t *testing.T) {
 	}
 	if !res.Admit.NodeResourcesChecked || strings.Contains(strings.Join(res.Admit.Notes, "\n"), "predicate not replayed") {
 		t.Errorf("predicate not run: %q", res.Admit.Notes)
+	}
+	// Pods that may not be listed are not known: the predicate is not weighed against none (it
+	// would admit db beside the 26 CPUs running), and says why.
+	forbidden := func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(corev1.Resource("pods"), "", errors.New("RBAC"))
+	}
+	res, _ = read(Engines{Admit: &AdmitConfig{Machine: dc.Machine, KubeletConfig: dc.KubeletConfig, Pods: []*corev1.Pod{db}}}, forbidden)
+	if res.Err != nil || res.Admit == nil || res.Admit.Err != nil || res.Admit.NodeResourcesChecked ||
+		!slices.Contains(res.Admit.Notes, "node-resource predicate not replayed: the node's pods could not be listed") {
+		t.Errorf("pods not listed: %v %+v", res.Err, res.Admit)
 	}
 }
 
