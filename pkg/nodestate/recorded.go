@@ -40,12 +40,11 @@ type RecordedContainer struct {
 }
 
 // RecordPods is what collect records of a live node's pods (nil when they were not listed):
-// the pods the node's read listed, less this plugin's debug pods. A list that failed leaves an
-// empty index, where a list that worked holds at least the debug pod that read the node: an
-// empty one is not recorded, since it would say every pod of the files is gone.
+// the pods the node's read listed, less this plugin's debug pods. A list that failed is not
+// recorded, since it would say every pod of the files is gone.
 func RecordPods(n *NodeResult) *RecordedPods {
 	ix := n.Snapshot.Pods
-	if n.Node == "" || ix == nil || len(ix.Pods) == 0 {
+	if n.Node == "" || ix == nil || ix.Unlisted {
 		return nil
 	}
 	owners := map[string]RecordedPod{}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/internal/vectorpack"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/admit"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
 )
 
 // A collect bundle answers "if the kubelet restarts" as the live node does: the GPU node of
@@ -235,4 +236,24 @@ func vectorBundleOutlookRecorded(t *testing.T, c vectorpack.Case, kubelet string
 		t.Fatalf("%s: %+v", c.Name, res.Doctor)
 	}
 	return res.Doctor.Restart[1]
+}
+
+// collect records the pods a node's read listed, none when the list failed: an empty record
+// would say every pod of the files is gone.
+func TestRecordPodsOnlyListed(t *testing.T) {
+	web := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-web"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	failed := fetch.NewPodIndex(nil)
+	failed.Unlisted = true
+	for _, tt := range []struct {
+		ix   *fetch.PodIndex
+		want int // pods recorded; -1: no record
+	}{{fetch.NewPodIndex([]corev1.Pod{web}), 1}, {fetch.NewPodIndex(nil), 0}, {failed, -1}} {
+		got, n := RecordPods(&NodeResult{Node: "a", Snapshot: &fetch.Snapshot{Pods: tt.ix}}), -1
+		if got != nil {
+			n = len(got.ByUID)
+		}
+		if n != tt.want {
+			t.Errorf("unlisted %v, %d pods: %d recorded, want %d", tt.ix.Unlisted, len(tt.ix.Pods), n, tt.want)
+		}
+	}
 }
