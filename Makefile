@@ -7,7 +7,7 @@ COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -s -w -X $(PKG)/pkg/version.version=$(VERSION) -X $(PKG)/pkg/version.commit=$(COMMIT) -X $(PKG)/pkg/version.date=$(DATE)
 
-.PHONY: help build test lint mutate mutations demo fuzz bench bench-nodecheck bench-scale bench-fanout bench-admit bench-conditions bench-podindex bench-scheduler e2e e2e-faults e2e-scale e2e-node e2e-nrt-scheduler judge-loop judge-sidebyside e2e-scheduler krew-test release-check images ci
+.PHONY: help build test lint mutate mutations demo fuzz bench bench-nodecheck bench-scale bench-fanout bench-admit bench-conditions bench-podindex bench-scheduler e2e e2e-faults e2e-scale e2e-node e2e-node-next e2e-nrt-scheduler judge-loop judge-sidebyside e2e-scheduler krew-test release-check images ci
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -75,6 +75,9 @@ e2e-scheduler: ## the nodestate-scheduler (kube-scheduler + NodeStateAdmission, 
 
 e2e-node: ## live commands on ONE real kubelet + containerd in a network namespace (root; builds/caches the kubelet)
 	hack/e2e-node.sh
+
+e2e-node-next: ## the same suite on the next release's kubelet (hack/tools/kube-next: v1.38.0-beta.0, Go 1.27.3 there only; control plane as e2e-node's)
+	NODESTATE_E2E_NODE_KUBE=next hack/e2e-node.sh
 
 judge-loop: ## issue 45's closed loop (root): a scheduler binds GPU workloads on kwok nodes, v1.37.1's real kubelet managers (hack/admitvec judge mode) admit or refuse each binding; default the stock kube-scheduler (NODESTATE_JUDGE_SCHEDULER=BIN NODESTATE_JUDGE_SCHEDULER_NAME=NAME for another)
 	NODESTATE_TOOLS=kube-scheduler hack/tools/build.sh >/dev/null

@@ -3,12 +3,12 @@
 #
 #   hack/e2e-node.sh                     # everything
 #   hack/e2e-node.sh -test.run TestFullNode   # extra args go to the test binary
-#   NODESTATE_E2E_NODE_KUBE=v1.38.0-beta.0 hack/e2e-node.sh   # the next release's kubelet (below)
+#   NODESTATE_E2E_NODE_KUBE=next hack/e2e-node.sh   # the next release's kubelet (below; make e2e-node-next)
 #
 # NODESTATE_E2E_NODE_KUBE picks the kubelet: unset (or v1.37.1, KUBE_VERSION in
-# hack/tools/build.sh) is the default that CI runs; the version pinned in hack/tools/kube-next
-# (v1.38.0-beta.0) builds and caches that kubelet (NODESTATE_TOOLS=kubelet-next, Go 1.27.3 in that
-# module only) and runs the same suite against it. The control plane (etcd, kube-apiserver,
+# hack/tools/build.sh) is the default; "next" (or the version pinned in hack/tools/kube-next,
+# v1.38.0-beta.0) builds and caches that kubelet (NODESTATE_TOOLS=kubelet-next, Go 1.27.3 in that
+# module only) and runs the same suite against it. CI runs both. The control plane (etcd, kube-apiserver,
 # kubectl) stays v1.37.1 either way: 1.38.0-beta.0's kube-apiserver needs k8s.io/apiextensions-api,
 # which the module proxy does not serve (docs/development.md).
 #
@@ -66,6 +66,14 @@ timed apt apt_packages
 kube_default=$(sed -n 's/^KUBE_VERSION=//p' hack/tools/build.sh)
 kube_next=$(sed -n 's#^\(require \)\{0,1\}[[:space:]]*k8s.io/kubernetes \(v[^ ]*\).*#\2#p' hack/tools/kube-next/go.mod | head -n 1)
 kubelet_version=${NODESTATE_E2E_NODE_KUBE:-$kube_default}
+# "next": whatever hack/tools/kube-next pins (make e2e-node-next, CI), so a bump needs no edit here.
+if [[ $kubelet_version == next ]]; then
+  if [[ $kube_next == "$kube_default" ]]; then
+    log "hack/tools/kube-next pins $kube_next, the default kubelet: make e2e-node runs it"
+    exit 0
+  fi
+  kubelet_version=$kube_next
+fi
 case $kubelet_version in
 "$kube_default") next_tool= ;;
 "$kube_next") next_tool=kubelet-next ;;

@@ -31,7 +31,7 @@ KREW_VERSION=v0.4.4
 # instead of joining the cache key, so adding it did not rebuild the others.
 KUBELET_KEY=$(cat "$(dirname "${BASH_SOURCE[0]}")/kubelet/go.mod" "$(dirname "${BASH_SOURCE[0]}")/kubelet/go.sum" | sha256sum | cut -c1-12)
 # Opt-in (NODESTATE_TOOLS=kubelet-next): the NEXT release's kubelet, for
-# NODESTATE_E2E_NODE_KUBE=<its version> make e2e-node only (never CI's default). From its own module
+# make e2e-node-next only (CI runs it after make e2e-node). From its own module
 # (hack/tools/kube-next, Go 1.27 through GOTOOLCHAIN=go1.27.3 there only); named after its
 # version and a hash of that module's pins (go.mod, go.sum, the iptables-wrappers stand-in), and
 # linked as kubelet-<version>: the plain kubelet link stays the v1.37.1 one.
