@@ -369,11 +369,12 @@ func exitCode(worst int, notJudged bool) int {
 
 // admitSummary counts, as they come, the nodes that admit every pod (and where), those that
 // refuse one (or whose kubelet would not start), those that could not judge one and refuse none,
-// and those not read.
+// and those not read. unweighed are the nodes of yes whose node-resource predicate was not
+// replayed (their pods not known): their yes is the resource managers' alone.
 type admitSummary struct {
-	nodes            int
-	yes, notJudged   []string
-	refuses, notRead int
+	nodes                     int
+	yes, notJudged, unweighed []string
+	refuses, notRead          int
 }
 
 func (s *admitSummary) add(r render.AdmitResult) {
@@ -400,6 +401,9 @@ func (s *admitSummary) add(r render.AdmitResult) {
 		s.notJudged = append(s.notJudged, r.Node)
 		return
 	}
+	if !r.NodeResourcesChecked {
+		s.unweighed = append(s.unweighed, r.Node)
+	}
 	if where := render.AdmitWhere(r); where != "" {
 		s.yes = append(s.yes, r.Node+" ("+where+")")
 		return
@@ -415,7 +419,15 @@ func (s admitSummary) String() string {
 		fmt.Fprintf(&b, "no node of %d admits the pods", s.nodes)
 	} else {
 		sort.Strings(s.yes)
-		fmt.Fprintf(&b, "%d of %d nodes admit the pods: %s", len(s.yes), s.nodes, strings.Join(s.yes, ", "))
+		fmt.Fprintf(&b, "%d of %d nodes admit the pods", len(s.yes), s.nodes)
+		if len(s.unweighed) == len(s.yes) {
+			b.WriteString(" (their resource managers; the node-resource predicate not replayed)")
+		}
+		fmt.Fprintf(&b, ": %s", strings.Join(s.yes, ", "))
+		if n := len(s.unweighed); n > 0 && n < len(s.yes) {
+			sort.Strings(s.unweighed)
+			fmt.Fprintf(&b, " (the node-resource predicate not replayed on %s)", strings.Join(s.unweighed, ", "))
+		}
 	}
 	if s.refuses > 0 {
 		fmt.Fprintf(&b, "; %d %s", s.refuses, map[bool]string{true: "refuses", false: "refuse"}[s.refuses == 1])

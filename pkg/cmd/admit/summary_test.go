@@ -9,11 +9,14 @@ import (
 )
 
 // The fleet's last line: a node admits the pods only if it admits every one; one refusal makes
-// it refuse, whatever else is not judged; a pod not judged and none refused: could not judge.
+// it refuse, whatever else is not judged; a pod not judged and none refused: could not judge. A
+// yes without the node-resource predicate (a fleet read from published states, a copy) says so.
 func TestAdmitSummary(t *testing.T) {
+	unweighed := map[string]bool{"u": true, "v": true}
 	node := func(name string, starts bool, verdicts ...string) render.AdmitResult {
 		r := render.AdmitResult{Node: name}
 		r.KubeletStart.Starts = starts
+		r.NodeResourcesChecked = !unweighed[name]
 		for _, v := range verdicts {
 			r.Admissions = append(r.Admissions, nodestate.Admission{Pod: "p", Verdict: v, Admitted: v == nodestate.AdmissionAdmitted})
 		}
@@ -29,6 +32,10 @@ func TestAdmitSummary(t *testing.T) {
 		{[]render.AdmitResult{node("a", true, unknown, no), node("b", false), node("d", true, unknown), node("c", true, unknown, unknown), {Node: "e", Error: "exec failed"}},
 			"no node of 5 admits the pods; 2 refuse; 2 could not judge: c, d; 1 not read"},
 		{[]render.AdmitResult{node("b", true, yes), node("a", true, yes)}, "2 of 2 nodes admit the pods: a, b"},
+		{[]render.AdmitResult{node("v", true, yes), node("a", true, yes), node("u", true, yes), node("c", true, no)},
+			"3 of 4 nodes admit the pods: a, u, v (the node-resource predicate not replayed on u, v); 1 refuses"},
+		{[]render.AdmitResult{node("v", true, yes), node("u", true, yes), node("c", true, no)},
+			"2 of 3 nodes admit the pods (their resource managers; the node-resource predicate not replayed): u, v; 1 refuses"},
 	} {
 		var s admitSummary
 		for _, n := range tc.nodes {
