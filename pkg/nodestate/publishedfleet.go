@@ -158,7 +158,7 @@ func (r *Runner) publishedResults(ctx context.Context, yield func(*NodeResult, e
 					if r.ownersDecide(res) {
 						// Its pods' LIST waits on the API server, not on a CPU: off the workers.
 						podLists.Go(func() error {
-							send(r.withNodePods(listCtx, res, s, info))
+							send(r.withNodePods(listCtx, res, s))
 							return nil
 						})
 						return nil
@@ -223,15 +223,10 @@ func (r *Runner) publishedNode(cm *corev1.ConfigMap, info *fetch.NodeInfo, pr Pu
 		return fail("published state stale", fmt.Errorf("published state is %s old, over --max-age %s: its publisher stopped (node-publish, deploy/publish)",
 			duration.HumanDuration(age), duration.HumanDuration(pr.MaxAge)))
 	}
-	source := &Provenance{From: FromPublished, At: metav1.NewTime(s.ReadAt.Truncate(time.Second)), AgeSeconds: int64(max(age, 0) / time.Second)}
-	return r.forPublished(s).judgePublished(s, info, source), s
-}
-
-// judgePublished is a published node judged and its engines run, from its provenance.
-func (r *Runner) judgePublished(s *PublishedState, info *fetch.NodeInfo, source *Provenance) *NodeResult {
-	res := r.publishedResult(s, info)
-	res.Source = source
-	return r.runEngines(res)
+	nr := r.forPublished(s)
+	res := nr.publishedResult(s, info)
+	res.Source = &Provenance{From: FromPublished, At: metav1.NewTime(s.ReadAt.Truncate(time.Second)), AgeSeconds: int64(max(age, 0) / time.Second)}
+	return nr.runEngines(res), s
 }
 
 // ownersDecide reports whether a node judged without its pods (--all-nodes) hangs on them: a pod
@@ -262,16 +257,16 @@ func (r *Runner) ownersDecide(res *NodeResult) bool {
 	return slices.ContainsFunc(refused, func(i int) bool { return admitted[i] })
 }
 
-// withNodePods is a node ownersDecide picked judged again with its pods, one LIST as a named
-// node's (the kubelet's active pods, the node-resource predicate, the holders' names); when
-// they cannot be listed the answer stays, and says on what it rests.
-func (r *Runner) withNodePods(ctx context.Context, res *NodeResult, s *PublishedState, info *fetch.NodeInfo) *NodeResult {
+// withNodePods is a node ownersDecide picked, its engines run again with its pods, one LIST as
+// a named node's (the kubelet's active pods, the node-resource predicate, the holders' names),
+// on the files as judged; when they cannot be listed the answer stays, and says on what it rests.
+func (r *Runner) withNodePods(ctx context.Context, res *NodeResult, s *PublishedState) *NodeResult {
 	ix, err := fetch.IndexNodePods(ctx, r.cfg.Client, res.Node)
 	if err != nil {
 		res.Admit.note("a refusal here hangs on which pods its checkpoints' owners still run, and its pods could not be listed (%v): every owner counted running; name the node once they can be", err)
 		return res
 	}
-	nr := r.forPublished(s)
-	nr.nodePods = map[string]*fetch.PodIndex{res.Node: ix}
-	return nr.judgePublished(s, info, res.Source)
+	res.Snapshot.Pods, res.Names = ix, podNames{ix}
+	res.Admit, res.Doctor = nil, nil
+	return r.forPublished(s).runEngines(res)
 }
