@@ -86,15 +86,7 @@ func TestBenchPublished(t *testing.T) {
 	args := []string{"admit", "--all-nodes", "-l", TestSelector(t), "--from-published", "--max-age", "3h", "--no-headers"}
 	deciding := os.Getenv("NODESTATE_BENCH_PUBLISHED_PODS") == "deciding"
 	if deciding {
-		for i, cpus := range []string{"16", "14"} {
-			f := filepath.Join(t.TempDir(), fmt.Sprintf("pod-%d.yaml", i))
-			pod := fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata: {name: pod-%d}\nspec:\n  containers:\n  - name: app\n    image: registry.k8s.io/pause:3.10\n"+
-				"    resources: {requests: {cpu: %q, memory: 4Gi}, limits: {cpu: %q, memory: 4Gi}}\n", i, cpus, cpus)
-			if err := os.WriteFile(f, []byte(pod), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			args = append(args, "-f", f)
-		}
+		args = append(args, guaranteedPodFiles(t, "16", "14")...)
 	} else {
 		args = append(args, "-f", filepath.Join(cp.repoRoot, "examples", "admit-node", "pod-db.yaml"))
 	}

@@ -317,17 +317,7 @@ func TestLivePublish(t *testing.T) {
 	// 16 CPUs fills NUMA node 1, one of 14 fits on node 0 only with uid-seed-a's CPUs freed, as
 	// the kubelet frees a gone pod's: counting every owner running, the fleet would refuse it.
 	t.Run("admit --all-nodes --from-published lists the pods that decide", func(t *testing.T) {
-		dir := t.TempDir()
-		var pods []string
-		for i, cpus := range []string{"16", "14"} {
-			f := filepath.Join(dir, fmt.Sprintf("pod-%d.yaml", i))
-			pod := fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata: {name: pod-%d}\nspec:\n  containers:\n  - name: app\n    image: registry.k8s.io/pause:3.10\n"+
-				"    resources: {requests: {cpu: %q, memory: 4Gi}, limits: {cpu: %q, memory: 4Gi}}\n", i, cpus, cpus)
-			if err := os.WriteFile(f, []byte(pod), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			pods = append(pods, "-f", f)
-		}
+		pods := guaranteedPodFiles(t, "16", "14")
 		named := RunPlugin(t, append([]string{"admit", node, "--from-published", "-o", "json"}, pods...)...)
 		fleet := RunPlugin(t, append([]string{"admit", "--all-nodes", "-l", selector, "--from-published", "-o", "json"}, pods...)...)
 		var one struct {
@@ -357,4 +347,22 @@ func TestLivePublish(t *testing.T) {
 			}
 		}
 	})
+}
+
+// guaranteedPodFiles writes a Guaranteed pod (one container, 4Gi) per CPU count, pod-0, pod-1 ...,
+// and returns them as -f arguments, in order.
+func guaranteedPodFiles(t *testing.T, cpus ...string) []string {
+	t.Helper()
+	dir := t.TempDir()
+	var args []string
+	for i, n := range cpus {
+		f := filepath.Join(dir, fmt.Sprintf("pod-%d.yaml", i))
+		pod := fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata: {name: pod-%d}\nspec:\n  containers:\n  - name: app\n    image: registry.k8s.io/pause:3.10\n"+
+			"    resources: {requests: {cpu: %q, memory: 4Gi}, limits: {cpu: %q, memory: 4Gi}}\n", i, n, n)
+		if err := os.WriteFile(f, []byte(pod), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, "-f", f)
+	}
+	return args
 }
