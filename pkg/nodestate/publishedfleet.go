@@ -177,11 +177,7 @@ func (r *Runner) publishedResults(ctx context.Context, yield func(*NodeResult, e
 			return
 		}
 		for name := range wanted {
-			res := &NodeResult{Node: name, Where: "node " + name, Err: ErrNoPublishedState}
-			res.Rows = []FileRow{NodeFailedRow(name, false, "no published state", ErrNoPublishedState.Error())}
-			select {
-			case results <- res:
-			case <-listCtx.Done():
+			if send(publishedFailed(name, "no published state", ErrNoPublishedState)); listCtx.Err() != nil {
 				return
 			}
 		}
@@ -210,9 +206,7 @@ func (r *Runner) publishedResults(ctx context.Context, yield func(*NodeResult, e
 // read's MaxAge, is the node's error (not judged, and no state returned).
 func (r *Runner) publishedNode(cm *corev1.ConfigMap, info *fetch.NodeInfo, pr PublishedRead) (*NodeResult, *PublishedState) {
 	fail := func(short string, err error) (*NodeResult, *PublishedState) {
-		res := &NodeResult{Node: cm.Name, Where: "node " + cm.Name, Err: err}
-		res.Rows = []FileRow{NodeFailedRow(cm.Name, false, short, err.Error())}
-		return res, nil
+		return publishedFailed(cm.Name, short, err), nil
 	}
 	s, err := PublishedStateOf(cm)
 	if err != nil {
@@ -269,4 +263,9 @@ func (r *Runner) withNodePods(ctx context.Context, res *NodeResult, s *Published
 	res.Snapshot.Pods, res.Names = ix, podNames{ix}
 	res.Admit, res.Doctor = nil, nil
 	return r.forPublished(s).runEngines(res)
+}
+
+// publishedFailed is a node whose published state is not judged, and why (its one row).
+func publishedFailed(node, short string, err error) *NodeResult {
+	return &NodeResult{Node: node, Where: "node " + node, Err: err, Rows: []FileRow{NodeFailedRow(node, false, short, err.Error())}}
 }
