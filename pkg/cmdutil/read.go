@@ -216,7 +216,7 @@ func completeNodes(ctx context.Context, flags *genericclioptions.ConfigFlags, pr
 // whether the node was read.
 func NoteNode(notes *Notes, n *nodestate.NodeResult) (exit int, read bool) {
 	for _, w := range n.Warnings() {
-		notes.Addf(n.Node, "warning: node %s: %s", n.Node, w)
+		notes.Addf(n.Node, "warning: %s: %s", n.Where, w)
 	}
 	if n.Err != nil {
 		line, exit := nodeErrorLine(n)

@@ -66,7 +66,9 @@ func ChooseWritingRelease(files []FileFormat) (WritingRelease, bool) {
 	// node whose files only a 1.38 beta writes).
 	candidates := slices.Clone(releases)
 	slices.Reverse(candidates)
-	candidates = append(candidates, preReleases...)
+	newestFirst := slices.Clone(preReleases)
+	slices.Reverse(newestFirst)
+	candidates = append(candidates, newestFirst...)
 	for _, v := range candidates {
 		for mask := 0; mask < 1<<len(names); mask++ {
 			k := Kubelet{Version: v, Gates: map[string]bool{}}

@@ -1,6 +1,11 @@
 package decode
 
-import "k8s.io/apimachinery/pkg/util/version"
+import (
+	"fmt"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/util/version"
+)
 
 // The one table of kubelet releases and feature gates: decode's eras (eras.go) and doctor's
 // start rules key on the versions parsed here, once. A release that changes no format and no
@@ -15,6 +20,8 @@ var releases = parseReleases("v1.17.17", "v1.18.20", "v1.19.16", "v1.20.15", "v1
 // preReleases are builds before a release (a beta, an rc) that write a format no release
 // writes yet: only such an era's home reader comes from them (HomeKubelet and the release
 // judging a node's files stay releases). Drop one when its release joins releases.
+// Oldest first. A release day's build (an rc) joins them once the vectors hold its reads, so
+// that Unchecked stops saying it of its nodes.
 var preReleases = []*version.Version{version.MustParseSemantic("1.38.0-beta.0")}
 
 // builtWithGo127 are the kubelets built with Go 1.27 (1.38's go.mod asks for it), whose
@@ -108,4 +115,48 @@ func GateDefault(name string, v *version.Version) bool {
 		return g.Default
 	}
 	return false
+}
+
+// Unchecked says, for a build of the kubelet no vector was made by, whose rules judge it
+// instead: another build of a minor known only from pre-releases (1.38.0-rc.0 or 1.38.0 while
+// 1.38.0-beta.0 is the 1.38 build checked), or a minor newer than every build checked. "" for
+// the rest: a release's row holds for its minor's patches. A release day is when this is said
+// of the nodes upgraded first, until a plugin release names their build.
+func (k Kubelet) Unchecked() string {
+	if k.Version == nil {
+		return ""
+	}
+	// A release parsed as generic orders equal to its pre-releases; as semantic, after them.
+	v, err := version.ParseSemantic(k.Version.String())
+	if err != nil {
+		v = k.Version
+	}
+	sameMinor := func(o *version.Version) bool { return o.Major() == v.Major() && o.Minor() == v.Minor() }
+	if slices.ContainsFunc(releases, sameMinor) {
+		return ""
+	}
+	var minorsBuild *version.Version // the newest pre-release of v's minor
+	newest := releases[len(releases)-1]
+	for _, p := range preReleases {
+		if p.EqualTo(v) {
+			return ""
+		}
+		if sameMinor(p) && (minorsBuild == nil || p.GreaterThan(minorsBuild)) {
+			minorsBuild = p
+		}
+		if p.GreaterThan(newest) {
+			newest = p
+		}
+	}
+	switch {
+	case minorsBuild != nil && v.GreaterThan(minorsBuild):
+		return fmt.Sprintf("kubelet v%s is not a build this plugin was checked against: judged by the rules of v%s, the newest %d.%d build checked",
+			v, minorsBuild, v.Major(), v.Minor())
+	case minorsBuild != nil:
+		return fmt.Sprintf("kubelet v%s is an earlier %d.%d build than v%s, the one this plugin was checked against: judged by the rules its tables hold for it",
+			v, v.Major(), v.Minor(), minorsBuild)
+	case v.GreaterThan(newest):
+		return fmt.Sprintf("kubelet v%s is newer than every build this plugin was checked against: judged by the rules of the newest, v%s", v, newest)
+	}
+	return ""
 }

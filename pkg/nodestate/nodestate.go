@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"iter"
 	"path"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -160,10 +161,16 @@ type NodeResult struct {
 	engine engineConfig
 }
 
-// Warnings are the non-fatal problems of the read.
+// Warnings are the non-fatal problems of the read, and what judged a kubelet build no vector
+// was made by (decode.Kubelet.Unchecked: a release-day node's, until the plugin names it).
 func (n *NodeResult) Warnings() []string {
 	if n.Snapshot == nil {
 		return nil
+	}
+	if k := n.Judged.Kubelet; k != nil && n.Judged.Basis != BasisFiles {
+		if s := k.Unchecked(); s != "" {
+			return append(slices.Clip(n.Snapshot.Warnings), s)
+		}
 	}
 	return n.Snapshot.Warnings
 }

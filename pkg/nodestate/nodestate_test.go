@@ -189,6 +189,25 @@ func TestJudgeFilesKubelet(t *testing.T) {
 	if rs, j := JudgeFiles(snap("v1.36.4"), byName, &k, ""); rs[0].Kubelet() != "v1.35.8" || j.Basis != BasisConfig {
 		t.Errorf("explicit reader: %+v", rs[0].Report)
 	}
+	// A build no vector was made by (a release day's node) is judged, and its warnings say by
+	// whose rules; a checked release, or one chosen from the files, says nothing.
+	warnings := func(s *fetch.Snapshot, reader *decode.Kubelet) []string {
+		_, j := JudgeFiles(s, byName, reader, "")
+		return (&NodeResult{Snapshot: s, Judged: j}).Warnings()
+	}
+	later, err := decode.ParseKubelet("v1.99.0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, got := range map[string][]string{"node": warnings(snap("v1.99.0"), nil), "asked": warnings(snap("v1.36.4"), &later)} {
+		if len(got) != 1 || !strings.HasPrefix(got[0], "kubelet v1.99.0 is newer than every build this plugin was checked against") {
+			t.Errorf("%s v1.99.0: warnings %q", name, got)
+		}
+	}
+	if got := append(warnings(snap("v1.36.4"), nil), warnings(snap(""), nil)...); len(got) != 0 {
+		t.Errorf("checked or chosen from the files: warnings %q", got)
+	}
+
 	// A version naming no release does not stop the read: the format's own rules judge, and the
 	// report says why.
 	rs, _ := JudgeFiles(snap("garbage"), byName, nil, "")

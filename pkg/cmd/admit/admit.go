@@ -103,8 +103,10 @@ func NewCmdAdmit(flags *genericclioptions.ConfigFlags, streams genericiooptions.
 			With --from-published, live nodes are answered from the states they publish
 			(node-publish, deploy/publish): one LIST of their ConfigMaps, no debug pod, each node's
 			lines with the state's AGE; a node that publishes none, or one older than --max-age
-			(its publisher stopped), says so and is not judged. The node-resource predicate is
-			not replayed (a published state holds no pod list).
+			(its publisher stopped), says so and is not judged. A published state holds no pod
+			list: a named node's pods are listed (one LIST each); with --all-nodes only where they
+			decide a refusal (the pod is admitted once the checkpoints' owners are gone), and
+			elsewhere every owner counts running and the node-resource predicate is not replayed.
 
 			-o wide adds each container's CPUs' NUMA nodes and the DEVICES column; with
 			--all-nodes the last line names the nodes that admit every pod, with the NUMA nodes

@@ -19,6 +19,21 @@ func offline(args ...string) []string {
 		"--kubelet-config", filepath.Join(example, "kubelet-config.yaml"), "--kubelet-version", "v1.37.1"}, args...)
 }
 
+// A kubelet build no vector was made by is replayed with the newest rules, and the answer says
+// so (a release day's nodes, until a plugin release names their build).
+func TestAdmitUncheckedKubelet(t *testing.T) {
+	cmdtest.Isolate(t)
+	args := append(offline("-f", filepath.Join(example, "pod-db.yaml")), "--kubelet-version", "v1.99.0")
+	out, stderr, code := cmdtest.Run(t, args...)
+	want := "warning: " + example + ": kubelet v1.99.0 is newer than every build this plugin was checked against: judged by the rules of the newest, v1."
+	if code != 0 || !strings.Contains(stderr, want) || !strings.Contains(out, "yes") {
+		t.Fatalf("exit %d, stderr %q, want %q\n%s", code, stderr, want, out)
+	}
+	if _, stderr, _ := cmdtest.Run(t, offline("-f", filepath.Join(example, "pod-db.yaml"))...); strings.Contains(stderr, "warning") {
+		t.Errorf("v1.37.1 is checked: %q", stderr)
+	}
+}
+
 // The JSON contract: "admissions" in -f order, each with pod, admitted, reason, message and
 // containers {name, cpus, exclusive, memoryNUMANodes}; exit 1 when one is refused.
 func TestAdmitJSONContract(t *testing.T) {

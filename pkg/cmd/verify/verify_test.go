@@ -34,6 +34,17 @@ func run(t *testing.T, args ...string) (string, string, int) { return cmdtest.Ru
 
 func table(out string) [][]string { return tabletest.Rows(out) }
 
+// TestVerifyUncheckedKubelet: a build no vector was made by (a release day's, until a plugin
+// release names it) is judged by the newest rules, and says so.
+func TestVerifyUncheckedKubelet(t *testing.T) {
+	out, errOut, code := run(t, "verify", "--from-dir", kubeletRoot, "--kubelet-version", "v1.99.0")
+	lines := strings.Split(strings.TrimSuffix(errOut, "\n"), "\n")
+	if code != 0 || len(lines) != 2 || lines[1] != "Judged by kubelet v1.99.0: --kubelet-version." ||
+		!strings.HasPrefix(lines[0], "warning: kubelet v1.99.0 is newer than every build this plugin was checked against: judged by the rules of the newest, v1.") {
+		t.Fatalf("exit %d, stderr %q\n%s", code, errOut, out)
+	}
+}
+
 func TestVerifyExampleDirAllValid(t *testing.T) {
 	out, errOut, code := run(t, "verify", "--from-dir", kubeletRoot)
 	// One kubelet judges the node's files, said on stderr (stdout stays the table).
