@@ -99,6 +99,9 @@ type CheckResult struct {
 	Problems []doctor.Finding
 	// Kubelet is the kubelet judged for, and how it was found.
 	Kubelet, KubeletFrom string
+	// Unchecked says whose rules judged a kubelet build no vector was made by
+	// (decode.Kubelet.Unchecked); Summary then ends with UncheckedMark.
+	Unchecked string
 	// Reason is the condition's reason, when the answer comes from a node condition.
 	Reason string
 	// At is when the answer was had: a condition's last heartbeat, or the read's time (zero
@@ -107,6 +110,9 @@ type CheckResult struct {
 	// Since is when a condition's answer last changed (its lastTransitionTime).
 	Since time.Time
 }
+
+// UncheckedMark ends the summary of a check judged for a kubelet build no vector was made by.
+const UncheckedMark = " (build not checked)"
 
 // ruleOf attributes doctor's findings to the checks: the start prediction to restart, the
 // cgroup audit to cgroups, the device and DRA audit to devices. Doctor's other findings (an
@@ -202,6 +208,16 @@ func judgeNode(ctx context.Context, res *NodeResult, cgroupRoot string, versionE
 			judgeCheckpoints(&cr, res)
 		case CheckRestart:
 			judgeRestart(&cr, res, versionErr, configErr)
+		}
+		switch c {
+		case CheckCheckpoints, CheckRestart:
+			// Their answers are the release's rules: a build none was checked on says so,
+			// briefly (a condition's message is one short line).
+			if kubelet != "" {
+				if cr.Unchecked = res.Judged.Kubelet.Unchecked(); cr.Unchecked != "" {
+					cr.Summary += UncheckedMark
+				}
+			}
 		case CheckCgroups:
 			judgeFindings(&cr, res, func() string {
 				switch n := res.Cgroups; {

@@ -140,6 +140,9 @@ func (o *Options) Run(ctx context.Context) error {
 		return &cmdutil.ExitError{Code: int(nodestate.CheckUnknown)}
 	}
 	r := results[0]
+	if r.Unchecked != "" {
+		fmt.Fprintf(o.ErrOut, "%s: note: %s\n", r.Check, r.Unchecked)
+	}
 	for _, p := range r.Problems {
 		fmt.Fprintf(o.ErrOut, "%s: %s %s %s: %s\n", r.Check, p.Severity, p.Check, strings.TrimSpace(p.File+" "+p.Entry), p.Message)
 	}

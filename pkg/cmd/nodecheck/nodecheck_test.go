@@ -5,12 +5,14 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/cmdutil"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
 )
 
 func TestLine(t *testing.T) {
@@ -71,6 +73,13 @@ func TestNodeCheckProtocol(t *testing.T) {
 		if tc.code == 1 && !strings.Contains(errOut, tc.check+": error ") {
 			t.Errorf("%s: stderr %q names no problem", tc.check, errOut)
 		}
+	}
+	// A kubelet build no vector was made by is judged by the newest rules: the line says so in
+	// brief, stderr in full.
+	later := append(slices.Clone(base), "--kubelet-version", "v1.99.0")
+	if out, errOut, code := run(t, append([]string{"checkpoints"}, later...)...); code != 0 || out != "5 checkpoint files valid for kubelet v1.99.0"+nodestate.UncheckedMark+"\n" ||
+		!strings.HasPrefix(errOut, "checkpoints: note: kubelet v1.99.0 is newer than every build this plugin was checked against") {
+		t.Errorf("v1.99.0: exit %d %q, stderr %q", code, out, errOut)
 	}
 	// A root dir that is not there cannot be judged; an unknown check is a usage error.
 	if out, _, code := run(t, "checkpoints", "--kubelet-root-dir", filepath.Join(root, "absent")); code != 2 || !strings.HasPrefix(out, "cannot judge: kubelet root dir:") {
