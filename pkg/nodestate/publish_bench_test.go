@@ -103,7 +103,8 @@ func BenchmarkPublishedSize(b *testing.B) {
 // ConfigMap's state, judge it, replay one pod (examples/admit-node), and for a pod refused,
 // replay it again with no checkpoint owner running (ownersDecide: whether its pods are worth a
 // LIST; wide+owners beside wide). db is admitted; wide (18 CPUs) refused, and refused with no
-// owner running either.
+// owner running either; db,db+owners is two such pods, the second replayed with no owner
+// running too (a later pod's admission may not hold with fewer owners).
 func BenchmarkPublishedFleetNode(b *testing.B) {
 	s := admitNodeState(b, "n")
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "n"}, BinaryData: map[string][]byte{}}
@@ -117,10 +118,15 @@ func BenchmarkPublishedFleetNode(b *testing.B) {
 	for _, pod := range []struct {
 		name, cpus       string
 		admitted, owners bool
-	}{{"db", "6", true, false}, {"wide", "18", false, false}, {"wide+owners", "18", false, true}} {
-		p := guaranteedPod(pod.name, "", pod.cpus, "4Gi")
-		p.Status = corev1.PodStatus{}
-		r := &Runner{cfg: Config{Published: &PublishedRead{}, PodNames: true, Engines: Engines{Admit: &AdmitConfig{Pods: []*corev1.Pod{p}}}}, memo: newParseMemo()}
+		pods             int
+	}{{"db", "6", true, false, 1}, {"wide", "18", false, false, 1}, {"wide+owners", "18", false, true, 1}, {"db,db+owners", "6", true, true, 2}} {
+		var pods []*corev1.Pod
+		for i := range pod.pods {
+			p := guaranteedPod(fmt.Sprintf("%s-%d", pod.name, i), "", pod.cpus, "4Gi")
+			p.Status = corev1.PodStatus{}
+			pods = append(pods, p)
+		}
+		r := &Runner{cfg: Config{Published: &PublishedRead{}, PodNames: true, Engines: Engines{Admit: &AdmitConfig{Pods: pods}}}, memo: newParseMemo()}
 		// shared-start: the node's start is one the fleet's memo holds (a node publishing what
 		// another did); own-start: the memo keeps no start, each node's is its own (a node whose
 		// files no other node has).

@@ -223,32 +223,45 @@ func (r *Runner) publishedNode(cm *corev1.ConfigMap, info *fetch.NodeInfo, pr Pu
 	return nr.runEngines(res), s
 }
 
-// ownersDecide reports whether a node judged without its pods (--all-nodes) hangs on them: a pod
-// the resource managers refused with every checkpoint owner counted running is admitted once
-// none runs. The kubelet frees a gone or finished pod's entries at its next admission (its
-// device checkpoint keeps a deleted pod's devices until then), so only the pods the API server
-// has tell which answer is the kubelet's. Any other answer holds whoever runs: a refusal that
-// stands with every owner gone stands with some of them, and an admission with every owner
-// running, with fewer. So the fleet lists the pods of these nodes only.
+// ownersDecide reports whether a node judged without its pods (--all-nodes) hangs on them: the
+// resource managers answer a pod otherwise once no checkpoint owner runs. The kubelet frees a
+// gone or finished pod's entries at its next admission (its device checkpoint keeps a deleted
+// pod's devices until then, its memory manager a pod's memory), so only the pods the API server
+// has tell which answer is the kubelet's. A pod refused with every owner running may be admitted
+// once they are gone; a pod after another that both replays admit may be refused (the first,
+// with more room, lands on a lower NUMA node and takes what the second needs there, a device
+// only that node has). One pod admitted with every owner running is admitted with fewer, and a
+// refusal that stands with every owner gone stands with some: those answers need no LIST, and
+// the fleet lists the pods of the other nodes only. Owners gone in part are judged by the two
+// ends (a fleet asking for several pods; docs/admit.md).
 func (r *Runner) ownersDecide(res *NodeResult) bool {
 	a := res.Admit
 	if a == nil || a.Err != nil || !r.cfg.PodNames || res.Snapshot == nil || res.Snapshot.Pods != nil {
 		return false
 	}
-	var refused []int
+	mayChange := func(i int, adm admit.Admission) bool {
+		switch {
+		case adm.NotReached || adm.Verdict == admit.VerdictNotJudged:
+			return false
+		case !adm.Admitted:
+			return adm.Handler == admit.HandlerResourceManagers
+		}
+		return i > 0
+	}
+	var changing []int
 	for i, adm := range a.Admissions {
-		if !adm.Admitted && !adm.NotReached && adm.Handler == admit.HandlerResourceManagers {
-			refused = append(refused, i)
+		if mayChange(i, adm) {
+			changing = append(changing, i)
 		}
 	}
-	if len(refused) == 0 {
+	if len(changing) == 0 {
 		return false
 	}
 	admitted, err := r.memo.admittedNoneRunning(a.replayed.key, a.replayed.keyed, a.replayed.in)
 	if err != nil {
 		return false
 	}
-	return slices.ContainsFunc(refused, func(i int) bool { return admitted[i] })
+	return slices.ContainsFunc(changing, func(i int) bool { return admitted[i] != a.Admissions[i].Admitted })
 }
 
 // withNodePods is a node ownersDecide picked, its engines run again with its pods, one LIST as
@@ -257,7 +270,7 @@ func (r *Runner) ownersDecide(res *NodeResult) bool {
 func (r *Runner) withNodePods(ctx context.Context, res *NodeResult, s *PublishedState) *NodeResult {
 	ix, err := fetch.IndexNodePods(ctx, r.cfg.Client, res.Node)
 	if err != nil {
-		res.Admit.note("a refusal here hangs on which pods its checkpoints' owners still run, and its pods could not be listed (%v): every owner counted running; name the node once they can be", err)
+		res.Admit.note("an answer here hangs on which pods its checkpoints' owners still run, and its pods could not be listed (%v): every owner counted running; name the node once they can be", err)
 		return res
 	}
 	res.Snapshot.Pods, res.Names = ix, podNames{ix}

@@ -3,6 +3,7 @@ package nodestate
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -21,6 +22,8 @@ import (
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/fetch/local"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/machine"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodelocal"
 )
 
 func publishedConfigMap(t *testing.T, s *PublishedState) *corev1.ConfigMap {
@@ -207,5 +210,81 @@ func TestPublishedFleetListsPodsWhereOwnersDecide(t *testing.T) {
 	if slices.ContainsFunc(nodes, func(n string) bool { return admitted[n] }) || lists != 3 ||
 		!slices.ContainsFunc(notes, func(n string) bool { return strings.Contains(n, "its pods could not be listed") }) {
 		t.Errorf("pods forbidden: admitted %v after %d pod LISTs, notes %q; want refused, said why", admitted, lists, notes)
+	}
+}
+
+// A pod after another, both admitted with every checkpoint owner counted running, is refused
+// once the owner is gone: the first pod, 14 CPUs, then fits NUMA node 0 (the lower one), which
+// the owner's 2 CPUs had kept it from, and takes every CPU the second pod needs beside the only
+// node's GPUs (restricted, pod scope). The fleet lists the pods of the nodes where that is so,
+// and answers each as its kubelet would: refused where the owner is gone, admitted where it runs.
+func TestPublishedFleetListsPodsWhereALaterPodHangsOnOwners(t *testing.T) {
+	now := time.Now()
+	// Four GPUs, all on NUMA node 0 as their plugin sent them; one held by a pod of no node.
+	checkpoint, err := os.ReadFile(filepath.Join(repo, "testdata/kubelet/kubelet_internal_checkpoint/v1.37.1/gpu-single.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpus := nodelocal.PodResourcesSection(&machine.PodResources{Allocatable: []machine.PodResourcesDevices{{Resource: "nvidia.com/gpu",
+		IDs: []string{"GPU-8c1f3b2e-5d6a-4f7b-9e0c-1a2b3c4d5e6f", "GPU-2d3e4f5a-6b7c-4d8e-9f0a-1b2c3d4e5f6a", "GPU-7e8f9a0b-1c2d-4e3f-8a4b-5c6d7e8f9a0b", "GPU-4a5b6c7d-8e9f-4a0b-9c1d-2e3f4a5b6c7d"},
+		NUMANodes: []int64{0}}}})
+	objs := []runtime.Object{&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "seed", Namespace: "default", UID: "uid-seed-a"},
+		Spec: corev1.PodSpec{NodeName: "running"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}}
+	for _, name := range []string{"gone", "running"} {
+		s := admitNodeState(t, name)
+		s.ReadAt = now
+		s.Sections[machine.PodResourcesHeader] = gpus
+		s.Files["device-plugins/kubelet_internal_checkpoint"] = checkpoint
+		capacity := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("32"), corev1.ResourceMemory: resource.MustParse("64Gi"),
+			corev1.ResourcePods: resource.MustParse("110"), "nvidia.com/gpu": resource.MustParse("4")}
+		objs = append(objs, publishedConfigMap(t, s), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.NodeStatus{
+			NodeInfo:   corev1.NodeSystemInfo{KubeletVersion: "v1.37.1", OperatingSystem: "linux"},
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+			Capacity:   capacity, Allocatable: capacity}})
+	}
+	withGPU := guaranteedPod("gpu", "", "2", "4Gi")
+	for _, q := range []corev1.ResourceList{withGPU.Spec.Containers[0].Resources.Requests, withGPU.Spec.Containers[0].Resources.Limits} {
+		q["nvidia.com/gpu"] = resource.MustParse("1")
+	}
+	wide := guaranteedPod("wide", "", "14", "4Gi")
+	client := fake.NewClientset(objs...)
+	fleet := func(pods ...*corev1.Pod) (admitted map[string][]bool, podLists int) {
+		t.Helper()
+		for _, p := range pods {
+			p.Status = corev1.PodStatus{}
+		}
+		r, err := New(t.Context(), Config{AllNodes: true, Client: client, Published: &PublishedRead{Now: now}, PodNames: true, Engines: Engines{Admit: &AdmitConfig{Pods: pods}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		client.ClearActions()
+		admitted = map[string][]bool{}
+		for res, err := range r.Results(t.Context()) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Err != nil || res.Admit == nil || res.Admit.Err != nil || len(res.Admit.Admissions) != len(pods) {
+				t.Fatalf("%s: %v %+v", res.Node, res.Err, res.Admit)
+			}
+			for _, a := range res.Admit.Admissions {
+				admitted[res.Node] = append(admitted[res.Node], a.Admitted)
+			}
+		}
+		for _, a := range client.Actions() {
+			if a.GetVerb() == "list" && a.GetResource().Resource == "pods" {
+				podLists++
+			}
+		}
+		return admitted, podLists
+	}
+	admitted, lists := fleet(wide, withGPU)
+	if want := map[string][]bool{"gone": {true, false}, "running": {true, true}}; !reflect.DeepEqual(admitted, want) || lists != 2 {
+		t.Errorf("wide then gpu: admitted %v after %d pod LISTs, want %v after 2", admitted, lists, want)
+	}
+	// The GPU pod alone, or first: admitted whoever runs, no LIST.
+	for _, pods := range [][]*corev1.Pod{{withGPU}, {withGPU, wide}} {
+		if admitted, lists := fleet(pods...); lists != 0 || !slices.Contains(admitted["gone"], true) {
+			t.Errorf("%d pods, gpu first: admitted %v after %d pod LISTs, want none listed", len(pods), admitted, lists)
+		}
 	}
 }

@@ -105,7 +105,7 @@ func NewCmdAdmit(flags *genericclioptions.ConfigFlags, streams genericiooptions.
 			lines with the state's AGE; a node that publishes none, or one older than --max-age
 			(its publisher stopped), says so and is not judged. A published state holds no pod
 			list: a named node's pods are listed (one LIST each); with --all-nodes only where they
-			decide a refusal (the pod is admitted once the checkpoints' owners are gone), and
+			decide an answer (one the replay with the checkpoints' owners gone gives otherwise), and
 			elsewhere every owner counts running and the node-resource predicate is not replayed.
 
 			-o wide adds each container's CPUs' NUMA nodes and the DEVICES column; with
