@@ -226,7 +226,7 @@ func TestPublishedFleetListsPodsWhereALaterPodHangsOnOwners(t *testing.T) {
 		t.Fatal(err)
 	}
 	gpus := nodelocal.PodResourcesSection(&machine.PodResources{Allocatable: []machine.PodResourcesDevices{{Resource: "nvidia.com/gpu",
-		IDs: []string{"GPU-8c1f3b2e-5d6a-4f7b-9e0c-1a2b3c4d5e6f", "GPU-2d3e4f5a-6b7c-4d8e-9f0a-1b2c3d4e5f6a", "GPU-7e8f9a0b-1c2d-4e3f-8a4b-5c6d7e8f9a0b", "GPU-4a5b6c7d-8e9f-4a0b-9c1d-2e3f4a5b6c7d"},
+		IDs:       []string{"GPU-8c1f3b2e-5d6a-4f7b-9e0c-1a2b3c4d5e6f", "GPU-2d3e4f5a-6b7c-4d8e-9f0a-1b2c3d4e5f6a", "GPU-7e8f9a0b-1c2d-4e3f-8a4b-5c6d7e8f9a0b", "GPU-4a5b6c7d-8e9f-4a0b-9c1d-2e3f4a5b6c7d"},
 		NUMANodes: []int64{0}}}})
 	objs := []runtime.Object{&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "seed", Namespace: "default", UID: "uid-seed-a"},
 		Spec: corev1.PodSpec{NodeName: "running"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}}
