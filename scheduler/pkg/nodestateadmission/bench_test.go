@@ -131,3 +131,35 @@ func BenchmarkRetainedPerNode(b *testing.B) {
 		runtime.KeepAlive(p)
 	}
 }
+
+// BenchmarkMayAdmit is what a republish costs per pod the plugin failed (mayAdmit: the pod on
+// the node's new state emptied of every pod), beside one Filter of that pod on the state: a
+// pod kept back saves a scheduling cycle of a Filter on every node.
+//
+//	cd scheduler && go test ./pkg/nodestateadmission -run '^$' -bench 'MayAdmit' -benchmem
+func BenchmarkMayAdmit(b *testing.B) {
+	p := newPlugin(Args{MaxAge: metav1.Duration{Duration: time.Hour}})
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}, Status: corev1.NodeStatus{NodeInfo: corev1.NodeSystemInfo{KubeletVersion: "v1.37.1"}}}
+	p.nodeOf = func(string) (*corev1.Node, error) { return node, nil }
+	_, now := p.states.set(configMap(b, nodeState(b, "node-a", true, "restricted", time.Now())))
+	info := framework.NewNodeInfo()
+	info.SetNode(node)
+	for _, pod := range []*corev1.Pod{guaranteed("fits", "2", "1Gi"), guaranteed("huge", "40", "1Gi")} {
+		b.Run("mayAdmit/"+pod.Name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				kept := len(p.mayAdmit("node-a", now, map[string]*corev1.Pod{pod.Name: pod})) == 0
+				if kept != (pod.Name == "huge") {
+					b.Fatalf("%s kept %v", pod.Name, kept)
+				}
+				p.rejected.take()
+			}
+		})
+		b.Run("filter/"+pod.Name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				p.filter(context.Background(), framework.NewCycleState(), pod, info)
+			}
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	topologyv1alpha2 "github.com/k8stopologyawareschedwg/noderesourcetopology-api/pkg/apis/topology/v1alpha2"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -283,6 +285,36 @@ func TestRetryOnRepublish(t *testing.T) {
 	h.publish(configMap(t, nodeState(t, "node-other", false, "restricted", now)))
 	if got := h.activated.wait(0); len(got) != 0 {
 		t.Errorf("a bound pod activated: %v", got)
+	}
+}
+
+// A republish activates only the pods the node's new state may admit: one its machine refuses
+// even emptied of every pod (40 CPUs on 32) waits for another node's change, still rejected;
+// where the state cannot say (a node the scheduler does not know yet), every pod is retried.
+func TestRetryOnlyWhereTheNewStateMayAdmit(t *testing.T) {
+	now := time.Now()
+	h := newHarness(t, `{"fallback":"reject","maxAge":"30m"}`, configMap(t, nodeState(t, "full", true, "restricted", now)))
+	huge, waits := guaranteed("huge", "40", "1Gi"), guaranteed("waits", "2", "1Gi")
+	if st := h.filter(huge, "full"); st.Code() != fwk.UnschedulableAndUnresolvable {
+		t.Fatalf("40 CPUs on 32: %s", statusOf(st))
+	}
+	if st := h.filter(waits, "missing"); st.IsSuccess() {
+		t.Fatal("a node without a state admitted under fallback reject")
+	}
+	h.publish(configMap(t, nodeState(t, "emptied", false, "restricted", now)))
+	if got := h.activated.wait(1); !slices.Equal(got, []string{"default/waits"}) {
+		t.Errorf("after a node's new state: activated %v, want [default/waits]", got)
+	}
+	if got := h.activated.wait(0); len(got) != 0 {
+		t.Errorf("then: activated %v", got)
+	}
+	// huge is still rejected: a node the scheduler does not know yet retries it.
+	h.plugin.nodeOf = func(name string) (*corev1.Node, error) {
+		return nil, apierrors.NewNotFound(corev1.Resource("nodes"), name)
+	}
+	h.publish(configMap(t, nodeState(t, "unknown", false, "restricted", now)))
+	if got := h.activated.wait(1); !slices.Equal(got, []string{"default/huge"}) {
+		t.Errorf("after an unknown node's state: activated %v, want [default/huge]", got)
 	}
 }
 

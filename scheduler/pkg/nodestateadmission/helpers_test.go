@@ -147,7 +147,16 @@ func newHarnessWith(t testing.TB, args string, kubeConfig *rest.Config, objs ...
 		t.Fatal(err)
 	}
 	h.fw = fw
+	// The scheduler's nodes are the ones filter builds (the informer is not started here).
+	h.plugin.nodeOf = func(name string) (*corev1.Node, error) { return h.node(name), nil }
 	return h
+}
+
+// node is the Node object of name as the scheduler holds it: kubelet v1.37.1, capacity's
+// extended resources.
+func (h *harness) node(name string) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.NodeStatus{NodeInfo: corev1.NodeSystemInfo{KubeletVersion: "v1.37.1"},
+		Capacity: h.capacity, Allocatable: h.capacity}}
 }
 
 // filter runs PreFilter then Filter for pod on node, as a scheduling cycle does.
@@ -158,10 +167,8 @@ func (h *harness) filter(pod *corev1.Pod, node string) *fwk.Status {
 	if _, st, _ := h.fw.RunPreFilterPlugins(ctx, state, pod); !st.IsSuccess() {
 		h.t.Fatalf("PreFilter %s: %v", pod.Name, st)
 	}
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}, Status: corev1.NodeStatus{NodeInfo: corev1.NodeSystemInfo{KubeletVersion: "v1.37.1"},
-		Capacity: h.capacity, Allocatable: h.capacity}}
 	info := framework.NewNodeInfo()
-	info.SetNode(n)
+	info.SetNode(h.node(node))
 	for _, p := range h.onNode[node] {
 		info.AddPod(p)
 	}

@@ -40,6 +40,8 @@ type Plugin struct {
 	rejected *rejected
 	// activate moves pods to the scheduling queue's activeQ (the framework's PodActivator).
 	activate func(klog.Logger, map[string]*corev1.Pod)
+	// nodeOf is a Node object from the scheduler's informer (nil: none known).
+	nodeOf func(name string) (*corev1.Node, error)
 	// topologyMatch is the upstream NodeResourceTopologyMatch when it is the fallback, else nil.
 	topologyMatch topologyMatch
 	now           func() time.Time
@@ -108,6 +110,8 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	if err != nil {
 		return nil, err
 	}
+	// The scheduler's own node informer: what a node's new state is replayed with (mayAdmit).
+	p.nodeOf = h.SharedInformerFactory().Core().V1().Nodes().Lister().Get
 	// The scheduler's own pod informer: a deleted or ended pod holds nothing on its node.
 	if _, err := h.SharedInformerFactory().Core().V1().Pods().Informer().AddEventHandler(p.podHandler()); err != nil {
 		return nil, err
@@ -139,7 +143,7 @@ func (p *Plugin) configMapHandler() cache.ResourceEventHandler {
 			}
 			if cm, ok := obj.(*corev1.ConfigMap); ok {
 				p.states.remove(cm.Name)
-				p.retryRejected("published state removed", cm.Name) // the fallback judges it now
+				p.retryRejected("published state removed", cm.Name, nil) // the fallback judges it now
 			}
 		},
 	}
@@ -149,7 +153,7 @@ func (p *Plugin) configMapChanged(obj any) {
 	if cm, ok := obj.(*corev1.ConfigMap); ok {
 		old, now := p.states.set(cm)
 		if why := p.verdictsMayChange(old, now); why != "" {
-			p.retryRejected(why, cm.Name)
+			p.retryRejected(why, cm.Name, now)
 		}
 	}
 }

@@ -76,15 +76,47 @@ func (p *Plugin) verdictsMayChange(old, now *published) string {
 }
 
 // retryRejected activates the pods Filter failed, that they are scheduled again now instead
-// of after their backoff or the unschedulable pods' flush.
-func (p *Plugin) retryRejected(why, node string) {
+// of after their backoff or the unschedulable pods' flush: those node's new state may admit
+// (now; nil when the node has none now: every one, the fallback judges them).
+func (p *Plugin) retryRejected(why, node string, now *published) {
 	pods := p.rejected.take()
+	if now != nil {
+		pods = p.mayAdmit(node, now, pods)
+	}
 	if len(pods) == 0 {
 		return
 	}
 	logger := klog.Background().WithValues("plugin", Name)
 	logger.V(4).Info("retrying the pods this plugin failed", "node", node, "why", why, "pods", len(pods))
 	p.activate(logger, pods)
+}
+
+// mayAdmit are the pods of pods that node's new state may admit. A pod it refuses even with
+// the node emptied of every pod (its machine, config and devices cannot hold it: the Filter's
+// UnschedulableAndUnresolvable) waits, still rejected, for another node's change: a scheduling
+// cycle for it would fail on this node as before, and every other node is as it was. So a
+// fleet's churn on nodes that cannot hold a pending pod (a CPU pool's, for a GPU pod) schedules
+// it again no more. Where the state cannot say (unreadable, stale, not replayable, the node not
+// known), every pod may be admitted.
+func (p *Plugin) mayAdmit(node string, now *published, pods map[string]*corev1.Pod) map[string]*corev1.Pod {
+	if len(pods) == 0 || now.err != nil || p.now().Sub(now.readAt) > p.args.MaxAge.Duration || p.nodeOf == nil {
+		return pods
+	}
+	n, err := p.nodeOf(node)
+	if err != nil {
+		return pods
+	}
+	prepared, _ := now.prepare(n)
+	if prepared.Err != nil {
+		return pods
+	}
+	for key, pod := range pods {
+		if alone, err := prepared.AdmitAlone(pod); err == nil && !alone {
+			delete(pods, key)
+			p.rejected.add(pod)
+		}
+	}
+	return pods
 }
 
 // EventsToRegister are the cluster events that may lift this plugin's refusals: a node added,
