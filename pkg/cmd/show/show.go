@@ -89,12 +89,16 @@ func (o *Options) Run(ctx context.Context) error {
 		ro.List = render.NewListWriter[any](o.Out, ro, "")
 	}
 	var err error
+	// A fleet's warnings are said once across the nodes that share them (a release day's
+	// kubelet build on every node upgraded), after the nodes.
+	notes := cmdutil.NewNotes(o.ErrOut)
+	defer notes.Flush()
 	for n, rerr := range o.Read(ctx, o.ErrOut) {
 		if err = rerr; err != nil {
 			break
 		}
 		for _, w := range n.Warnings() {
-			fmt.Fprintf(o.ErrOut, "warning: %s: %s\n", n.Where, w)
+			notes.Addf(n.Node, "warning: %s: %s", n.Where, w)
 		}
 		if n.Err != nil {
 			worst = max(worst, cmdutil.ReportNodeError(o.ErrOut, n))
