@@ -159,10 +159,12 @@ export PATH="$KREW_ROOT/bin:$PATH"
 # ---------------------------------------------------------------------------------------------
 step "kubectl nodestate version (through kubectl plugin discovery)"
 out=$(kubectl nodestate version 2>&1) || die "kubectl nodestate version failed: $out"
-[[ $out == "kubectl-nodestate $version ("* ]] || die "unexpected version line: $out"
-if [[ -n $commit && $out != *"commit $commit,"* ]]; then die "version line lacks commit $commit: $out"; fi
-[[ $out == *"$host_os/$host_arch)" ]] || die "version line lacks $host_os/$host_arch: $out"
-printf 'krew-test:      %s\n' "$out" >&2
+line=${out%%$'\n'*} checked=${out#*$'\n'}
+[[ $line == "kubectl-nodestate $version ("* ]] || die "unexpected version line: $out"
+if [[ -n $commit && $line != *"commit $commit,"* ]]; then die "version line lacks commit $commit: $out"; fi
+[[ $line == *"$host_os/$host_arch)" ]] || die "version line lacks $host_os/$host_arch: $out"
+[[ $checked == "kubelet builds checked: v1."* ]] || die "version names no kubelet build checked: $out"
+printf 'krew-test:      %s\n' "$line" >&2
 json=$(kubectl nodestate version -o json) || die "kubectl nodestate version -o json failed"
 python3 -c 'import json, sys; d = json.loads(sys.argv[1]); assert d["version"] == sys.argv[2], d' "$json" "$version" ||
   die "version -o json is not the expected JSON: $json"

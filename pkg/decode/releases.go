@@ -160,3 +160,13 @@ func (k Kubelet) Unchecked() string {
 	}
 	return ""
 }
+
+// CheckedBuilds are the kubelet builds the tables were checked against, oldest first: each
+// release's (its row holds for its minor's patches), then the pre-releases.
+func CheckedBuilds() []string {
+	var out []string
+	for _, v := range slices.Concat(releases, preReleases) {
+		out = append(out, "v"+v.String())
+	}
+	return out
+}

@@ -99,6 +99,10 @@ func Kinds() []Kind {
 	return out
 }
 
+// KubeletBuildsChecked are the kubelet builds this plugin's rules were checked against, oldest
+// first: another build is judged by the rules of the newest, and says so.
+func KubeletBuildsChecked() []string { return decode.CheckedBuilds() }
+
 // ParseKind is the kind of a file's name on the node ("cpu_manager_state").
 func ParseKind(name string) (Kind, bool) { return decode.ParseKind(name) }
 

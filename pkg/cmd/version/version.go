@@ -1,4 +1,5 @@
-// Package version implements `kubectl nodestate version`: the build stamp of this binary.
+// Package version implements `kubectl nodestate version`: the build stamp of this binary, and
+// the kubelet builds it was checked against.
 package version
 
 import (
@@ -10,6 +11,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/version"
 )
 
@@ -19,7 +21,7 @@ var getInfo = version.Get
 // outputFormats are the accepted values of -o, in the order the help text lists them.
 var outputFormats = []string{"json", "yaml"}
 
-const example = `  # Print the version line
+const example = `  # Print the version line, and the kubelet builds this binary was checked against
   kubectl nodestate version
 
   # Print the build stamp as JSON (or yaml)
@@ -29,7 +31,7 @@ const example = `  # Print the version line
 type Options struct {
 	Output string
 
-	info version.Info
+	info Info
 
 	genericiooptions.IOStreams
 }
@@ -46,7 +48,8 @@ func NewCmdVersion(streams genericiooptions.IOStreams) *cobra.Command {
 		Use:                   "version [-o json|yaml]",
 		DisableFlagsInUseLine: true,
 		Short:                 "Print the version of kubectl-nodestate",
-		Long:                  "Print the version, commit, build date, Go version and platform of this kubectl-nodestate binary.",
+		Long: "Print the version, commit, build date, Go version and platform of this kubectl-nodestate binary, " +
+			"and the kubelet builds its rules were checked against (another build is judged by the rules of the newest, and every command says so).",
 		Example:               example,
 		Args:                  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -67,9 +70,15 @@ func NewCmdVersion(streams genericiooptions.IOStreams) *cobra.Command {
 	return cmd
 }
 
+// Info is what version prints: the build stamp, and the kubelet builds checked.
+type Info struct {
+	version.Info
+	KubeletBuildsChecked []string `json:"kubeletBuildsChecked"`
+}
+
 // Complete reads the build stamp.
 func (o *Options) Complete(_ *cobra.Command, _ []string) error {
-	o.info = getInfo()
+	o.info = Info{Info: getInfo(), KubeletBuildsChecked: nodestate.KubeletBuildsChecked()}
 	return nil
 }
 
@@ -101,7 +110,7 @@ func (o *Options) Run() error {
 		_, err = o.Out.Write(b)
 		return err
 	default:
-		_, err := fmt.Fprintln(o.Out, Line(o.info))
+		_, err := fmt.Fprintf(o.Out, "%s\nkubelet builds checked: %s\n", Line(o.info.Info), strings.Join(o.info.KubeletBuildsChecked, ", "))
 		return err
 	}
 }

@@ -2,12 +2,15 @@ package version
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/decode"
+	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/nodestate"
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/version"
 )
 
@@ -41,8 +44,9 @@ func TestVersionText(t *testing.T) {
 	if err != nil {
 		t.Fatalf("unexpected error: %v", err)
 	}
-	want := "kubectl-nodestate v0.1.0 (commit abc1234, built 2026-11-21T10:00:00Z, go1.26.8 linux/amd64)\n"
-	if out != want {
+	want := "kubectl-nodestate v0.1.0 (commit abc1234, built 2026-11-21T10:00:00Z, go1.26.8 linux/amd64)\n" +
+		"kubelet builds checked: " + strings.Join(nodestate.KubeletBuildsChecked(), ", ") + "\n"
+	if out != want || !strings.Contains(want, decode.HomeKubelet+", ") {
 		t.Errorf("stdout:\n got %q\nwant %q", out, want)
 	}
 	if errOut != "" {
@@ -63,12 +67,12 @@ func TestVersionStructured(t *testing.T) {
 			if err != nil {
 				t.Fatalf("unexpected error: %v", err)
 			}
-			var got version.Info
+			var got Info
 			if err := tc.unmarshal([]byte(out), &got); err != nil {
 				t.Fatalf("output is not %s: %v\n%s", tc.format, err, out)
 			}
-			if got != stamp {
-				t.Errorf("decoded %+v, want %+v", got, stamp)
+			if got.Info != stamp || !slices.Equal(got.KubeletBuildsChecked, nodestate.KubeletBuildsChecked()) || !slices.Contains(got.KubeletBuildsChecked, decode.HomeKubelet) {
+				t.Errorf("decoded %+v, want %+v and the builds checked", got, stamp)
 			}
 			if !strings.Contains(out, "goVersion") {
 				t.Errorf("field names must be the json tags (goVersion), got:\n%s", out)
