@@ -50,8 +50,8 @@ func NewCmdVersion(streams genericiooptions.IOStreams) *cobra.Command {
 		Short:                 "Print the version of kubectl-nodestate",
 		Long: "Print the version, commit, build date, Go version and platform of this kubectl-nodestate binary, " +
 			"and the kubelet builds its rules were checked against (another build is judged by the rules of the newest, and every command says so).",
-		Example:               example,
-		Args:                  cobra.NoArgs,
+		Example: example,
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Complete(cmd, args); err != nil {
 				return err
