@@ -21,6 +21,9 @@ var getInfo = version.Get
 // outputFormats are the accepted values of -o, in the order the help text lists them.
 var outputFormats = []string{"json", "yaml"}
 
+const long = "Print the version, commit, build date, Go version and platform of this kubectl-nodestate binary, " +
+	"and the kubelet builds its rules were checked against (another build is judged by the rules of the newest, and every command says so)."
+
 const example = `  # Print the version line, and the kubelet builds this binary was checked against
   kubectl nodestate version
 
@@ -48,10 +51,9 @@ func NewCmdVersion(streams genericiooptions.IOStreams) *cobra.Command {
 		Use:                   "version [-o json|yaml]",
 		DisableFlagsInUseLine: true,
 		Short:                 "Print the version of kubectl-nodestate",
-		Long: "Print the version, commit, build date, Go version and platform of this kubectl-nodestate binary, " +
-			"and the kubelet builds its rules were checked against (another build is judged by the rules of the newest, and every command says so).",
-		Example: example,
-		Args:    cobra.NoArgs,
+		Long:                  long,
+		Example:               example,
+		Args:                  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Complete(cmd, args); err != nil {
 				return err
