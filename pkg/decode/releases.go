@@ -135,26 +135,32 @@ func (k Kubelet) Unchecked() string {
 	if slices.ContainsFunc(releases, sameMinor) {
 		return ""
 	}
-	var minorsBuild *version.Version // the newest pre-release of v's minor
+	// Of v's minor's pre-releases checked: the nearest before v, and the first.
+	var before, first *version.Version
 	newest := releases[len(releases)-1]
 	for _, p := range preReleases {
 		if p.EqualTo(v) {
 			return ""
 		}
-		if sameMinor(p) && (minorsBuild == nil || p.GreaterThan(minorsBuild)) {
-			minorsBuild = p
+		if sameMinor(p) {
+			if p.LessThan(v) && (before == nil || p.GreaterThan(before)) {
+				before = p
+			}
+			if first == nil || p.LessThan(first) {
+				first = p
+			}
 		}
 		if p.GreaterThan(newest) {
 			newest = p
 		}
 	}
 	switch {
-	case minorsBuild != nil && v.GreaterThan(minorsBuild):
-		return fmt.Sprintf("kubelet v%s is not a build this plugin was checked against: judged by the rules of v%s, the newest %d.%d build checked",
-			v, minorsBuild, v.Major(), v.Minor())
-	case minorsBuild != nil:
-		return fmt.Sprintf("kubelet v%s is an earlier %d.%d build than v%s, the one this plugin was checked against: judged by the rules its tables hold for it",
-			v, v.Major(), v.Minor(), minorsBuild)
+	case before != nil:
+		return fmt.Sprintf("kubelet v%s is not a build this plugin was checked against: judged by the rules of v%s, the nearest earlier %d.%d build checked",
+			v, before, v.Major(), v.Minor())
+	case first != nil:
+		return fmt.Sprintf("kubelet v%s is an earlier %d.%d build than v%s, the first this plugin was checked against: judged by the rules its tables hold for it",
+			v, v.Major(), v.Minor(), first)
 	case v.GreaterThan(newest):
 		return fmt.Sprintf("kubelet v%s is newer than every build this plugin was checked against: judged by the rules of the newest, v%s", v, newest)
 	}
