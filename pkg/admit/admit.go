@@ -98,6 +98,9 @@ const (
 // Result is the admission of every pod, or why there is none.
 type Result struct {
 	Kubelet string `json:"kubelet"`
+	// KubeletUnchecked says whose rules replayed a kubelet build no vector was made by
+	// (decode.Kubelet.Unchecked; empty for a build checked).
+	KubeletUnchecked string `json:"kubeletUnchecked,omitempty"`
 	// KubeletStart is the start prediction; when it does not start there are no admissions.
 	KubeletStart replay.Prediction `json:"kubeletStart"`
 	// AllocatableCPUs is the CPU manager's GetAllocatableCPUs (empty for policy none).
@@ -229,7 +232,7 @@ func begin(in Input, keepStates bool, once *Prepared) (*admitting, error) {
 		res.Replayed, res.NotReplayed = []string{ProviderDevices, ProviderCPU, ProviderMemory}, []string{ProviderDRA}
 	}
 	if in.Kubelet.Version != nil {
-		res.Kubelet = in.Kubelet.String()
+		res.Kubelet, res.KubeletUnchecked = in.Kubelet.String(), in.Kubelet.Unchecked()
 	}
 	if in.Restart != nil && in.Devices != nil {
 		run.deferred = in.Restart.deferred(in.Devices)

@@ -126,14 +126,14 @@ func (k Kubelet) Unchecked() string {
 	if k.Version == nil {
 		return ""
 	}
+	sameMinor := func(o *version.Version) bool { return o.Major() == k.Version.Major() && o.Minor() == k.Version.Minor() }
+	if slices.ContainsFunc(releases, sameMinor) { // every admission replay asks: no parse
+		return ""
+	}
 	// A release parsed as generic orders equal to its pre-releases; as semantic, after them.
 	v, err := version.ParseSemantic(k.Version.String())
 	if err != nil {
 		v = k.Version
-	}
-	sameMinor := func(o *version.Version) bool { return o.Major() == v.Major() && o.Minor() == v.Minor() }
-	if slices.ContainsFunc(releases, sameMinor) {
-		return ""
 	}
 	// Of v's minor's pre-releases checked: the nearest before v, and the first.
 	var before, first *version.Version

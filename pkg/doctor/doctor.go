@@ -75,6 +75,9 @@ type KubeletStart struct {
 	replay.Prediction
 	// Kubelet is the version predicted for.
 	Kubelet string `json:"kubelet,omitempty"`
+	// Unchecked says whose rules predicted for a kubelet build no vector was made by
+	// (decode.Kubelet.Unchecked; empty for a build checked).
+	Unchecked string `json:"unchecked,omitempty"`
 	// Fix is how to make it start, when it does not.
 	Fix *Fix `json:"fix,omitempty"`
 }
@@ -134,7 +137,7 @@ func Diagnose(in Input) Result {
 	if in.Kubelet == nil || in.Kubelet.Version == nil {
 		missing = append(missing, "the kubelet version (--kubelet-version)")
 	} else {
-		res.KubeletStart.Kubelet = in.Kubelet.String()
+		res.KubeletStart.Kubelet, res.KubeletStart.Unchecked = in.Kubelet.String(), in.Kubelet.Unchecked()
 	}
 	if len(missing) > 0 {
 		res.Skipped = append(res.Skipped, "start prediction: needs "+text.JoinAnd(missing))

@@ -32,6 +32,16 @@ func TestAdmitUncheckedKubelet(t *testing.T) {
 	if _, stderr, _ := cmdtest.Run(t, offline("-f", filepath.Join(example, "pod-db.yaml"))...); strings.Contains(stderr, "warning") {
 		t.Errorf("v1.37.1 is checked: %q", stderr)
 	}
+	// -o json says it too, for the build checked not at all.
+	for version, want := range map[string]string{"v1.99.0": "kubelet v1.99.0 is newer than every build", "v1.37.1": ""} {
+		out, _, _ := cmdtest.Run(t, append(offline("-f", filepath.Join(example, "pod-db.yaml"), "-o", "json"), "--kubelet-version", version)...)
+		var got struct {
+			KubeletUnchecked *string `json:"kubeletUnchecked"`
+		}
+		if err := json.Unmarshal([]byte(out), &got); err != nil || (want == "") != (got.KubeletUnchecked == nil) || want != "" && !strings.HasPrefix(*got.KubeletUnchecked, want) {
+			t.Errorf("%s -o json: %v, kubeletUnchecked %v, want %q", version, err, got.KubeletUnchecked, want)
+		}
+	}
 }
 
 // The JSON contract: "admissions" in -f order, each with pod, admitted, reason, message and

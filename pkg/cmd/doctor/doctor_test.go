@@ -198,12 +198,26 @@ func TestRecordedKubeletVersion(t *testing.T) {
 	}
 	var res struct {
 		KubeletStart struct {
-			Kubelet string `json:"kubelet"`
-			Starts  bool   `json:"starts"`
+			Kubelet   string `json:"kubelet"`
+			Starts    bool   `json:"starts"`
+			Unchecked string `json:"unchecked"`
 		} `json:"kubeletStart"`
 	}
-	if err := json.Unmarshal([]byte(out), &res); err != nil || res.KubeletStart.Kubelet != "v1.34.10" || !res.KubeletStart.Starts {
+	if err := json.Unmarshal([]byte(out), &res); err != nil || res.KubeletStart.Kubelet != "v1.34.10" || !res.KubeletStart.Starts || res.KubeletStart.Unchecked != "" {
 		t.Errorf("%v: %s", err, out)
+	}
+	// A recorded build no vector was made by is predicted for by the newest rules, and says so.
+	if err := os.WriteFile(filepath.Join(tmp, "node.json"), []byte(`{"schema":"kubectl-nodestate/node/v1","node":"worker-1","kubeletVersion":"v1.99.0"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, _ = cmdtest.Run(t, "doctor", "--from-dir", tmp, "-o", "json")
+	const unchecked = "kubelet v1.99.0 is newer than every build this plugin was checked against"
+	res.KubeletStart.Unchecked = ""
+	if err := json.Unmarshal([]byte(out), &res); err != nil || !strings.HasPrefix(res.KubeletStart.Unchecked, unchecked) || !strings.Contains(errOut, "warning: "+tmp+": "+unchecked) {
+		t.Errorf("v1.99.0: %v: stderr %q\n%s", err, errOut, out)
+	}
+	if err := os.WriteFile(filepath.Join(tmp, "node.json"), []byte(`{"schema":"kubectl-nodestate/node/v1","node":"worker-1","kubeletVersion":"v1.34.10"}`), 0o600); err != nil {
+		t.Fatal(err)
 	}
 	// --kubelet-version still asks about another release, and no record is claimed.
 	out, errOut, _ = cmdtest.Run(t, "doctor", "--from-dir", tmp, "--kubelet-version", decode.HomeKubelet, "-o", "json")
