@@ -3,6 +3,7 @@ module github.com/kubectl-nodestate/kubectl-nodestate/scheduler
 go 1.26.8
 
 require (
+	github.com/go-logr/logr v1.4.3
 	github.com/k8stopologyawareschedwg/noderesourcetopology-api v0.1.2
 	github.com/kubectl-nodestate/kubectl-nodestate v0.0.0-00010101000000-000000000000
 	k8s.io/api v0.37.2
@@ -36,7 +37,6 @@ require (
 	github.com/fsnotify/fsnotify v1.9.0 // indirect
 	github.com/fxamacker/cbor/v2 v2.9.1 // indirect
 	github.com/go-json-experiment/json v1.27.2 // indirect
-	github.com/go-logr/logr v1.4.3 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/go-logr/zapr v1.3.0 // indirect
 	github.com/go-openapi/jsonpointer v1.0.0 // indirect

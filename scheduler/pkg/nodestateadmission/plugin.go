@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -42,6 +43,9 @@ type Plugin struct {
 	activate func(klog.Logger, map[string]*corev1.Pod)
 	// nodeOf is a Node object from the scheduler's informer (nil: none known).
 	nodeOf func(name string) (*corev1.Node, error)
+	// kubeletsSeen are the nodes' kubelet versions met, to log once which of them are builds the
+	// rules were not checked against (sayUnchecked).
+	kubeletsSeen sync.Map
 	// topologyMatch is the upstream NodeResourceTopologyMatch when it is the fallback, else nil.
 	topologyMatch topologyMatch
 	now           func() time.Time
@@ -244,6 +248,7 @@ func (p *Plugin) filter(ctx context.Context, state fwk.CycleState, pod *corev1.P
 			age.Round(time.Second), st.readAt.UTC().Format(time.RFC3339), p.args.MaxAge.Duration))
 	}
 	prepared, reported := st.prepare(node)
+	p.sayUnchecked(ctx, node)
 	if prepared.Err != nil {
 		return p.fallback(ctx, state, pod, nodeInfo, fmt.Sprintf("published state cannot be replayed: %v", prepared.Err))
 	}
@@ -273,6 +278,21 @@ func (p *Plugin) filter(ctx context.Context, state fwk.CycleState, pod *corev1.P
 		code = fwk.UnschedulableAndUnresolvable
 	}
 	return fwk.NewStatus(code, refusal(a, len(reserved), len(nominated)))
+}
+
+// sayUnchecked logs, once per kubelet version, that the nodes running a build the rules were
+// not checked against (a release day's, until a plugin release names it) are judged by the
+// rules of the nearest earlier build checked: the scheduler's answers for them rest on that.
+func (p *Plugin) sayUnchecked(ctx context.Context, node *corev1.Node) {
+	version := node.Status.NodeInfo.KubeletVersion
+	if _, seen := p.kubeletsSeen.LoadOrStore(version, true); seen {
+		return
+	}
+	if k, err := nodestate.ParseKubelet(version, nil); err == nil {
+		if why := k.Unchecked(); why != "" {
+			klog.FromContext(ctx).Info("judging nodes of a kubelet build not checked", "plugin", Name, "node", node.Name, "kubeletVersion", version, "why", why)
+		}
+	}
 }
 
 // nominatedPods are the pods preemption nominated to the node that the scheduler added to

@@ -1,19 +1,22 @@
 package nodestateadmission
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/internal/publishedtest"
@@ -321,4 +324,21 @@ func TestConcurrentFilterReserveAndUpdates(t *testing.T) {
 		}
 	})
 	wg.Wait()
+}
+
+// A node on a kubelet build the rules were not checked against (a release day's) is logged once
+// per version, with whose rules judge it; a build checked is not.
+func TestSayUnchecked(t *testing.T) {
+	var lines []string
+	ctx := klog.NewContext(context.Background(), funcr.New(func(prefix, args string) { lines = append(lines, args) }, funcr.Options{}))
+	p := newPlugin(Args{})
+	node := func(name, version string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.NodeStatus{NodeInfo: corev1.NodeSystemInfo{KubeletVersion: version}}}
+	}
+	for _, n := range []*corev1.Node{node("a", "v1.99.0"), node("b", "v1.99.0"), node("c", "v1.37.1")} {
+		p.sayUnchecked(ctx, n)
+	}
+	if len(lines) != 1 || !strings.Contains(lines[0], `"node"="a"`) || !strings.Contains(lines[0], "kubelet v1.99.0 is newer than every build this plugin was checked against") {
+		t.Errorf("logged %q", lines)
+	}
 }
