@@ -40,8 +40,10 @@ func TestUnchecked(t *testing.T) {
 		// before the first, by the rules the tables hold for it.
 		ga := fmt.Sprintf("v%d.%d.0", p.Major(), p.Minor())
 		last := i == len(preReleases)-1 || preReleases[i+1].Minor() != p.Minor()
-		if got, want := unchecked(ga), fmt.Sprintf("kubelet %s is not a build this plugin was checked against: judged by the rules of v%s, the nearest earlier", ga, p); last && !strings.HasPrefix(got, want) {
-			t.Errorf("%s: got %q, want %q...", ga, got, want)
+		for _, build := range []string{ga, ga + "-eks-1234", ga + "+k3s1"} { // a vendor's build is the release's
+			if got, want := unchecked(build), fmt.Sprintf("kubelet %s is not a build this plugin was checked against: judged by the rules of v%s, the nearest earlier", ga, p); last && !strings.HasPrefix(got, want) {
+				t.Errorf("%s: got %q, want %q...", build, got, want)
+			}
 		}
 		alpha := fmt.Sprintf("v%d.%d.0-alpha.0", p.Major(), p.Minor())
 		firstOfMinor := i == 0 || preReleases[i-1].Minor() != p.Minor()
