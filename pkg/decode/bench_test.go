@@ -138,3 +138,30 @@ func BenchmarkVerifyByKubelet(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkUnchecked is what every admission replay pays to name a kubelet build not checked
+// (admit.Result.KubeletUnchecked): a release's minor, answered without parsing, beside a build
+// of a minor known only from pre-releases and one of a minor newer than every build:
+//
+//	go test ./pkg/decode -run '^$' -bench Unchecked -benchmem
+func BenchmarkUnchecked(b *testing.B) {
+	cases := []struct{ name, build string }{{"release-minor", HomeKubelet}, {"newer-minor", "v1.99.0"}}
+	if n := len(preReleases); n > 0 { // the GA of the newest's minor is not checked yet
+		cases = append(cases, struct{ name, build string }{"pre-release-minor", fmt.Sprintf("v%d.%d.0", preReleases[n-1].Major(), preReleases[n-1].Minor())})
+	}
+	for _, tc := range cases {
+		k, err := ParseKubelet(tc.build, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if (k.Unchecked() == "") != (tc.name == "release-minor") {
+			b.Fatalf("%s: %q", tc.build, k.Unchecked())
+		}
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = k.Unchecked()
+			}
+		})
+	}
+}
