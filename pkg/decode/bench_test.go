@@ -141,7 +141,8 @@ func BenchmarkVerifyByKubelet(b *testing.B) {
 
 // BenchmarkUnchecked is what every admission replay pays to name a kubelet build not checked
 // (admit.Result.KubeletUnchecked): a release's minor, answered without parsing, beside a build
-// of a minor known only from pre-releases and one of a minor newer than every build:
+// of a minor known only from pre-releases and one of a minor newer than every build, answered
+// from what the build was told before:
 //
 //	go test ./pkg/decode -run '^$' -bench Unchecked -benchmem
 func BenchmarkUnchecked(b *testing.B) {

@@ -3,6 +3,8 @@ package decode
 import (
 	"fmt"
 	"slices"
+	"sync"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/util/version"
 )
@@ -130,10 +132,39 @@ func (k Kubelet) Unchecked() string {
 	if slices.ContainsFunc(releases, sameMinor) { // every admission replay asks: no parse
 		return ""
 	}
+	// Every admission replay asks: a build seen is answered from what it was told.
+	key := buildKey{k.Version.Major(), k.Version.Minor(), k.Version.Patch(), k.Version.PreRelease()}
+	if said, ok := uncheckedSaid.Load(key); ok {
+		return said.(string)
+	}
+	said := unchecked(k.Version, sameMinor)
+	if uncheckedKept.Add(1) <= maxUncheckedKept {
+		uncheckedSaid.Store(key, said)
+	}
+	return said
+}
+
+// uncheckedSaid are Unchecked's answers by build: few builds run in a fleet, and a node that
+// reports a new version at every heartbeat (its status is its own) fills no more than
+// maxUncheckedKept of them.
+var (
+	uncheckedSaid sync.Map
+	uncheckedKept atomic.Int64
+)
+
+const maxUncheckedKept = 256
+
+// buildKey is a kubelet build, comparable without formatting it.
+type buildKey struct {
+	major, minor, patch uint
+	pre                 string
+}
+
+func unchecked(parsed *version.Version, sameMinor func(*version.Version) bool) string {
 	// A release parsed as generic orders equal to its pre-releases; as semantic, after them.
-	v, err := version.ParseSemantic(k.Version.String())
+	v, err := version.ParseSemantic(parsed.String())
 	if err != nil {
-		v = k.Version
+		v = parsed
 	}
 	// Of v's minor's pre-releases checked: the nearest before v, and the first.
 	var before, first *version.Version
