@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -45,7 +46,8 @@ type Plugin struct {
 	nodeOf func(name string) (*corev1.Node, error)
 	// kubeletsSeen are the nodes' kubelet versions met, to log once which of them are builds the
 	// rules were not checked against (sayUnchecked).
-	kubeletsSeen sync.Map
+	kubeletsSeen      sync.Map
+	kubeletsSeenCount atomic.Int64
 	// topologyMatch is the upstream NodeResourceTopologyMatch when it is the fallback, else nil.
 	topologyMatch topologyMatch
 	now           func() time.Time
@@ -280,14 +282,22 @@ func (p *Plugin) filter(ctx context.Context, state fwk.CycleState, pod *corev1.P
 	return fwk.NewStatus(code, refusal(a, len(reserved), len(nominated)))
 }
 
+// maxKubeletsSeen bounds the kubelet versions remembered: a node's status is its own, and one
+// that reports a new version at every update fills no more than this.
+const maxKubeletsSeen = 256
+
 // sayUnchecked logs, once per kubelet version, that the nodes running a build the rules were
 // not checked against (a release day's, until a plugin release names it) are judged by the
 // rules of the nearest earlier build checked: the scheduler's answers for them rest on that.
 func (p *Plugin) sayUnchecked(ctx context.Context, node *corev1.Node) {
 	version := node.Status.NodeInfo.KubeletVersion
+	if _, seen := p.kubeletsSeen.Load(version); seen || p.kubeletsSeenCount.Load() >= maxKubeletsSeen {
+		return
+	}
 	if _, seen := p.kubeletsSeen.LoadOrStore(version, true); seen {
 		return
 	}
+	p.kubeletsSeenCount.Add(1)
 	if k, err := nodestate.ParseKubelet(version, nil); err == nil {
 		if why := k.Unchecked(); why != "" {
 			klog.FromContext(ctx).Info("judging nodes of a kubelet build not checked", "plugin", Name, "node", node.Name, "kubeletVersion", version, "why", why)
