@@ -208,16 +208,6 @@ func judgeNode(ctx context.Context, res *NodeResult, cgroupRoot string, versionE
 			judgeCheckpoints(&cr, res)
 		case CheckRestart:
 			judgeRestart(&cr, res, versionErr, configErr)
-		}
-		switch c {
-		case CheckCheckpoints, CheckRestart:
-			// Their answers are the release's rules: a build none was checked on says so,
-			// briefly (a condition's message is one short line).
-			if kubelet != "" {
-				if cr.Unchecked = res.Judged.Kubelet.Unchecked(); cr.Unchecked != "" {
-					cr.Summary += UncheckedMark
-				}
-			}
 		case CheckCgroups:
 			judgeFindings(&cr, res, func() string {
 				switch n := res.Cgroups; {
@@ -244,6 +234,13 @@ func judgeNode(ctx context.Context, res *NodeResult, cgroupRoot string, versionE
 			})
 		default:
 			return nil, fmt.Errorf("no node check %q (checks: %s)", c, checkNames())
+		}
+		// Their answers are the release's rules: a build none was checked on says so, briefly
+		// (a condition's message is one short line).
+		if (c == CheckCheckpoints || c == CheckRestart) && kubelet != "" {
+			if cr.Unchecked = res.Judged.Kubelet.Unchecked(); cr.Unchecked != "" {
+				cr.Summary += UncheckedMark
+			}
 		}
 		out = append(out, cr)
 	}

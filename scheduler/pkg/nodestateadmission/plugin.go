@@ -238,22 +238,11 @@ func (p *Plugin) filter(ctx context.Context, state fwk.CycleState, pod *corev1.P
 	if node == nil {
 		return fwk.NewStatus(fwk.Error, "node not found")
 	}
-	st := p.states.get(node.Name)
-	switch {
-	case st == nil:
-		return p.fallback(ctx, state, pod, nodeInfo, fmt.Sprintf("no published state (ConfigMap %s/%s)", p.args.Namespace, node.Name))
-	case st.err != nil:
-		return p.fallback(ctx, state, pod, nodeInfo, fmt.Sprintf("published state not readable: %v", st.err))
+	prepared, reported, cannot := p.judging(node, p.states.get(node.Name))
+	if cannot != "" {
+		return p.fallback(ctx, state, pod, nodeInfo, cannot)
 	}
-	if age := p.now().Sub(st.readAt); age > p.args.MaxAge.Duration {
-		return p.fallback(ctx, state, pod, nodeInfo, fmt.Sprintf("published state stale: read %s ago (%s), over maxAge %s",
-			age.Round(time.Second), st.readAt.UTC().Format(time.RFC3339), p.args.MaxAge.Duration))
-	}
-	prepared, reported := st.prepare(node)
 	p.sayUnchecked(ctx, node)
-	if prepared.Err != nil {
-		return p.fallback(ctx, state, pod, nodeInfo, fmt.Sprintf("published state cannot be replayed: %v", prepared.Err))
-	}
 	reserved := p.reserved.unreported(node.Name, reported, pod.UID)
 	nominated := nominatedPods(nodeInfo, pod, reserved)
 	before := append(reserved, nominated...)
@@ -280,6 +269,27 @@ func (p *Plugin) filter(ctx context.Context, state fwk.CycleState, pod *corev1.P
 		code = fwk.UnschedulableAndUnresolvable
 	}
 	return fwk.NewStatus(code, refusal(a, len(reserved), len(nominated)))
+}
+
+// judging is node's published state (st, nil if none) prepared for the replay, and the pods it
+// reports; or, when it cannot judge, why (the fallback's reason): none, unreadable, stale, or
+// not replayable.
+func (p *Plugin) judging(node *corev1.Node, st *published) (*nodestate.PublishedNode, nodestate.ReportedPods, string) {
+	switch {
+	case st == nil:
+		return nil, nodestate.ReportedPods{}, fmt.Sprintf("no published state (ConfigMap %s/%s)", p.args.Namespace, node.Name)
+	case st.err != nil:
+		return nil, nodestate.ReportedPods{}, fmt.Sprintf("published state not readable: %v", st.err)
+	}
+	if age := p.now().Sub(st.readAt); age > p.args.MaxAge.Duration {
+		return nil, nodestate.ReportedPods{}, fmt.Sprintf("published state stale: read %s ago (%s), over maxAge %s",
+			age.Round(time.Second), st.readAt.UTC().Format(time.RFC3339), p.args.MaxAge.Duration)
+	}
+	prepared, reported := st.prepare(node)
+	if prepared.Err != nil {
+		return nil, nodestate.ReportedPods{}, fmt.Sprintf("published state cannot be replayed: %v", prepared.Err)
+	}
+	return prepared, reported, ""
 }
 
 // maxKubeletsSeen bounds the kubelet versions remembered: a node's status is its own, and one

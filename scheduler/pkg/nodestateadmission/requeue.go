@@ -97,17 +97,17 @@ func (p *Plugin) retryRejected(why, node string, now *published) {
 // cycle for it would fail on this node as before, and every other node is as it was. So a
 // fleet's churn on nodes that cannot hold a pending pod (a CPU pool's, for a GPU pod) schedules
 // it again no more. Where the state cannot say (unreadable, stale, not replayable, the node not
-// known), every pod may be admitted.
+// known: the Filter's fallback judges), every pod may be admitted.
 func (p *Plugin) mayAdmit(node string, now *published, pods map[string]*corev1.Pod) map[string]*corev1.Pod {
-	if len(pods) == 0 || now.err != nil || p.now().Sub(now.readAt) > p.args.MaxAge.Duration || p.nodeOf == nil {
+	if len(pods) == 0 || p.nodeOf == nil {
 		return pods
 	}
 	n, err := p.nodeOf(node)
 	if err != nil {
 		return pods
 	}
-	prepared, _ := now.prepare(n)
-	if prepared.Err != nil {
+	prepared, _, cannot := p.judging(n, now)
+	if cannot != "" {
 		return pods
 	}
 	for key, pod := range pods {
