@@ -349,3 +349,30 @@ func runPublisher(t *testing.T, root string, debounce time.Duration) (p *Publish
 		return <-done
 	}
 }
+
+// Without a memory manager's state a zone's memory is the machine's, all of it available, and
+// its hugepages are named as the kubelet names their resources (the quantity of one page).
+func TestNodeResourceTopologyMemoryWithoutState(t *testing.T) {
+	node := machine.NUMANode{ID: 1, Memory: 64 << 30, HugePages: []machine.HugePage{
+		{PageSizeKiB: 64, NumPages: 8},        // arm64's 64 KiB pages
+		{PageSizeKiB: 2048, NumPages: 512},    // 1 GiB of 2 MiB pages
+		{PageSizeKiB: 1 << 20, NumPages: 0},   // a size with no pages: not a resource here
+		{PageSizeKiB: 16 << 20, NumPages: 2},  // 16 GiB pages (POWER)
+		{PageSizeKiB: 3 << 10, NumPages: 100}, // not a power of two: still a whole Mi
+	}}
+	got := map[string]string{}
+	for _, r := range memoryResources(node, nil) {
+		res := r.(map[string]any)
+		got[res["name"].(string)] = res["capacity"].(string) + " " + res["allocatable"].(string) + " " + res["available"].(string)
+	}
+	want := map[string]string{
+		"memory":         "68719476736 68719476736 68719476736",
+		"hugepages-64Ki": "524288 524288 524288",
+		"hugepages-2Mi":  "1073741824 1073741824 1073741824",
+		"hugepages-16Gi": "34359738368 34359738368 34359738368",
+		"hugepages-3Mi":  "314572800 314572800 314572800",
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("resources %v, want %v", got, want)
+	}
+}
