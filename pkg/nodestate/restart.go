@@ -68,8 +68,9 @@ func (r *Runner) restartOutlook(n *NodeResult, mi managerInputs, skip, note func
 		return nil // the start was not predicted either; its notes say why
 	}
 	ix := n.Snapshot.Pods
-	if n.Node == "" || ix == nil || len(ix.Pods) == 0 {
-		// Offline, or node-local (the runtime's containers, no pod specs): the files' pods.
+	if n.Node == "" || ix == nil || ix.Unlisted || len(ix.Pods) == 0 {
+		// Offline, node-local (the runtime's containers, no pod specs), or the node's pods
+		// not listed: the files' pods.
 		return r.restartOutlookFromFiles(n, mi, skip, note)
 	}
 	pods := slices.Clone(ix.Running)
@@ -195,6 +196,8 @@ func (r *Runner) restartOutlookFromFiles(n *NodeResult, mi managerInputs, skip, 
 	switch {
 	case runtimeKnown || recorded != nil:
 		restarts = append(restarts, admit.Restart{Kind: admit.RestartKubelet, Running: running, Exited: exited, Register: never})
+	case n.Snapshot.Pods != nil && n.Snapshot.Pods.Unlisted:
+		skip("the restart outlook (%s): the node's pods could not be listed, so which of their containers run is not known (allow listing pods, see the warning)", CheckIfKubeletRestart)
 	case n.Snapshot.Pods != nil:
 		skip("the restart outlook (%s): no container runtime's state was found on the node", CheckIfKubeletRestart)
 	default:

@@ -2,6 +2,7 @@ package nodestate
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,10 +10,13 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/pkg/admit"
 )
@@ -107,4 +111,37 @@ func gpuRestartNode(t *testing.T) ([]byte, *corev1.Node) {
 		Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
 		Capacity:   counts, Allocatable: counts,
 	}}
+}
+
+// A live node whose pods could not be listed (LIST forbidden) has its outlook from its files,
+// and the kubelet restart's is skipped for what it lacks: the pods' running containers, which
+// the API server would have given, not a runtime's state.
+func TestDoctorRestartOutlookLivePodsUnlisted(t *testing.T) {
+	dc, _ := admitNode(t)
+	cp, node := gpuRestartNode(t)
+	exec := fakeNodeExec(map[string][]byte{"device-plugins/kubelet_internal_checkpoint": cp}, nil)
+	client := runningPodsClient(node)
+	client.PrependReactor("list", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(corev1.Resource("pods"), "", errors.New("RBAC"))
+	})
+	r, err := New(context.Background(), Config{AllNodes: true, Client: client, RESTConfig: &rest.Config{}, Exec: exec, Engines: Engines{Doctor: dc}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := only(t, r)
+	if res.Doctor == nil || !res.Doctor.KubeletStart.Starts {
+		t.Fatalf("doctor: %+v", res.Doctor)
+	}
+	if len(res.Doctor.Restart) != 1 || res.Doctor.Restart[0].Kind != admit.RestartReboot || !res.Doctor.Restart[0].FromFiles {
+		t.Errorf("outlook %+v, want the reboot's from the files", res.Doctor.Restart)
+	}
+	var skipped []string
+	for _, s := range res.Doctor.Result.Skipped {
+		if strings.Contains(s, CheckIfKubeletRestart) {
+			skipped = append(skipped, s)
+		}
+	}
+	if len(skipped) != 1 || !strings.Contains(skipped[0], "the node's pods could not be listed") || strings.Contains(skipped[0], "runtime") {
+		t.Errorf("skipped %q, want the kubelet restart's outlook skipped for the failed pod list", skipped)
+	}
 }
