@@ -97,6 +97,68 @@ func TestPublishedFleet(t *testing.T) {
 	}
 }
 
+// The published states come in pages (the API server's, --chunk-size as kubectl's): every page
+// is judged, and every node that published none is said, each.
+func TestPublishedFleetPages(t *testing.T) {
+	now := time.Date(2026, 11, 29, 6, 0, 0, 0, time.UTC)
+	published := []string{"a", "b", "c"}
+	var objs []runtime.Object
+	var states []*corev1.ConfigMap
+	for _, name := range published {
+		s := admitNodeState(t, name)
+		s.ReadAt = now.Add(-time.Minute)
+		states = append(states, publishedConfigMap(t, s))
+	}
+	for _, name := range append([]string{"none-1", "none-2", "none-3"}, published...) {
+		objs = append(objs, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.NodeStatus{
+			NodeInfo:   corev1.NodeSystemInfo{KubeletVersion: "v1.37.1", OperatingSystem: "linux"},
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}})
+	}
+	client := fake.NewClientset(objs...)
+	var continues []string
+	// One state a page, the next named by its index.
+	client.PrependReactor("list", "configmaps", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		opts := a.(clienttesting.ListActionImpl).GetListOptions()
+		continues = append(continues, opts.Continue)
+		i := 0
+		if opts.Continue != "" {
+			i = int(opts.Continue[0] - '0')
+		}
+		page := &corev1.ConfigMapList{Items: []corev1.ConfigMap{*states[i]}}
+		if i+1 < len(states) {
+			page.Continue = string(rune('0' + i + 1))
+		}
+		return true, page, nil
+	})
+	db := guaranteedPod("db", "", "6", "4Gi")
+	db.Status = corev1.PodStatus{}
+	r, err := New(t.Context(), Config{AllNodes: true, Client: client, Published: &PublishedRead{Now: now}, Engines: Engines{Admit: &AdmitConfig{Pods: []*corev1.Pod{db}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	admitted, missing := []string{}, []string{}
+	for res, err := range r.Results(t.Context()) {
+		switch {
+		case err != nil:
+			t.Fatal(err)
+		case errors.Is(res.Err, ErrNoPublishedState):
+			missing = append(missing, res.Node)
+		case res.Err == nil && res.Admit != nil && len(res.Admit.Admissions) == 1 && res.Admit.Admissions[0].Admitted:
+			admitted = append(admitted, res.Node)
+		default:
+			t.Errorf("%s: %v %+v", res.Node, res.Err, res.Admit)
+		}
+	}
+	slices.Sort(admitted)
+	slices.Sort(missing)
+	if !slices.Equal(admitted, published) || !slices.Equal(missing, []string{"none-1", "none-2", "none-3"}) {
+		t.Errorf("admitted on %q, no state said for %q", admitted, missing)
+	}
+	if want := []string{"", "1", "2"}; !slices.Equal(continues, want) {
+		t.Errorf("pages asked %q, want %q", continues, want)
+	}
+}
+
 // A fleet read starts the kubelet once for the nodes whose start reads the same (the same
 // files, machine, config and kubelet), and each node's answer is the one its own start gives:
 // two nodes publishing admit-node's state share a start, a third with other checkpoints
