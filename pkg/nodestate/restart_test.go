@@ -96,6 +96,33 @@ func TestRestartOutlookFindingIfRegistered(t *testing.T) {
 	}
 }
 
+// An outlook with no pod at risk counts the pods that come back: those judged, not those whose
+// devices (live) or files (rebuilt) did not tell, which it names apart.
+func TestRestartOutlookFindingComesBack(t *testing.T) {
+	for _, tt := range []struct {
+		o    RestartOutlook
+		want string
+	}{
+		{RestartOutlook{Kind: admit.RestartKubelet, Pods: 3, NotJudged: []string{"ml/x"}},
+			"if the kubelet restarts (the containers running now stay running; device plugins not yet registered): all 2 pods come back; not judged (devices not known): ml/x"},
+		{RestartOutlook{Kind: admit.RestartReboot, Pods: 2, NotJudged: []string{"pod u1 (gone)"}, FromFiles: true},
+			"if this node reboots (no container running; device plugins not yet registered): its 1 pod comes back; not judged (the files do not tell): pod u1 (gone) [pods rebuilt from the node's files]"},
+		{RestartOutlook{Kind: admit.RestartReboot, FromFiles: true},
+			"if this node reboots (no container running; device plugins not yet registered): no pod in the node's files holds devices, exclusive CPUs or memory blocks: none for the resource managers to refuse [pods rebuilt from the node's files]"},
+	} {
+		if f := tt.o.Finding(); f.Severity != "info" || f.Message != tt.want || f.Fix != "" {
+			t.Errorf("%+v: %s %q (fix %q)\nwant info %q", tt.o, f.Severity, f.Message, f.Fix, tt.want)
+		}
+	}
+	// A pod whose owner the files do not name may be bare: the fix says to drain first.
+	o := RestartOutlook{Kind: admit.RestartReboot, Pods: 1, FromFiles: true, AtRisk: []PodAtRisk{{Pod: "pod u2", WaitsOn: []string{"nvidia.com/gpu"},
+		Reason: "UnexpectedAdmissionError", Message: "no healthy devices", OwnerNotKnown: true}}}
+	if f := o.Finding(); f.Severity != "warning" || !strings.Contains(f.Message, ": 1 of 1 pods refused: pod u2 waits on nvidia.com/gpu") ||
+		f.Fix != "have the nvidia.com/gpu plugin register before the kubelet re-admits its pods, or drain the node first: a refused bare pod is lost" {
+		t.Errorf("finding %s: %q, fix %q", f.Severity, f.Message, f.Fix)
+	}
+}
+
 // gpuRestartNode is the restart outlook's GPU node: v1.37.1's device checkpoint with GPUs and
 // VFs (multi-resource.json), and a Ready node whose status counts them.
 func gpuRestartNode(t *testing.T) ([]byte, *corev1.Node) {
