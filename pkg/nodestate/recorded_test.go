@@ -257,3 +257,44 @@ func TestRecordPodsOnlyListed(t *testing.T) {
 		}
 	}
 }
+
+// The recorded pods name the rebuilt ones, and put them in the kubelet's order (by creation)
+// only when every pod re-admitted has its time: the note that the order is not known goes
+// then, and no other.
+func TestRecordedPodsNameAndOrder(t *testing.T) {
+	rebuilt := func() *admit.Rebuild {
+		return &admit.Rebuild{Notes: []string{admit.NoteNoCreationTimes, "plugins: nvidia.com/gpu"}, Pods: []admit.RebuiltPod{
+			{Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "u1", UID: "u1"}}},
+			{Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "u2", UID: "u2"}}},
+			{Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "u3", UID: "u3"}}},
+		}}
+	}
+	names := func(rb *admit.Rebuild) (out []string) {
+		for _, p := range rb.Pods {
+			out = append(out, p.Pod.Namespace+"/"+p.Pod.Name)
+		}
+		return out
+	}
+	timed := &RecordedPods{ByUID: map[string]RecordedPod{
+		"u1": {Namespace: "ml", Name: "late", Created: metav1.Unix(300, 0), Owner: "Job"},
+		"u2": {Namespace: "ml", Name: "early", Created: metav1.Unix(100, 0)},
+		"u3": {Namespace: "ml", Name: "done", Terminal: true}, // not re-admitted: its time does not matter
+	}}
+	rb := rebuilt()
+	timed.name(rb)
+	if want := []string{"/u3", "ml/early", "ml/late"}; !rb.OrderKnown || !slices.Equal(names(rb), want) || !slices.Equal(rb.Notes, []string{"plugins: nvidia.com/gpu"}) {
+		t.Errorf("timed: order known %v, pods %q (want %q), notes %q", rb.OrderKnown, names(rb), want, rb.Notes)
+	}
+	if p := rb.Pods[2]; !p.OwnerKnown || p.Pod.OwnerReferences[0].Kind != "Job" || rb.Pods[0].OwnerKnown {
+		t.Errorf("owners: %+v", rb.Pods)
+	}
+	untimed := &RecordedPods{ByUID: map[string]RecordedPod{
+		"u1": {Namespace: "ml", Name: "late", Created: metav1.Unix(300, 0)},
+		"u2": {Namespace: "ml", Name: "early"},
+	}}
+	rb = rebuilt()
+	untimed.name(rb)
+	if want := []string{"ml/late", "ml/early", "/u3"}; rb.OrderKnown || !slices.Equal(names(rb), want) || len(rb.Notes) != 2 {
+		t.Errorf("untimed: order known %v, pods %q (want %q in UID order), notes %q", rb.OrderKnown, names(rb), want, rb.Notes)
+	}
+}
