@@ -28,7 +28,10 @@ import (
 //     NRT object of 1 CPU per zone: the replay judges it, and admits a pod of 4 CPUs that
 //     NodeResourceTopologyMatch would refuse;
 //   - then fb-nrt publishes a state that admits the 10-CPU pod (fresh, best-effort): it binds
-//     there soon after, the replay's verdict now.
+//     there soon after, the replay's verdict now;
+//   - NodeResourceTopologyMatch's Score, enabled in the same profile as a plugin of its own:
+//     of two nodes whose published states both admit a 4-CPU pod, the pod binds to the one
+//     whose NRT zones are freer, which the default scorers alone rank second.
 func TestLiveSchedulerNRTFallback(t *testing.T) {
 	bin := schedulerBin(t)
 	root, err := repoRoot()
@@ -61,10 +64,26 @@ func TestLiveSchedulerNRTFallback(t *testing.T) {
 		return at
 	}
 	publish("fb-judged", "restricted")
+	// The Score: both admit a 4-CPU pod by their published states. fb-score-b runs a pod of half
+	// a kwok node (500 of its 1k CPUs, 512Gi of its 1Ti), so the default scorers rank fb-score-a
+	// first (NodeResourcesFit's LeastAllocated by about 50); fb-score-a's NRT zones hold just the
+	// pod's 4 CPUs and 1Gi each, fb-score-b's a thousand, so NodeResourceTopologyMatch ranks
+	// fb-score-b first by about 99. Without its Score the pod binds to fb-score-a.
+	CreateNodeWith(t, "fb-score-a", NodeOptions{Labels: map[string]string{group: "score"}})
+	createNRT(ctx, t, "fb-score-a", []nrtZone{{"cpu": "4", "memory": "1Gi"}, {"cpu": "4", "memory": "1Gi"}})
+	CreateNodeWith(t, "fb-score-b", NodeOptions{Labels: map[string]string{group: "score"}})
+	createNRT(ctx, t, "fb-score-b", []nrtZone{{"cpu": "1000", "memory": "1000Gi"}, {"cpu": "1000", "memory": "1000Gi"}})
+	publish("fb-score-a", "best-effort")
+	publish("fb-score-b", "best-effort")
 
 	sched := startNodestateScheduler(t, "nodestate-scheduler-nrt-fallback", bin, config)
 
 	ns := NewNamespace(t, nil)
+	hog := schedulerPod(t, ns, "score-b-hog", "500", "512Gi", nil)
+	hog.Spec.NodeName, hog.Spec.SchedulerName = "fb-score-b", ""
+	if _, err := client.CoreV1().Pods(ns).Create(ctx, hog, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	create := func(name, cpu, inGroup string) {
 		t.Helper()
 		if _, err := client.CoreV1().Pods(ns).Create(ctx, schedulerPod(t, ns, name, cpu, "1Gi", map[string]string{group: inGroup}), metav1.CreateOptions{}); err != nil {
@@ -84,11 +103,15 @@ func TestLiveSchedulerNRTFallback(t *testing.T) {
 	create("fits-zone", "4", "nrt")
 	create("wide-10", "10", "nrt")
 	create("judged-4", "4", "judged")
+	create("scored-4", "4", "score")
 	if p := bound("fits-zone"); p.Spec.NodeName != "fb-nrt" {
 		t.Errorf("fits-zone bound to %s, want fb-nrt", p.Spec.NodeName)
 	}
 	if p := bound("judged-4"); p.Spec.NodeName != "fb-judged" {
 		t.Errorf("judged-4 bound to %s, want fb-judged", p.Spec.NodeName)
+	}
+	if p := bound("scored-4"); p.Spec.NodeName != "fb-score-b" {
+		t.Errorf("scored-4 bound to %s, want fb-score-b (NodeResourceTopologyMatch's Score)", p.Spec.NodeName)
 	}
 	const want = "cannot align container (judged by the fallback NodeResourceTopologyMatch: no published state (ConfigMap nodestate-publish/fb-nrt))"
 	pending := WaitPod(t, ns, "wide-10", time.Minute, func(p *corev1.Pod) (bool, error) {
