@@ -56,3 +56,24 @@ func TestUnchecked(t *testing.T) {
 		t.Errorf("%s: got %q, want %q", next, got, want)
 	}
 }
+
+// Unchecked keeps its answers for a bounded number of builds: a node can report a new version
+// at every heartbeat, and the plugin (a scheduler) runs for months. Past the bound the answers
+// are still given, and still right.
+func TestUncheckedKeepsBoundedAnswers(t *testing.T) {
+	const builds = 3 * maxUncheckedKept
+	for i := range builds {
+		k, err := ParseKubelet(fmt.Sprintf("v1.99.%d", i), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := k.Unchecked(); !strings.Contains(got, fmt.Sprintf("kubelet v1.99.%d is newer than every build", i)) {
+			t.Fatalf("v1.99.%d: %q", i, got)
+		}
+	}
+	kept := 0
+	uncheckedSaid.Range(func(_, _ any) bool { kept++; return true })
+	if kept == 0 || kept > maxUncheckedKept {
+		t.Errorf("%d answers kept after %d builds, want 1 to %d", kept, builds, maxUncheckedKept)
+	}
+}
