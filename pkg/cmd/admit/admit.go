@@ -163,9 +163,6 @@ func (o *Options) Complete(args []string) error {
 	if o.FromPublished {
 		o.Published = &nodestate.PublishedRead{MaxAge: o.MaxAge}
 	}
-	if len(pods) > maxPods {
-		return fmt.Errorf("%d pods: over the %d this command admits at once", len(pods), maxPods)
-	}
 	for i, p := range pods {
 		// The managers key their state by UID: a manifest has none, so each pod gets its own.
 		if p.UID == "" {

@@ -291,3 +291,50 @@ func TestAdmitDevices(t *testing.T) {
 		t.Errorf("exit %d, want 1 and the device manager's refusal:\n%s", code, out)
 	}
 }
+
+// Manifests carry no UID, and the managers key their state by it: each pod read gets its own,
+// so two identical pods stack (the second on other CPUs), not one pod admitted twice.
+func TestAdmitPodsWithoutUIDsStack(t *testing.T) {
+	cmdtest.Isolate(t)
+	pods := filepath.Join(t.TempDir(), "two.yaml")
+	db, err := os.ReadFile(filepath.Join(example, "pod-db.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := strings.Replace(string(db), "name: db", "name: db-2", 1)
+	if err := os.WriteFile(pods, []byte(string(db)+"---\n"+second), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code := cmdtest.Run(t, offline("-o", "json", "-f", pods)...)
+	var got struct {
+		Admissions []struct {
+			Pod        string `json:"pod"`
+			Admitted   bool   `json:"admitted"`
+			Containers []struct {
+				CPUs string `json:"cpus"`
+			} `json:"containers"`
+		} `json:"admissions"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil || code != 0 || len(got.Admissions) != 2 {
+		t.Fatalf("exit %d, %v, stderr %s\n%s", code, err, stderr, out)
+	}
+	first, next := got.Admissions[0], got.Admissions[1]
+	if !first.Admitted || !next.Admitted || len(first.Containers) != 1 || len(next.Containers) != 1 ||
+		first.Containers[0].CPUs != "2-4,18-20" || next.Containers[0].CPUs == first.Containers[0].CPUs {
+		t.Errorf("db then db-2: %s", out)
+	}
+}
+
+// pod/NAME replays a pod of the API on its own node: a node or a file beside it is refused.
+func TestAdmitPodRefTakesNoNodeOrFile(t *testing.T) {
+	cmdtest.Isolate(t)
+	for _, args := range [][]string{
+		{"admit", "pod/web", "worker-1"},
+		{"admit", "pod/web", "-f", filepath.Join(example, "pod-db.yaml")},
+	} {
+		_, stderr, code := cmdtest.Run(t, args...)
+		if code == 0 || !strings.Contains(stderr, "pod/NAME takes no node and no -f") {
+			t.Errorf("%q: exit %d, stderr %q", args, code, stderr)
+		}
+	}
+}

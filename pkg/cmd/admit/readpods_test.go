@@ -1,6 +1,7 @@
 package admit
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -73,6 +74,29 @@ func TestReadPods(t *testing.T) {
 		}
 		if err != nil || got != tc.want {
 			t.Errorf("%s: %q, %v; want %q", tc.name, got, err, tc.want)
+		}
+	}
+}
+
+// -f reads at most maxPods pods: a file of that many is read, one more is refused before any
+// replay.
+func TestReadPodsBound(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []int{maxPods, maxPods + 1} {
+		var b strings.Builder
+		for i := range n {
+			fmt.Fprintf(&b, "---\napiVersion: v1\nkind: Pod\nmetadata: {name: p%d}\nspec: {containers: [{name: app, image: x}]}\n", i)
+		}
+		file := filepath.Join(dir, fmt.Sprintf("%d.yaml", n))
+		if err := os.WriteFile(file, []byte(b.String()), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		pods, err := readPods(&resource.FilenameOptions{Filenames: []string{file}})
+		switch {
+		case n == maxPods && (err != nil || len(pods) != n):
+			t.Errorf("%d pods: %d read, %v", n, len(pods), err)
+		case n > maxPods && (err == nil || !strings.Contains(err.Error(), fmt.Sprintf("over %d pods", maxPods))):
+			t.Errorf("%d pods: %d read, %v; want refused", n, len(pods), err)
 		}
 	}
 }
