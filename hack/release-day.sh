@@ -172,6 +172,11 @@ list_set() {
 
 case $step in
 modules)
+  # Before any clone: a build the proxy does not serve yet leaves nothing behind.
+  if ! served=$(cd / && GOTOOLCHAIN=local GOFLAGS=-mod=mod go list -m -f '{{.Version}}' "k8s.io/kubernetes@$to" 2>&1); then
+    echo "k8s.io/kubernetes $to is not served by the module proxy yet ($(printf '%s\n' "$served" | tail -n 1 | sed 's/^[[:space:]]*//')): nothing cloned" >&2
+    exit 1
+  fi
   clone_module hack/admitvec
   clone_module hack/restorevec
   clone_module hack/restorevec/device
