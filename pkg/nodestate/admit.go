@@ -147,7 +147,9 @@ func (r *Runner) admitInput(n *NodeResult, out *AdmitResult) (in admit.Input, ok
 	case n.Node == "":
 		note("node-resource predicate not replayed: the node's allocatable and running pods are known on live nodes only")
 	case pods == nil:
-		note("node-resource predicate not replayed: the node's pods were not listed (--all-nodes --from-published lists them only where they decide an answer; name the node for them)")
+		// Nor is a checkpoint owner known gone: an admitted pod's CPUs and devices are those it
+		// gets while every owner runs (the answer holds either way, ownersDecide).
+		note("node-resource predicate not replayed, and an admitted pod placed as if every checkpoint owner still runs: the node's pods were not listed (--all-nodes --from-published lists them only where they decide an answer; name the node for them)")
 	case pods.Unlisted:
 		// Weighed against no pod, a node full of them would admit anything.
 		note("node-resource predicate not replayed: the node's pods could not be listed")

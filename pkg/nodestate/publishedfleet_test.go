@@ -79,6 +79,12 @@ func TestPublishedFleet(t *testing.T) {
 	if f.Source == nil || f.Source.From != FromPublished || f.Source.AgeSeconds != 120 || f.Source.Age() != "2m" {
 		t.Errorf("fresh's provenance %+v", f.Source)
 	}
+	// Its pods not listed, its answer says what it rests on.
+	if !slices.ContainsFunc(f.Admit.Notes, func(n string) bool {
+		return strings.HasPrefix(n, "node-resource predicate not replayed, and an admitted pod placed as if every checkpoint owner still runs: the node's pods were not listed")
+	}) {
+		t.Errorf("fresh's notes %q", f.Admit.Notes)
+	}
 	for node, want := range map[string]string{"stale": "published state is 20m old, over --max-age 15m", "none": ErrNoPublishedState.Error(), "hostile": `holds the state of node "fresh", not its own`} {
 		if res := got[node]; res.Err == nil || !strings.Contains(res.Err.Error(), want) || res.Admit != nil || len(res.Rows) != 1 {
 			t.Errorf("%s: %v, want %q and no admission", node, res.Err, want)
