@@ -36,6 +36,14 @@ func publishedConfigMap(t *testing.T, s *PublishedState) *corev1.ConfigMap {
 		BinaryData: map[string][]byte{PublishedDataKey: b}}
 }
 
+// readyNode is a Ready Linux node of kubelet v1.37.1 whose status gives allocatable.
+func readyNode(name string, allocatable corev1.ResourceList) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.NodeStatus{
+		NodeInfo:    corev1.NodeSystemInfo{KubeletVersion: "v1.37.1", OperatingSystem: "linux"},
+		Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+		Allocatable: allocatable}}
+}
+
 // admit --all-nodes --from-published: one LIST of nodes and one of the published ConfigMaps, no
 // debug pod; a fresh state is judged as a read node is, with its age; a stale one, a missing
 // one and one that does not decode are each their node's error, not judged.
@@ -50,10 +58,7 @@ func TestPublishedFleet(t *testing.T) {
 	bad.Name = "hostile" // another node's state under its name
 	objs = append(objs, bad)
 	for _, name := range []string{"fresh", "stale", "none", "hostile"} {
-		objs = append(objs, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.NodeStatus{
-			NodeInfo:    corev1.NodeSystemInfo{KubeletVersion: "v1.37.1", OperatingSystem: "linux"},
-			Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
-			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("30")}}})
+		objs = append(objs, readyNode(name, corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("30")}))
 	}
 	client := fake.NewClientset(objs...)
 	db := guaranteedPod("db", "", "6", "4Gi")
@@ -116,9 +121,7 @@ func TestPublishedFleetPages(t *testing.T) {
 		states = append(states, publishedConfigMap(t, s))
 	}
 	for _, name := range append([]string{"none-1", "none-2", "none-3"}, published...) {
-		objs = append(objs, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.NodeStatus{
-			NodeInfo:   corev1.NodeSystemInfo{KubeletVersion: "v1.37.1", OperatingSystem: "linux"},
-			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}})
+		objs = append(objs, readyNode(name, nil))
 	}
 	client := fake.NewClientset(objs...)
 	var continues []string
@@ -223,10 +226,8 @@ func TestPublishedFleetListsPodsWhereOwnersDecide(t *testing.T) {
 	for _, name := range nodes {
 		s := admitNodeState(t, name)
 		s.ReadAt = now
-		objs = append(objs, publishedConfigMap(t, s), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.NodeStatus{
-			NodeInfo:    corev1.NodeSystemInfo{KubeletVersion: "v1.37.1", OperatingSystem: "linux"},
-			Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
-			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("32"), corev1.ResourceMemory: resource.MustParse("64Gi"), corev1.ResourcePods: resource.MustParse("110")}}})
+		objs = append(objs, publishedConfigMap(t, s), readyNode(name, corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("32"),
+			corev1.ResourceMemory: resource.MustParse("64Gi"), corev1.ResourcePods: resource.MustParse("110")}))
 	}
 	fleet := func(t *testing.T, client *fake.Clientset, cpus string) (admitted map[string]bool, podLists int, notes []string) {
 		t.Helper()
@@ -305,10 +306,9 @@ func TestPublishedFleetListsPodsWhereALaterPodHangsOnOwners(t *testing.T) {
 		s.Files["device-plugins/kubelet_internal_checkpoint"] = checkpoint
 		capacity := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("32"), corev1.ResourceMemory: resource.MustParse("64Gi"),
 			corev1.ResourcePods: resource.MustParse("110"), "nvidia.com/gpu": resource.MustParse("4")}
-		objs = append(objs, publishedConfigMap(t, s), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.NodeStatus{
-			NodeInfo:   corev1.NodeSystemInfo{KubeletVersion: "v1.37.1", OperatingSystem: "linux"},
-			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
-			Capacity:   capacity, Allocatable: capacity}})
+		node := readyNode(name, capacity)
+		node.Status.Capacity = capacity
+		objs = append(objs, publishedConfigMap(t, s), node)
 	}
 	withGPU := guaranteedPod("gpu", "", "2", "4Gi")
 	for _, q := range []corev1.ResourceList{withGPU.Spec.Containers[0].Resources.Requests, withGPU.Spec.Containers[0].Resources.Limits} {
