@@ -76,31 +76,8 @@ func RebuildPods(in RebuildInput) Rebuild {
 	alloc := podAllocations(in.Allocation)
 	cpus, mem, dev := cpuState(in.CPU), memoryState(in.Memory), deviceState(in.Devices)
 	uids := map[string]bool{}
-	if alloc != nil {
-		for uid := range alloc.Pods {
-			uids[uid] = true
-		}
-	}
-	if cpus != nil {
-		for uid := range cpus.Entries {
-			uids[uid] = true
-		}
-		for uid := range cpus.PodEntries {
-			uids[uid] = true
-		}
-	}
-	if mem != nil {
-		for uid := range mem.Entries {
-			uids[uid] = true
-		}
-		for uid := range mem.PodEntries {
-			uids[uid] = true
-		}
-	}
-	if dev != nil {
-		for _, e := range dev.PodDeviceEntries {
-			uids[e.PodUID] = true
-		}
+	for _, m := range []decode.Model{{PodAllocations: alloc}, {CPU: cpus}, {Memory: mem}, {Devices: dev}} {
+		m.AddPodUIDs(uids)
 	}
 	switch {
 	case alloc == nil:
@@ -141,6 +118,20 @@ func RebuildPods(in RebuildInput) Rebuild {
 		out.Notes = append(out.Notes, NoteNoCreationTimes)
 	}
 	return out
+}
+
+// CheckpointOwners counts the pods holding entries of the CPU, memory or device checkpoint:
+// those the managers free once the kubelet no longer counts them active (Input.ActivePods).
+func CheckpointOwners(in Input) int {
+	uids := map[string]bool{}
+	models := []decode.Model{{CPU: cpuState(in.CPU)}, {Memory: memoryState(in.Memory)}}
+	if in.Devices != nil {
+		models = append(models, decode.Model{Devices: deviceState(in.Devices.Checkpoint)})
+	}
+	for _, m := range models {
+		m.AddPodUIDs(uids)
+	}
+	return len(uids)
 }
 
 func podAllocations(r *decode.Report) *decode.PodAllocationState {

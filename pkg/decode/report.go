@@ -1,6 +1,11 @@
 package decode
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"iter"
+	"maps"
+	"slices"
+)
 
 // Verdict is what a kubelet (or the file's own format rules) makes of a file.
 type Verdict string
@@ -130,6 +135,38 @@ func (m Model) Any() any {
 		return m.PodAllocations
 	}
 	return nil
+}
+
+// AddPodUIDs adds to uids the pods the file holds entries of: the CPU and memory managers'
+// containers and pods, the device checkpoint's entries, the DRA claims' reservations and the
+// pod allocations. The DRA health cache names none.
+func (m Model) AddPodUIDs(uids map[string]bool) {
+	add := func(keys iter.Seq[string]) {
+		for uid := range keys {
+			uids[uid] = true
+		}
+	}
+	if m.CPU != nil {
+		add(maps.Keys(m.CPU.Entries))
+		add(maps.Keys(m.CPU.PodEntries))
+	}
+	if m.Memory != nil {
+		add(maps.Keys(m.Memory.Entries))
+		add(maps.Keys(m.Memory.PodEntries))
+	}
+	if m.Devices != nil {
+		for _, e := range m.Devices.PodDeviceEntries {
+			uids[e.PodUID] = true
+		}
+	}
+	if m.DRA != nil {
+		for _, c := range m.DRA.Claims {
+			add(slices.Values(c.PodUIDs))
+		}
+	}
+	if m.PodAllocations != nil {
+		add(maps.Keys(m.PodAllocations.Pods))
+	}
 }
 
 // IsZero reports a file with nothing decoded (json omitzero).

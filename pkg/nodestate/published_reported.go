@@ -42,40 +42,7 @@ func (p *PublishedNode) ReportedPods() ReportedPods {
 		if row.Report == nil {
 			continue
 		}
-		m := row.Report.Decoded
-		if m.CPU != nil {
-			for uid := range m.CPU.Entries {
-				out.uids[uid] = true
-			}
-			for uid := range m.CPU.PodEntries {
-				out.uids[uid] = true
-			}
-		}
-		if m.Memory != nil {
-			for uid := range m.Memory.Entries {
-				out.uids[uid] = true
-			}
-			for uid := range m.Memory.PodEntries {
-				out.uids[uid] = true
-			}
-		}
-		if m.Devices != nil {
-			for _, e := range m.Devices.PodDeviceEntries {
-				out.uids[e.PodUID] = true
-			}
-		}
-		if m.DRA != nil {
-			for _, c := range m.DRA.Claims {
-				for _, uid := range c.PodUIDs {
-					out.uids[uid] = true
-				}
-			}
-		}
-		if m.PodAllocations != nil {
-			for uid := range m.PodAllocations.Pods {
-				out.uids[uid] = true
-			}
-		}
+		row.Report.Decoded.AddPodUIDs(out.uids)
 	}
 	return out
 }

@@ -231,9 +231,12 @@ func (r *Runner) publishedNode(cm *corev1.ConfigMap, info *fetch.NodeInfo, pr Pu
 // once they are gone; a pod after another that both replays admit may be refused (the first,
 // with more room, lands on a lower NUMA node and takes what the second needs there, a device
 // only that node has). One pod admitted with every owner running is admitted with fewer, and a
-// refusal that stands with every owner gone stands with some: those answers need no LIST, and
-// the fleet lists the pods of the other nodes only. Owners gone in part are judged by the two
-// ends (a fleet asking for several pods; docs/admit.md).
+// refusal that stands with every owner gone stands with some: those answers need no LIST. So
+// are several pods' when one owner at most could go (the two replays are then every case), or
+// when every pod before a pod is refused with none running (refused whoever runs, it takes
+// nothing). Past that, owners gone in part can decide a later pod's answer where neither end
+// does (the first pod lands on NUMA node 0 only when one of two owners is gone, and fills it),
+// so that node is listed too.
 func (r *Runner) ownersDecide(res *NodeResult) bool {
 	a := res.Admit
 	if a == nil || a.Err != nil || !r.cfg.PodNames || res.Snapshot == nil || res.Snapshot.Pods != nil {
@@ -261,7 +264,10 @@ func (r *Runner) ownersDecide(res *NodeResult) bool {
 	if err != nil {
 		return false
 	}
-	return slices.ContainsFunc(changing, func(i int) bool { return admitted[i] != a.Admissions[i].Admitted })
+	if slices.ContainsFunc(changing, func(i int) bool { return admitted[i] != a.Admissions[i].Admitted }) {
+		return true
+	}
+	return admit.CheckpointOwners(a.replayed.in) > 1 && slices.ContainsFunc(changing, func(i int) bool { return slices.Contains(admitted[:i], true) })
 }
 
 // withNodePods is a node ownersDecide picked, its engines run again with its pods, one LIST as

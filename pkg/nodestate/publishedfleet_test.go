@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 
@@ -316,43 +317,106 @@ func TestPublishedFleetListsPodsWhereALaterPodHangsOnOwners(t *testing.T) {
 	}
 	wide := guaranteedPod("wide", "", "14", "4Gi")
 	client := fake.NewClientset(objs...)
-	fleet := func(pods ...*corev1.Pod) (admitted map[string][]bool, podLists int) {
-		t.Helper()
-		for _, p := range pods {
-			p.Status = corev1.PodStatus{}
-		}
-		r, err := New(t.Context(), Config{AllNodes: true, Client: client, Published: &PublishedRead{Now: now}, PodNames: true, Engines: Engines{Admit: &AdmitConfig{Pods: pods}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		client.ClearActions()
-		admitted = map[string][]bool{}
-		for res, err := range r.Results(t.Context()) {
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res.Err != nil || res.Admit == nil || res.Admit.Err != nil || len(res.Admit.Admissions) != len(pods) {
-				t.Fatalf("%s: %v %+v", res.Node, res.Err, res.Admit)
-			}
-			for _, a := range res.Admit.Admissions {
-				admitted[res.Node] = append(admitted[res.Node], a.Admitted)
-			}
-		}
-		for _, a := range client.Actions() {
-			if a.GetVerb() == "list" && a.GetResource().Resource == "pods" {
-				podLists++
-			}
-		}
-		return admitted, podLists
-	}
+	fleet := func(pods ...*corev1.Pod) (map[string][]bool, int) { return fleetAnswers(t, client, now, pods...) }
 	admitted, lists := fleet(wide, withGPU)
 	if want := map[string][]bool{"gone": {true, false}, "running": {true, true}}; !reflect.DeepEqual(admitted, want) || lists != 2 {
 		t.Errorf("wide then gpu: admitted %v after %d pod LISTs, want %v after 2", admitted, lists, want)
 	}
-	// The GPU pod alone, or first: admitted whoever runs, no LIST.
-	for _, pods := range [][]*corev1.Pod{{withGPU}, {withGPU, wide}} {
-		if admitted, lists := fleet(pods...); lists != 0 || !slices.Contains(admitted["gone"], true) {
-			t.Errorf("%d pods, gpu first: admitted %v after %d pod LISTs, want none listed", len(pods), admitted, lists)
+	// The GPU pod alone: admitted whoever runs, no LIST. First of two, it is admitted with none
+	// running, so the wide pod after it may hang on which of the two owners (the pinned pod, the
+	// GPU's holder) runs: listed.
+	if admitted, lists := fleet(withGPU); lists != 0 || !admitted["gone"][0] {
+		t.Errorf("gpu alone: admitted %v after %d pod LISTs, want none listed", admitted, lists)
+	}
+	if admitted, lists := fleet(withGPU, wide); lists != 2 || !reflect.DeepEqual(admitted["gone"], []bool{true, true}) {
+		t.Errorf("gpu then wide: admitted %v after %d pod LISTs, want both admitted after 2", admitted, lists)
+	}
+}
+
+// fleetAnswers is admit --all-nodes --from-published of pods over client's nodes: each node's
+// answers, and how many pod LISTs it took.
+func fleetAnswers(t *testing.T, client *fake.Clientset, now time.Time, pods ...*corev1.Pod) (admitted map[string][]bool, podLists int) {
+	t.Helper()
+	for _, p := range pods {
+		p.Status = corev1.PodStatus{}
+	}
+	r, err := New(t.Context(), Config{AllNodes: true, Client: client, Published: &PublishedRead{Now: now}, PodNames: true, Engines: Engines{Admit: &AdmitConfig{Pods: pods}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client.ClearActions()
+	admitted = map[string][]bool{}
+	for res, err := range r.Results(t.Context()) {
+		if err != nil {
+			t.Fatal(err)
 		}
+		if res.Err != nil || res.Admit == nil || res.Admit.Err != nil || len(res.Admit.Admissions) != len(pods) {
+			t.Fatalf("%s: %v %+v", res.Node, res.Err, res.Admit)
+		}
+		for _, a := range res.Admit.Admissions {
+			admitted[res.Node] = append(admitted[res.Node], a.Admitted)
+		}
+	}
+	for _, a := range client.Actions() {
+		if a.GetVerb() == "list" && a.GetResource().Resource == "pods" {
+			podLists++
+		}
+	}
+	return admitted, podLists
+}
+
+// Owners gone in part: two owners pin 3 and 2 of NUMA node 0's 7 free cores (core 0 is
+// reserved); the GPUs are all on node 0, the 3-core owner holds one. An 8-CPU pod lands on node
+// 0 wherever 4 of its cores are free: with neither owner running (7 free, 3 left after it) or
+// only the 3-core one gone (5, 1 left), but not with both running (2 free: node 1). A GPU pod
+// of 2 CPUs after it fits node 0 in those three cases, and is refused where only the 2-core
+// owner is gone: 4 free, all taken. The two replays (every owner running, none) admit it; only
+// the node's pods tell. A node of one owner (2 cores) has no case between them: not listed.
+func TestPublishedFleetListsPodsWhereOwnersGoneInPartDecide(t *testing.T) {
+	now := time.Now()
+	checkpoint, err := os.ReadFile(filepath.Join(repo, "testdata/kubelet/kubelet_internal_checkpoint/v1.37.1/gpu-single.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const holder = "6f1c2a0d-3b5e-4c8a-9d1e-2a7b6c5d4e3f" // gpu-single's
+	gpus := nodelocal.PodResourcesSection(&machine.PodResources{Allocatable: []machine.PodResourcesDevices{{Resource: "nvidia.com/gpu",
+		IDs:       []string{"GPU-8c1f3b2e-5d6a-4f7b-9e0c-1a2b3c4d5e6f", "GPU-2d3e4f5a-6b7c-4d8e-9f0a-1b2c3d4e5f6a", "GPU-7e8f9a0b-1c2d-4e3f-8a4b-5c6d7e8f9a0b", "GPU-4a5b6c7d-8e9f-4a0b-9c1d-2e3f4a5b6c7d"},
+		NUMANodes: []int64{0}}}})
+	two := map[string]map[string]string{holder: {"cuda": "2-4,18-20"}, "uid-two": {"app": "5-6,21-22"}}
+	var objs []runtime.Object
+	for node, state := range map[string]struct {
+		shared  string
+		owners  map[string]map[string]string
+		running []string
+	}{
+		"both":      {"1,7-15,17,23-31", two, []string{holder, "uid-two"}},
+		"two-gone":  {"1,7-15,17,23-31", two, []string{holder}},
+		"one-owner": {"1-4,7-15,17-20,23-31", map[string]map[string]string{holder: {"cuda": "5-6,21-22"}}, []string{holder}},
+	} {
+		s := admitNodeState(t, node)
+		s.ReadAt = now
+		s.Sections[machine.PodResourcesHeader] = gpus
+		s.Files["device-plugins/kubelet_internal_checkpoint"] = checkpoint
+		s.Files["cpu_manager_state"] = cpuCheckpoint(t, state.shared, state.owners)
+		delete(s.Files, "memory_manager_state")
+		capacity := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("32"), corev1.ResourceMemory: resource.MustParse("64Gi"),
+			corev1.ResourcePods: resource.MustParse("110"), "nvidia.com/gpu": resource.MustParse("4")}
+		n := readyNode(node, capacity)
+		n.Status.Capacity = capacity
+		objs = append(objs, publishedConfigMap(t, s), n)
+		for _, uid := range state.running {
+			objs = append(objs, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: node + "-" + uid, Namespace: "default", UID: types.UID(uid)},
+				Spec: corev1.PodSpec{NodeName: node}, Status: corev1.PodStatus{Phase: corev1.PodRunning}})
+		}
+	}
+	withGPU := guaranteedPod("gpu", "", "2", "1Gi")
+	for _, q := range []corev1.ResourceList{withGPU.Spec.Containers[0].Resources.Requests, withGPU.Spec.Containers[0].Resources.Limits} {
+		q["nvidia.com/gpu"] = resource.MustParse("1")
+	}
+	client := fake.NewClientset(objs...)
+	admitted, lists := fleetAnswers(t, client, now, guaranteedPod("eight", "", "8", "1Gi"), withGPU)
+	// One owner: the two replays are every case, no LIST; two: listed.
+	if want := map[string][]bool{"both": {true, true}, "two-gone": {true, false}, "one-owner": {true, true}}; !reflect.DeepEqual(admitted, want) || lists != 2 {
+		t.Errorf("admitted %v after %d pod LISTs, want %v after 2", admitted, lists, want)
 	}
 }
