@@ -79,6 +79,10 @@ type Input struct {
 type NodeResources struct {
 	Allocatable v1.ResourceList
 	Pods        []*v1.Pod
+	// Object is the node object's name, labels, spec.taints and status.features: the
+	// predicate's node name, node affinity and selector, NoExecute taint and
+	// SupplementalGroupsPolicy checks (nil: those are not replayed).
+	Object *v1.Node
 }
 
 // Hint providers the kubelet registers with the topology manager.
@@ -281,7 +285,7 @@ func (run *admitting) admit(i int, pod *v1.Pod) {
 	if !pa.Admit {
 		a.Handler = HandlerResourceManagers
 	} else if in.Node != nil {
-		if r := nodeResourcesAdmit(pod, in.Node.Allocatable, run.bound); !r.Admit {
+		if r := predicateAdmit(pod, in.Node, otherPods(run.bound, pod), in.Kubelet.Version, in.Kubelet.Gate); !r.Admit {
 			a.Admitted, a.Reason, a.Message, a.Handler = false, r.Reason, r.Message, HandlerNodeResources
 			node.Forget(pod)
 		}

@@ -1,6 +1,7 @@
 package admit
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/cpuset"
 
 	"github.com/kubectl-nodestate/kubectl-nodestate/internal/vectorpack"
@@ -177,9 +179,15 @@ func caseInput(t testing.TB, c vectorpack.Case, kubelet string, devices bool) In
 	}
 	// node.json: the node's allocatable and bound pods, for the predicate after the managers.
 	if b, ok := c.Files["node.json"]; ok {
+		// The node object: "node-0", labelled with its OS, unless node.json says otherwise
+		// (hack/admitvec's NodeFile).
 		var node struct {
-			Allocatable v1.ResourceList `json:"allocatable"`
-			Pods        []*v1.Pod       `json:"pods"`
+			Allocatable v1.ResourceList   `json:"allocatable"`
+			Pods        []*v1.Pod         `json:"pods"`
+			Name        string            `json:"name"`
+			Labels      map[string]string `json:"labels"`
+			Taints      []v1.Taint        `json:"taints"`
+			Features    *v1.NodeFeatures  `json:"features"`
 		}
 		if err := json.Unmarshal(b, &node); err != nil {
 			t.Fatal(err)
@@ -187,7 +195,11 @@ func caseInput(t testing.TB, c vectorpack.Case, kubelet string, devices bool) In
 		if node.Allocatable == nil || node.Pods == nil {
 			t.Fatalf("%s: node.json without allocatable or pods", c.Name)
 		}
-		in.Node = &NodeResources{Allocatable: node.Allocatable, Pods: node.Pods}
+		labels := map[string]string{v1.LabelOSStable: "linux"}
+		maps.Copy(labels, node.Labels)
+		object := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: cmp.Or(node.Name, "node-0"), Labels: labels}}
+		object.Spec.Taints, object.Status.Features = node.Taints, node.Features
+		in.Node = &NodeResources{Allocatable: node.Allocatable, Pods: node.Pods, Object: object}
 	}
 	// restart.json: the kubelet starts again and re-admits the pods (the restart sets).
 	if b, ok := c.Files["restart.json"]; ok {

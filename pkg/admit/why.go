@@ -44,6 +44,8 @@ func why(a *Admission) []string {
 		out = append(out, fmt.Sprintf("cpuManagerPolicy %s%s: more exclusive CPUs asked than the shared pool holds outside the reserved CPUs (or than the chosen NUMA nodes hold)", p.CPU, optText(p.CPUOptions)), asked, free)
 	case strings.Contains(a.Message, "[memorymanager]"):
 		out = append(out, fmt.Sprintf("memoryManagerPolicy %s: no NUMA node set holds the memory asked", p.Memory), asked, "free memory by NUMA node: "+memoryText(c.FreeMemory))
+	case a.Handler == HandlerNodeResources && predicateWhy[a.Reason] != "":
+		out = append(out, "the kubelet's predicate: "+predicateWhy[a.Reason])
 	case a.Handler == HandlerNodeResources:
 		out = append(out, "the node-resource predicate: the pod's requests do not fit in the node's allocatable beside the pods it runs", asked)
 	}
@@ -52,6 +54,17 @@ func why(a *Admission) []string {
 		out = append(out, "not replayed: "+strings.Join(a.Unreplayed, "; "))
 	}
 	return out
+}
+
+// predicateWhy says what the predicate's refusals other than resources weighed.
+var predicateWhy = map[string]string{
+	ReasonPodOSSelector:            "the pod's kubernetes.io/os label names another OS than the node's (linux)",
+	ReasonPodOSNotSupported:        "the pod's spec.os names another OS than the node's (linux)",
+	ReasonSupplementalGroupsPolicy: "the pod asks for supplementalGroupsPolicy Strict, which the node's status.features does not report supported",
+	ReasonNodeAffinity:             "the pod's nodeSelector or required node affinity does not match the node's labels",
+	ReasonNodeName:                 "the pod's spec.nodeName names another node",
+	ReasonNodePorts:                "a host port the pod asks for is used by a pod the node runs (same protocol and host IP, or 0.0.0.0)",
+	ReasonTaintToleration:          "the node has a NoExecute taint the pod does not tolerate (NoSchedule taints are the scheduler's alone)",
 }
 
 // devicesText says, per resource, which devices were free on which NUMA node, held, unhealthy.

@@ -77,6 +77,8 @@ var Gates = []GateSpan{
 	{Gate: GateTopologyManagerPolicyOptions, Since: Release("1.26"), Until: Release("1.28"), Default: false},
 	{Gate: GateTopologyManagerPolicyOptions, Since: Release("1.28"), Until: Release("1.32"), Default: true},
 	{Gate: GateTopologyManagerPolicyOptions, Since: Release("1.32"), Default: true, Locked: true},
+	// What the predicate admit handler reads (pkg/admit): Gt and Lt tolerations.
+	{Gate: GateTaintTolerationComparisonOperators, Since: Release("1.35"), Default: false},
 }
 
 // Feature gates that change how a kubelet reads checkpoints, or what its managers check at start.
@@ -91,6 +93,7 @@ const (
 	GateTopologyManagerPolicyAlphaOptions      = "TopologyManagerPolicyAlphaOptions"
 	GateTopologyManagerPolicyBetaOptions       = "TopologyManagerPolicyBetaOptions"
 	GateTopologyManagerPolicyOptions           = "TopologyManagerPolicyOptions"
+	GateTaintTolerationComparisonOperators     = "TaintTolerationComparisonOperators"
 )
 
 // GateAt returns the gate's row at v (nil v: any row), and whether the table knows the gate.

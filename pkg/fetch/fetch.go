@@ -54,6 +54,7 @@ type Snapshot struct {
 	Source             string              // the directory, archive or file copied files came from
 	KubeletVersion     string              // status.nodeInfo.kubeletVersion: picks the format rules
 	Allocatable        corev1.ResourceList // the live node's status.allocatable
+	NodeObject         *corev1.Node        // the live node's name, labels, taints and features (NodeInfo.Object)
 	KubeletVersionFrom string              // for copies, where KubeletVersion was recorded (collect's node.json)
 	Devices            *DeviceStatus       // the node's extended resources, as its status says; nil: unknown
 	Files              map[string][]byte   // requested path -> content
@@ -214,6 +215,7 @@ func (f *Fetcher) fetch(ctx context.Context, node NodeInfo, pw *podWatch) (nf *S
 		KubeletVersion: node.KubeletVersion,
 		Devices:        node.Devices,
 		Allocatable:    node.Allocatable,
+		NodeObject:     node.Object,
 		Files:          got.files,
 		Missing:        got.missing,
 		Warnings:       got.warnings,

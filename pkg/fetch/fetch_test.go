@@ -73,6 +73,8 @@ func TestFetch(t *testing.T) {
 	want := &Snapshot{
 		Node:           "n1",
 		KubeletVersion: "v1.36.3",
+		// What the kubelet's predicate reads of the node object beyond its allocatable.
+		NodeObject: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{corev1.LabelOSStable: "linux"}}},
 		// Read live: known, and empty (the node has no extended resources).
 		Devices: noDevices,
 		Files: map[string][]byte{

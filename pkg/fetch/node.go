@@ -63,6 +63,9 @@ type NodeInfo struct {
 	// Allocatable is status.allocatable: what the kubelet's node-resource predicate admits
 	// pods against.
 	Allocatable corev1.ResourceList
+	// Object is the node object as the kubelet's predicate admit handler reads it beyond its
+	// allocatable (predicateObject), kept with Allocatable.
+	Object *corev1.Node
 
 	listed  bool  // read from the API server (else only named: Fetch reads it first)
 	refused error // checkNode's verdict, when listed
@@ -71,8 +74,17 @@ type NodeInfo struct {
 // NodeInfoOf keeps what reading node needs.
 func NodeInfoOf(node *corev1.Node) NodeInfo {
 	return NodeInfo{Name: node.Name, KubeletVersion: node.Status.NodeInfo.KubeletVersion, Devices: deviceStatus(node),
-		Allocatable: node.Status.Allocatable,
-		listed:      true, refused: checkNode(node)}
+		Allocatable: node.Status.Allocatable, Object: predicateObject(node),
+		listed: true, refused: checkNode(node)}
+}
+
+// predicateObject is what the predicate admit handler reads of a node object beyond its
+// allocatable: its name and labels (node name, affinity and selector), its taints (NoExecute)
+// and its status' features (SupplementalGroupsPolicy).
+func predicateObject(node *corev1.Node) *corev1.Node {
+	out := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node.Name, Labels: node.Labels}}
+	out.Spec.Taints, out.Status.Features = node.Spec.Taints, node.Status.Features
+	return out
 }
 
 // nodePageSize bounds one page of the node list, so a large cluster is never held whole.
@@ -87,7 +99,7 @@ func NodeInfos(allocatable bool) func(*corev1.Node) NodeInfo {
 	return func(n *corev1.Node) NodeInfo {
 		info := NodeInfoOf(n)
 		if !allocatable {
-			info.Allocatable = nil
+			info.Allocatable, info.Object = nil, nil
 			return info
 		}
 		key := resourceKey(info.Allocatable)

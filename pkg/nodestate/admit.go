@@ -156,7 +156,7 @@ func (r *Runner) admitInput(n *NodeResult, out *AdmitResult) (in admit.Input, ok
 	case len(n.Snapshot.Allocatable) == 0:
 		note("node-resource predicate not replayed: the node's status gives no allocatable")
 	default:
-		in.Node = &admit.NodeResources{Allocatable: n.Snapshot.Allocatable, Pods: pods.Running}
+		in.Node = &admit.NodeResources{Allocatable: n.Snapshot.Allocatable, Pods: pods.Running, Object: n.Snapshot.NodeObject}
 	}
 	// The pods the API server has on the node, to tell a device checkpoint's gone holders
 	// (none known when they could not be listed).

@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -134,6 +135,55 @@ func TestAdmitEngineLive(t *testing.T) {
 	if res.Err != nil || res.Admit == nil || res.Admit.Err != nil || res.Admit.NodeResourcesChecked ||
 		!slices.Contains(res.Admit.Notes, "node-resource predicate not replayed: the node's pods could not be listed") {
 		t.Errorf("pods not listed: %v %+v", res.Err, res.Admit)
+	}
+}
+
+// The predicate reads the live node object beyond its allocatable: a NoExecute taint refuses a
+// pod that does not tolerate it, and the node's labels decide its node selector, each after the
+// resource managers gave it its CPUs (the kubelet's order).
+func TestAdmitEngineLiveNodeObject(t *testing.T) {
+	dc, node := admitNode(t)
+	node.Labels = map[string]string{corev1.LabelOSStable: "linux", "disk": "ssd"}
+	node.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "db", Effect: corev1.TaintEffectNoExecute}}
+	files := map[string][]byte{}
+	for _, f := range []string{"cpu_manager_state", "memory_manager_state"} {
+		var err error
+		if files[f], err = os.ReadFile(filepath.Join(repo, "examples/admit-node", f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pod := func(name string, edit func(*corev1.Pod)) *corev1.Pod {
+		p := guaranteedPod(name, "", "2", "1Gi")
+		p.Status = corev1.PodStatus{}
+		edit(p)
+		return p
+	}
+	tolerates := func(p *corev1.Pod) {
+		p.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "db", Effect: corev1.TaintEffectNoExecute}}
+	}
+	pods := []*corev1.Pod{
+		pod("untolerating", func(*corev1.Pod) {}),
+		pod("ssd", func(p *corev1.Pod) { tolerates(p); p.Spec.NodeSelector = map[string]string{"disk": "ssd"} }),
+		pod("hdd", func(p *corev1.Pod) { tolerates(p); p.Spec.NodeSelector = map[string]string{"disk": "hdd"} }),
+	}
+	r, err := New(context.Background(), Config{AllNodes: true, Client: runningPodsClient(node), RESTConfig: &rest.Config{}, Exec: fakeNodeExec(files, nil),
+		Engines: Engines{Admit: &AdmitConfig{Machine: dc.Machine, KubeletConfig: dc.KubeletConfig, Pods: pods}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := only(t, r)
+	if res.Err != nil || res.Admit == nil || res.Admit.Err != nil || len(res.Admit.Admissions) != 3 {
+		t.Fatalf("admit: %v %+v", res.Err, res.Admit)
+	}
+	var got []string
+	for _, a := range res.Admit.Admissions {
+		got = append(got, fmt.Sprintf("%s %v %s", a.Pod, a.Admitted, a.Reason))
+	}
+	if want := []string{"untolerating false TaintToleration", "ssd true ", "hdd false NodeAffinity"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("admissions %q, want %q", got, want)
+	}
+	if why := strings.Join(res.Admit.Admissions[0].Why, "\n"); !strings.Contains(why, "NoExecute taint the pod does not tolerate") {
+		t.Errorf("untolerating: why %q", why)
 	}
 }
 

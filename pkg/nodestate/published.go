@@ -232,7 +232,7 @@ func (s *PublishedState) snapshot(info *fetch.NodeInfo) *fetch.Snapshot {
 		snap.Dumps = map[string][]byte{}
 	}
 	if info != nil {
-		snap.Devices, snap.Allocatable = info.Devices, info.Allocatable
+		snap.Devices, snap.Allocatable, snap.NodeObject = info.Devices, info.Allocatable, info.Object
 		if snap.KubeletVersion == "" {
 			snap.KubeletVersion = info.KubeletVersion
 		}

@@ -147,6 +147,12 @@ const (
 	// its devices needs nothing whatever their health or plugin, and an unregistered resource
 	// reads "can't allocate unregistered device". Backported by patch: 1.25.10, 1.26.5, 1.27.2.
 	DeviceHealthChecks
+	// SupplementalGroupsPolicyCheck: the predicate handler refuses a pod asking for
+	// SupplementalGroupsPolicy Strict on a node whose status does not report supporting it
+	// (lifecycle/predicate.go rejectPodAdmissionBasedOnSupplementalGroupsPolicy, 1.37 :313). It
+	// checks only while the feature gate's stage is beta or GA: from 1.33 (kube_features.go,
+	// alpha in 1.31 and 1.32).
+	SupplementalGroupsPolicyCheck
 
 	behaviourCount // not a behaviour: the number of them
 )
@@ -193,6 +199,7 @@ var behaviourRanges = []behaviourRange{
 	{Behaviour: DeviceHealthChecks, Since: decode.Release("1.25.10"), Until: decode.Release("1.26")},
 	{Behaviour: DeviceHealthChecks, Since: decode.Release("1.26.5"), Until: decode.Release("1.27")},
 	{Behaviour: DeviceHealthChecks, Since: decode.Release("1.27.2")},
+	{Behaviour: SupplementalGroupsPolicyCheck, Since: decode.Release("1.33")},
 }
 
 // release138Beta bounds the rows 1.38 adds: its first build measured (1.38.0-beta.0, a
@@ -319,6 +326,15 @@ func gatherRules(v *version.Version) *releaseRules {
 
 // has is whether the release does b.
 func (r *releaseRules) has(b Behaviour) bool { return r.behaviours[b] }
+
+// Behaves is whether kubelet release v does b (false for a release older than those replayed).
+func Behaves(v *version.Version, b Behaviour) bool {
+	if v == nil {
+		return false
+	}
+	r, ok := rulesFor(v)
+	return ok && r.has(b)
+}
 
 // RejectedStatusMessage is the status message rejectPod gives a pod an admit handler refused
 // with message.

@@ -123,6 +123,19 @@ func TestLiveAdmit(t *testing.T) {
 	if a := one.Admissions[0]; a.Pod != "late" || a.Admitted || a.Message != refused || !strings.Contains(r.Stderr, "pod "+ns+"/late on node adm-full") {
 		t.Errorf("pod/late: %+v\n%s", a, r)
 	}
+	// pod/NAME --all-nodes: where else the kubelet admits it. Its nodeName is its own node's,
+	// which the kubelet's predicate holds against any other (NodeName): replayed as if placed
+	// on each node, it is admitted on the free one.
+	r = nodestate(t, nil, "admit", "pod/late", "--all-nodes", "-l", sel, "-n", ns, "-o", "json")
+	list.Items = nil
+	if err := json.Unmarshal([]byte(r.Stdout), &list); err != nil || len(list.Items) != 2 {
+		t.Fatalf("admit pod/late --all-nodes: %v\n%s", err, r)
+	}
+	for _, n := range list.Items {
+		if len(n.Admissions) != 1 || n.Admissions[0].Admitted != (n.Node == "adm-free") {
+			t.Errorf("pod/late --all-nodes on %s: %+v\n%s", n.Node, n.Admissions, r)
+		}
+	}
 
 	// Nodes without a kubelet config (no configz on kwok, no config.yaml): the error they share
 	// is said once, with their count and first names; -v=1 says it of each.

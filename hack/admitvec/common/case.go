@@ -335,6 +335,10 @@ type NodeFile struct {
 	// nodeName and node selector against them); "node-0" and no label but the OS's when absent.
 	Name   string            `json:"name,omitempty"`
 	Labels map[string]string `json:"labels,omitempty"`
+	// Taints and Features are the node object's spec.taints and status.features (the
+	// predicate's NoExecute taints and SupplementalGroupsPolicy check).
+	Taints   []v1.Taint       `json:"taints,omitempty"`
+	Features *v1.NodeFeatures `json:"features,omitempty"`
 }
 
 // readNodeFile reads node.json; nil when there is none.
@@ -372,5 +376,6 @@ func (nf *NodeFile) node() *v1.Node {
 		n.Labels[k] = v
 	}
 	n.Status.Capacity, n.Status.Allocatable = nf.Allocatable.DeepCopy(), nf.Allocatable.DeepCopy()
+	n.Spec.Taints, n.Status.Features = nf.Taints, nf.Features
 	return n
 }

@@ -23,6 +23,10 @@ type predScenario struct {
 	alloc              map[string]string // over predAllocatable
 	seeds              []*v1.Pod         // admitted first (checkpoints), and bound
 	pods               []*v1.Pod
+	// The node object's labels, taints and features (node.json) beyond its allocatable.
+	labels   map[string]string
+	taints   []v1.Taint
+	features *v1.NodeFeatures
 }
 
 // The machine: 2 sockets x 1 NUMA node x 4 cores x 2 threads (16 CPUs, 16Gi a node),
@@ -144,6 +148,81 @@ func predScenarios() []predScenario {
 	}
 }
 
+// predNodeScenarios are the predicate's checks beyond resources, each refusing pod a (8 CPUs,
+// given by the managers first) where b (14 CPUs) needs a's CPUs back: the pod's kubernetes.io/os
+// label and spec.os, its node selector and required node affinity, its nodeName, its host ports
+// against the bound pods', the node's NoExecute taints (not NoSchedule; a static pod is exempt),
+// SupplementalGroupsPolicy Strict on a node that does not report supporting it, and two
+// failures at once (the first named).
+func predNodeScenarios() []predScenario {
+	g := func(name, cpu, mem string) *v1.Pod { return pod(name, container{name: "app", cpu: cpu, memory: mem}) }
+	a := func(edit func(p *v1.Pod)) *v1.Pod {
+		p := g("a", "8", "1Gi")
+		edit(p)
+		return p
+	}
+	b := func() *v1.Pod { return g("b", "14", "1Gi") }
+	port := func(p *v1.Pod, n int32, proto v1.Protocol) *v1.Pod {
+		p.Spec.Containers[0].Ports = append(p.Spec.Containers[0].Ports, v1.ContainerPort{ContainerPort: n, HostPort: n, Protocol: proto})
+		return p
+	}
+	ssd := func(p *v1.Pod) { p.Spec.NodeSelector = map[string]string{"disk": "ssd"} }
+	zone := func(p *v1.Pod) {
+		p.Spec.Affinity = &v1.Affinity{NodeAffinity: &v1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &v1.NodeSelector{
+			NodeSelectorTerms: []v1.NodeSelectorTerm{{MatchExpressions: []v1.NodeSelectorRequirement{{Key: "zone", Operator: v1.NodeSelectorOpIn, Values: []string{"a"}}}}}}}}
+	}
+	noExecute := []v1.Taint{{Key: "dedicated", Value: "gpu", Effect: v1.TaintEffectNoExecute}}
+	strict := func(p *v1.Pod) {
+		policy := v1.SupplementalGroupsPolicyStrict
+		p.Spec.SecurityContext = &v1.PodSecurityContext{SupplementalGroupsPolicy: &policy}
+	}
+	supported := true
+	return []predScenario{
+		{short: "selector", description: "a node selector the node's labels miss: NodeAffinity",
+			pods: []*v1.Pod{a(ssd), b()}},
+		{short: "selector-match", description: "a node selector the node's labels match: admitted",
+			labels: map[string]string{"disk": "ssd"}, pods: []*v1.Pod{a(ssd), g("b", "7", "1Gi")}},
+		{short: "affinity", description: "a required node affinity (zone In a) on a node of zone b: NodeAffinity",
+			labels: map[string]string{"zone": "b"}, pods: []*v1.Pod{a(zone), b()}},
+		{short: "nodename", description: "a pod bound to another node's name: NodeName",
+			pods: []*v1.Pod{a(func(p *v1.Pod) { p.Spec.NodeName = "node-1" }), b()}},
+		{short: "hostport", description: "a host port a bound pod uses: NodePorts",
+			bound: []*v1.Pod{port(filler("bound-0", "100m", "100Mi"), 8080, v1.ProtocolTCP)},
+			pods:  []*v1.Pod{a(func(p *v1.Pod) { port(p, 8080, v1.ProtocolTCP) }), g("b", "14", "1Gi")}},
+		{short: "hostport-udp", description: "the host port a bound pod uses for UDP, asked for TCP: admitted",
+			bound: []*v1.Pod{port(filler("bound-0", "100m", "100Mi"), 8080, v1.ProtocolUDP)},
+			pods:  []*v1.Pod{a(func(p *v1.Pod) { port(p, 8080, v1.ProtocolTCP) }), g("b", "6", "1Gi")}},
+		{short: "taint-noexecute", description: "a NoExecute taint the pod does not tolerate: TaintToleration",
+			taints: noExecute, pods: []*v1.Pod{a(func(*v1.Pod) {}), b()}},
+		{short: "taint-tolerated", description: "a NoExecute taint the pod tolerates: admitted",
+			taints: noExecute, pods: []*v1.Pod{a(func(p *v1.Pod) {
+				p.Spec.Tolerations = []v1.Toleration{{Key: "dedicated", Operator: v1.TolerationOpEqual, Value: "gpu", Effect: v1.TaintEffectNoExecute}}
+			}), g("b", "7", "1Gi")}},
+		{short: "taint-noschedule", description: "a NoSchedule taint the pod does not tolerate: admitted (the kubelet weighs NoExecute only)",
+			taints: []v1.Taint{{Key: "dedicated", Value: "gpu", Effect: v1.TaintEffectNoSchedule}}, pods: []*v1.Pod{a(func(*v1.Pod) {}), g("b", "7", "1Gi")}},
+		{short: "taint-static", description: "a static pod on a node of an untolerated NoExecute taint: admitted",
+			taints: noExecute, pods: []*v1.Pod{a(func(p *v1.Pod) { p.Annotations = map[string]string{"kubernetes.io/config.source": "file"} }), g("b", "7", "1Gi")}},
+		{short: "os-label", description: "the pod's kubernetes.io/os label says windows: PodOSSelectorNodeLabelDoesNotMatch",
+			pods: []*v1.Pod{a(func(p *v1.Pod) { p.Labels = map[string]string{v1.LabelOSStable: "windows"} }), b()}},
+		{short: "os-selector", description: "a node selector kubernetes.io/os=windows (not the label): NodeAffinity",
+			pods: []*v1.Pod{a(func(p *v1.Pod) { p.Spec.NodeSelector = map[string]string{v1.LabelOSStable: "windows"} }), b()}},
+		{short: "os-field", description: "spec.os windows: PodOSNotSupported",
+			pods: []*v1.Pod{a(func(p *v1.Pod) { p.Spec.OS = &v1.PodOS{Name: v1.Windows} }), b()}},
+		{short: "supplemental-strict", description: "SupplementalGroupsPolicy Strict on a node that does not report it: SupplementalGroupsPolicyNotSupported",
+			pods: []*v1.Pod{a(strict), b()}},
+		{short: "supplemental-supported", description: "SupplementalGroupsPolicy Strict on a node reporting it: admitted",
+			features: &v1.NodeFeatures{SupplementalGroupsPolicy: &supported}, pods: []*v1.Pod{a(strict), g("b", "7", "1Gi")}},
+		{short: "cpu-and-selector", description: "out of CPU and a node selector missed: OutOfcpu is named",
+			bound: []*v1.Pod{filler("bound-0", "11", "1Gi")}, pods: []*v1.Pod{a(ssd), g("b", "4", "1Gi")}},
+		{short: "selector-and-port", description: "a node selector missed and a host port in use: NodeAffinity is named",
+			bound: []*v1.Pod{port(filler("bound-0", "100m", "100Mi"), 8080, v1.ProtocolTCP)},
+			pods:  []*v1.Pod{a(func(p *v1.Pod) { ssd(p); port(p, 8080, v1.ProtocolTCP) }), g("b", "14", "1Gi")}},
+		{short: "port-and-taint", description: "a host port in use and an untolerated NoExecute taint: NodePorts is named",
+			taints: noExecute, bound: []*v1.Pod{port(filler("bound-0", "100m", "100Mi"), 8080, v1.ProtocolTCP)},
+			pods: []*v1.Pod{a(func(p *v1.Pod) { port(p, 8080, v1.ProtocolTCP) }), g("b", "14", "1Gi")}},
+	}
+}
+
 // predConfigs: the managers' policies the scenarios run under.
 var predConfigs = []struct {
 	short             string
@@ -160,7 +239,7 @@ var predConfigs = []struct {
 
 func predicateCases() []*genCase {
 	var out []*genCase
-	for _, sc := range predScenarios() {
+	for _, sc := range append(predScenarios(), predNodeScenarios()...) {
 		for _, pc := range predConfigs {
 			m := predShape.Machine()
 			k := KubeletConfig{CPUManagerPolicy: "static", CPUManagerPolicyOptions: pc.cpuOptions, ReservedSystemCPUs: "0",
@@ -171,7 +250,7 @@ func predicateCases() []*genCase {
 			}
 			m.Kubelet = k
 			c := &genCase{name: fmt.Sprintf("pred__%s__%s__%s", predShape.Name(), sc.short, pc.short), machine: m, pods: sc.pods, seeds: sc.seeds,
-				node:        &NodeFile{Allocatable: predAllocatable(sc.alloc), Pods: sc.bound},
+				node:        &NodeFile{Allocatable: predAllocatable(sc.alloc), Pods: sc.bound, Labels: sc.labels, Taints: sc.taints, Features: sc.features},
 				tags:        []string{"predicate", sc.short, strings.Split(pc.short, "__")[0], "2pods"},
 				description: fmt.Sprintf("%s on %s; cpu static (reserved 0); %s", sc.description, predShape.Name(), strings.ReplaceAll(pc.short, "__", "; "))}
 			if c.node.Pods == nil {

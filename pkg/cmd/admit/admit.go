@@ -188,15 +188,17 @@ func (o *Options) readPodRef() error {
 	}
 	o.podRef = pod
 	p := pod.DeepCopy()
-	p.Status = v1.PodStatus{} // admitted anew
+	// Admitted anew, as if placed on each node judged: the kubelet's predicate refuses a pod
+	// bound to another node's name.
+	p.Status, p.Spec.NodeName = v1.PodStatus{}, ""
 	o.Engines.Admit.Pods = []*v1.Pod{p}
 	if o.Live.AllNodes {
 		return nil
 	}
-	if p.Spec.NodeName == "" {
+	if pod.Spec.NodeName == "" {
 		return &cmdutil.ExitError{Code: cmdutil.ExitUsage, Message: fmt.Sprintf("pod %s/%s is not bound to a node: no kubelet saw it (the scheduler placed it nowhere); try --all-nodes", p.Namespace, p.Name)}
 	}
-	o.Nodes = []string{p.Spec.NodeName}
+	o.Nodes = []string{pod.Spec.NodeName}
 	return nil
 }
 
