@@ -93,7 +93,9 @@ const nodePageSize = 500
 // NodeInfos returns what keeps the NodeInfo of each node of a listed fleet. A node's
 // allocatable is most of its NodeInfo: it is kept only when asked for (admit weighs pods
 // against it; no other read does), and then once for all the nodes that share it, as a pool's
-// nodes do, so that the fleet's NodeInfos stay a few dozen bytes a node.
+// nodes do, so that the fleet's NodeInfos stay a few dozen bytes a node. With it goes the node
+// object as the predicate reads it (its name, labels, taints, features: Object), the node's own:
+// the labels the Node list decoded, referenced, not copied.
 func NodeInfos(allocatable bool) func(*corev1.Node) NodeInfo {
 	shared := map[string]corev1.ResourceList{}
 	return func(n *corev1.Node) NodeInfo {

@@ -29,7 +29,19 @@ func TestNodeInfosShareAllocatable(t *testing.T) {
 	if q := b.Allocatable[corev1.ResourceCPU]; q.MilliValue() != 4000 {
 		t.Errorf("b's CPUs: %v", q)
 	}
-	if info := NodeInfos(false)(node("d", "4", "8Gi")); info.Allocatable != nil || info.Name != "d" || !info.listed {
+	if info := NodeInfos(false)(node("d", "4", "8Gi")); info.Allocatable != nil || info.Object != nil || info.Name != "d" || !info.listed {
 		t.Errorf("without allocatable: %+v", info)
+	}
+	// With the allocatable, what the predicate reads of the object: name, labels, taints,
+	// features, and nothing else of it.
+	tainted := node("e", "4", "8Gi")
+	tainted.Labels = map[string]string{"disk": "ssd"}
+	tainted.Spec.Taints = []corev1.Taint{{Key: "dedicated", Effect: corev1.TaintEffectNoExecute}}
+	tainted.Status.Features = &corev1.NodeFeatures{}
+	tainted.Status.NodeInfo.KubeletVersion = "v1.37.1"
+	want := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "e", Labels: tainted.Labels}}
+	want.Spec.Taints, want.Status.Features = tainted.Spec.Taints, tainted.Status.Features
+	if info := keep(tainted); !reflect.DeepEqual(info.Object, want) {
+		t.Errorf("the node object kept: %+v, want %+v", info.Object, want)
 	}
 }
