@@ -363,7 +363,7 @@ func startInput(in Input) replay.StartInput {
 func containers(pod *v1.Pod, pa replay.PodAdmission, topo *replay.CPUTopology) []Container {
 	kind := map[string][2]bool{}
 	for _, c := range pod.Spec.InitContainers {
-		kind[c.Name] = [2]bool{true, c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways}
+		kind[c.Name] = [2]bool{true, replay.IsRestartableInitContainer(&c)}
 	}
 	out := make([]Container, 0, len(pa.Containers))
 	for _, c := range pa.Containers {

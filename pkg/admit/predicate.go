@@ -41,6 +41,7 @@ const (
 	configSourceAnnotation         = "kubernetes.io/config.source"
 	configSourceAPIServer          = "api"
 	nodeOS                         = "linux" // the kubelets replayed run on Linux (runtime.GOOS)
+	bindAllHostIP                  = "0.0.0.0"
 )
 
 // The predicates' descriptions (the scheduler plugins' ErrReason texts, 1.37).
@@ -195,7 +196,7 @@ func hostPorts(pod *v1.Pod) []v1.ContainerPort {
 				continue
 			}
 			if p.HostIP == "" {
-				p.HostIP = "0.0.0.0"
+				p.HostIP = bindAllHostIP
 			}
 			if p.Protocol == "" {
 				p.Protocol = v1.ProtocolTCP
@@ -204,7 +205,7 @@ func hostPorts(pod *v1.Pod) []v1.ContainerPort {
 		}
 	}
 	for _, c := range pod.Spec.InitContainers {
-		if c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways {
+		if replay.IsRestartableInitContainer(&c) {
 			add(c.Ports)
 		}
 	}
@@ -225,7 +226,7 @@ func portsConflict(pod *v1.Pod, others []*v1.Pod) bool {
 		for _, used := range hostPorts(o) {
 			for _, w := range want {
 				if w.HostPort == used.HostPort && w.Protocol == used.Protocol &&
-					(w.HostIP == used.HostIP || w.HostIP == "0.0.0.0" || used.HostIP == "0.0.0.0") {
+					(w.HostIP == used.HostIP || w.HostIP == bindAllHostIP || used.HostIP == bindAllHostIP) {
 					return true
 				}
 			}

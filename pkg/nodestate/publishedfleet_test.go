@@ -291,30 +291,13 @@ func TestPublishedFleetListsPodsWhereOwnersDecide(t *testing.T) {
 func TestPublishedFleetListsPodsWhereALaterPodHangsOnOwners(t *testing.T) {
 	now := time.Now()
 	// Four GPUs, all on NUMA node 0 as their plugin sent them; one held by a pod of no node.
-	checkpoint, err := os.ReadFile(filepath.Join(repo, "testdata/kubelet/kubelet_internal_checkpoint/v1.37.1/gpu-single.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gpus := nodelocal.PodResourcesSection(&machine.PodResources{Allocatable: []machine.PodResourcesDevices{{Resource: "nvidia.com/gpu",
-		IDs:       []string{"GPU-8c1f3b2e-5d6a-4f7b-9e0c-1a2b3c4d5e6f", "GPU-2d3e4f5a-6b7c-4d8e-9f0a-1b2c3d4e5f6a", "GPU-7e8f9a0b-1c2d-4e3f-8a4b-5c6d7e8f9a0b", "GPU-4a5b6c7d-8e9f-4a0b-9c1d-2e3f4a5b6c7d"},
-		NUMANodes: []int64{0}}}})
 	objs := []runtime.Object{&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "seed", Namespace: "default", UID: "uid-seed-a"},
 		Spec: corev1.PodSpec{NodeName: "running"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}}
 	for _, name := range []string{"gone", "running"} {
-		s := admitNodeState(t, name)
-		s.ReadAt = now
-		s.Sections[machine.PodResourcesHeader] = gpus
-		s.Files["device-plugins/kubelet_internal_checkpoint"] = checkpoint
-		capacity := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("32"), corev1.ResourceMemory: resource.MustParse("64Gi"),
-			corev1.ResourcePods: resource.MustParse("110"), "nvidia.com/gpu": resource.MustParse("4")}
-		node := readyNode(name, capacity)
-		node.Status.Capacity = capacity
+		s, node := gpuNodeState(t, name, now)
 		objs = append(objs, publishedConfigMap(t, s), node)
 	}
-	withGPU := guaranteedPod("gpu", "", "2", "4Gi")
-	for _, q := range []corev1.ResourceList{withGPU.Spec.Containers[0].Resources.Requests, withGPU.Spec.Containers[0].Resources.Limits} {
-		q["nvidia.com/gpu"] = resource.MustParse("1")
-	}
+	withGPU := gpuPod("gpu", "2", "4Gi")
 	wide := guaranteedPod("wide", "", "14", "4Gi")
 	client := fake.NewClientset(objs...)
 	fleet := func(pods ...*corev1.Pod) (map[string][]bool, int) { return fleetAnswers(t, client, now, pods...) }
@@ -331,6 +314,40 @@ func TestPublishedFleetListsPodsWhereALaterPodHangsOnOwners(t *testing.T) {
 	if admitted, lists := fleet(withGPU, wide); lists != 2 || !reflect.DeepEqual(admitted["gone"], []bool{true, true}) {
 		t.Errorf("gpu then wide: admitted %v after %d pod LISTs, want both admitted after 2", admitted, lists)
 	}
+}
+
+// gpuNodeState is examples/admit-node's state published by node, with four GPUs on NUMA node 0
+// as their plugin sent them and gpu-single's device checkpoint (one GPU held by gpuHolder), and
+// its Ready node object reporting them.
+func gpuNodeState(t *testing.T, node string, now time.Time) (*PublishedState, *corev1.Node) {
+	t.Helper()
+	checkpoint, err := os.ReadFile(filepath.Join(repo, "testdata/kubelet/kubelet_internal_checkpoint/v1.37.1/gpu-single.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := admitNodeState(t, node)
+	s.ReadAt = now
+	s.Sections[machine.PodResourcesHeader] = nodelocal.PodResourcesSection(&machine.PodResources{Allocatable: []machine.PodResourcesDevices{{Resource: "nvidia.com/gpu",
+		IDs:       []string{"GPU-8c1f3b2e-5d6a-4f7b-9e0c-1a2b3c4d5e6f", "GPU-2d3e4f5a-6b7c-4d8e-9f0a-1b2c3d4e5f6a", "GPU-7e8f9a0b-1c2d-4e3f-8a4b-5c6d7e8f9a0b", "GPU-4a5b6c7d-8e9f-4a0b-9c1d-2e3f4a5b6c7d"},
+		NUMANodes: []int64{0}}}})
+	s.Files["device-plugins/kubelet_internal_checkpoint"] = checkpoint
+	capacity := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("32"), corev1.ResourceMemory: resource.MustParse("64Gi"),
+		corev1.ResourcePods: resource.MustParse("110"), "nvidia.com/gpu": resource.MustParse("4")}
+	n := readyNode(node, capacity)
+	n.Status.Capacity = capacity
+	return s, n
+}
+
+// gpuHolder is the pod holding a GPU in gpu-single's device checkpoint.
+const gpuHolder = "6f1c2a0d-3b5e-4c8a-9d1e-2a7b6c5d4e3f"
+
+// gpuPod is a Guaranteed pod of one container asking one GPU beside its CPUs and memory.
+func gpuPod(name, cpu, memory string) *corev1.Pod {
+	p := guaranteedPod(name, "", cpu, memory)
+	for _, q := range []corev1.ResourceList{p.Spec.Containers[0].Resources.Requests, p.Spec.Containers[0].Resources.Limits} {
+		q["nvidia.com/gpu"] = resource.MustParse("1")
+	}
+	return p
 }
 
 // fleetAnswers is admit --all-nodes --from-published of pods over client's nodes: each node's
@@ -374,47 +391,28 @@ func fleetAnswers(t *testing.T, client *fake.Clientset, now time.Time, pods ...*
 // the node's pods tell. A node of one owner (2 cores) has no case between them: not listed.
 func TestPublishedFleetListsPodsWhereOwnersGoneInPartDecide(t *testing.T) {
 	now := time.Now()
-	checkpoint, err := os.ReadFile(filepath.Join(repo, "testdata/kubelet/kubelet_internal_checkpoint/v1.37.1/gpu-single.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	const holder = "6f1c2a0d-3b5e-4c8a-9d1e-2a7b6c5d4e3f" // gpu-single's
-	gpus := nodelocal.PodResourcesSection(&machine.PodResources{Allocatable: []machine.PodResourcesDevices{{Resource: "nvidia.com/gpu",
-		IDs:       []string{"GPU-8c1f3b2e-5d6a-4f7b-9e0c-1a2b3c4d5e6f", "GPU-2d3e4f5a-6b7c-4d8e-9f0a-1b2c3d4e5f6a", "GPU-7e8f9a0b-1c2d-4e3f-8a4b-5c6d7e8f9a0b", "GPU-4a5b6c7d-8e9f-4a0b-9c1d-2e3f4a5b6c7d"},
-		NUMANodes: []int64{0}}}})
-	two := map[string]map[string]string{holder: {"cuda": "2-4,18-20"}, "uid-two": {"app": "5-6,21-22"}}
+	two := map[string]map[string]string{gpuHolder: {"cuda": "2-4,18-20"}, "uid-two": {"app": "5-6,21-22"}}
 	var objs []runtime.Object
 	for node, state := range map[string]struct {
 		shared  string
 		owners  map[string]map[string]string
 		running []string
 	}{
-		"both":      {"1,7-15,17,23-31", two, []string{holder, "uid-two"}},
-		"two-gone":  {"1,7-15,17,23-31", two, []string{holder}},
-		"one-owner": {"1-4,7-15,17-20,23-31", map[string]map[string]string{holder: {"cuda": "5-6,21-22"}}, []string{holder}},
+		"both":      {"1,7-15,17,23-31", two, []string{gpuHolder, "uid-two"}},
+		"two-gone":  {"1,7-15,17,23-31", two, []string{gpuHolder}},
+		"one-owner": {"1-4,7-15,17-20,23-31", map[string]map[string]string{gpuHolder: {"cuda": "5-6,21-22"}}, []string{gpuHolder}},
 	} {
-		s := admitNodeState(t, node)
-		s.ReadAt = now
-		s.Sections[machine.PodResourcesHeader] = gpus
-		s.Files["device-plugins/kubelet_internal_checkpoint"] = checkpoint
+		s, n := gpuNodeState(t, node, now)
 		s.Files["cpu_manager_state"] = cpuCheckpoint(t, state.shared, state.owners)
 		delete(s.Files, "memory_manager_state")
-		capacity := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("32"), corev1.ResourceMemory: resource.MustParse("64Gi"),
-			corev1.ResourcePods: resource.MustParse("110"), "nvidia.com/gpu": resource.MustParse("4")}
-		n := readyNode(node, capacity)
-		n.Status.Capacity = capacity
 		objs = append(objs, publishedConfigMap(t, s), n)
 		for _, uid := range state.running {
 			objs = append(objs, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: node + "-" + uid, Namespace: "default", UID: types.UID(uid)},
 				Spec: corev1.PodSpec{NodeName: node}, Status: corev1.PodStatus{Phase: corev1.PodRunning}})
 		}
 	}
-	withGPU := guaranteedPod("gpu", "", "2", "1Gi")
-	for _, q := range []corev1.ResourceList{withGPU.Spec.Containers[0].Resources.Requests, withGPU.Spec.Containers[0].Resources.Limits} {
-		q["nvidia.com/gpu"] = resource.MustParse("1")
-	}
 	client := fake.NewClientset(objs...)
-	admitted, lists := fleetAnswers(t, client, now, guaranteedPod("eight", "", "8", "1Gi"), withGPU)
+	admitted, lists := fleetAnswers(t, client, now, guaranteedPod("eight", "", "8", "1Gi"), gpuPod("gpu", "2", "1Gi"))
 	// One owner: the two replays are every case, no LIST; two: listed.
 	if want := map[string][]bool{"both": {true, true}, "two-gone": {true, false}, "one-owner": {true, true}}; !reflect.DeepEqual(admitted, want) || lists != 2 {
 		t.Errorf("admitted %v after %d pod LISTs, want %v after 2", admitted, lists, want)

@@ -189,7 +189,7 @@ func (p *staticPolicy) podGuaranteedCPUs(pod *v1.Pod) int {
 			continue
 		}
 		n := p.guaranteedCPUs(pod, c)
-		if p.release.has(SidecarAware) && isRestartableInitContainer(c) {
+		if p.release.has(SidecarAware) && IsRestartableInitContainer(c) {
 			byRestartable += n
 		} else if byRestartable+n > byInit {
 			byInit = byRestartable + n
@@ -433,7 +433,7 @@ func (p *staticPolicy) updateCPUsToReuse(pod *v1.Pod, c *v1.Container, set cpuse
 	for i := range pod.Spec.InitContainers {
 		ic := &pod.Spec.InitContainers[i]
 		if c.Name == ic.Name {
-			if p.release.has(SidecarAware) && isRestartableInitContainer(ic) {
+			if p.release.has(SidecarAware) && IsRestartableInitContainer(ic) {
 				break
 			}
 			p.cpusToReuse[uid] = p.cpusToReuse[uid].Union(set)
@@ -482,7 +482,7 @@ func (p *staticPolicy) validatePodScopeResources(pod *v1.Pod) error {
 		c := &pod.Spec.InitContainers[i]
 		n := p.guaranteedCPUs(pod, c)
 		switch {
-		case !isRestartableInitContainer(c):
+		case !IsRestartableInitContainer(c):
 			if n == 0 && exclusive >= total {
 				return errors.New("pod rejected, pod has shared init containers but no cpus available for them")
 			}
@@ -578,10 +578,10 @@ func (p *staticPolicy) partitionPodCPUs(pod *v1.Pod, podSet cpuset.CPUSet, resto
 				}
 			}
 			exclusive[c.Name] = set
-			if isRestartableInitContainer(c) {
+			if IsRestartableInitContainer(c) {
 				sidecars = sidecars.Union(set)
 			}
-		} else if !isRestartableInitContainer(c) {
+		} else if !IsRestartableInitContainer(c) {
 			exclusive[c.Name] = podSet.Difference(sidecars)
 			if isKept {
 				exclusive[c.Name] = kept

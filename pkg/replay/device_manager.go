@@ -303,7 +303,7 @@ func (m *DeviceManager) Allocate(pod *v1.Pod, c *v1.Container) error {
 		if err := m.allocateContainerResources(pod, c, reuse); err != nil {
 			return err
 		}
-		if !isRestartableInitContainer(init) || !m.release.has(DeviceSidecarKeeps) {
+		if !IsRestartableInitContainer(init) || !m.release.has(DeviceSidecarKeeps) {
 			m.podDevices.addContainerAllocatedResources(uid, c.Name, reuse)
 		} else {
 			m.podDevices.removeContainerAllocatedResources(uid, c.Name, reuse)

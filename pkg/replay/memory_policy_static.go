@@ -188,7 +188,7 @@ func (p *memoryStaticPolicy) podRequests(pod *v1.Pod) (map[string]uint64, error)
 			return nil, err
 		}
 		for name, q := range reqs {
-			if p.sidecarAware && isRestartableInitContainer(c) {
+			if p.sidecarAware && IsRestartableInitContainer(c) {
 				byRestartable[name] += q
 			} else if byRestartable[name]+q > byInit[name] {
 				byInit[name] = byRestartable[name] + q
@@ -498,7 +498,7 @@ func (p *memoryStaticPolicy) validatePodScopeResources(pod *v1.Pod) error {
 			return err
 		}
 		switch {
-		case !isRestartableInitContainer(c):
+		case !IsRestartableInitContainer(c):
 			if len(reqs) == 0 {
 				for _, name := range slices.Sorted(maps.Keys(total)) {
 					if exclusive[name] >= total[name] {
@@ -577,7 +577,7 @@ func (p *memoryStaticPolicy) AllocatePod(pod *v1.Pod) error {
 			return err
 		}
 		if len(reqs) == 0 {
-			if isRestartableInitContainer(c) {
+			if IsRestartableInitContainer(c) {
 				continue
 			}
 			runnable := map[string]uint64{}
@@ -588,7 +588,7 @@ func (p *memoryStaticPolicy) AllocatePod(pod *v1.Pod) error {
 			continue
 		}
 		exclusive[c.Name] = blocksOf(reqs)
-		if isRestartableInitContainer(c) {
+		if IsRestartableInitContainer(c) {
 			for name, q := range reqs {
 				sidecars[name] += q
 			}
@@ -645,7 +645,7 @@ func (p *memoryStaticPolicy) updateMachineState(bits []int, name string, size ui
 func (p *memoryStaticPolicy) isRegularInitContainer(pod *v1.Pod, c *v1.Container) bool {
 	for i := range pod.Spec.InitContainers {
 		if pod.Spec.InitContainers[i].Name == c.Name {
-			return !p.sidecarAware || !isRestartableInitContainer(&pod.Spec.InitContainers[i])
+			return !p.sidecarAware || !IsRestartableInitContainer(&pod.Spec.InitContainers[i])
 		}
 	}
 	return false
@@ -703,7 +703,7 @@ func (p *memoryStaticPolicy) updateInitContainersMemoryBlocks(pod *v1.Pod, c *v1
 			if ic.Name == c.Name || size == 0 {
 				break
 			}
-			if p.sidecarAware && isRestartableInitContainer(ic) {
+			if p.sidecarAware && IsRestartableInitContainer(ic) {
 				continue
 			}
 			icBlocks := p.blocks(uid, ic.Name)

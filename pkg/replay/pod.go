@@ -32,8 +32,8 @@ func (g podGates) podLevel(pod *v1.Pod) bool {
 	return g.levelManagers && isPodLevelResourcesSet(pod)
 }
 
-// isRestartableInitContainer: a sidecar (restartPolicy Always on an init container).
-func isRestartableInitContainer(c *v1.Container) bool {
+// IsRestartableInitContainer: a sidecar (restartPolicy Always on an init container).
+func IsRestartableInitContainer(c *v1.Container) bool {
 	return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
 }
 
